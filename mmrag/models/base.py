@@ -1,0 +1,68 @@
+"""The VLM protocol, generation settings, the typed model spec and the backend registry.
+
+Models know nothing of scenarios or judges: they turn :class:`Prompt` objects into
+:class:`Response` objects.  A failed request is a Response with ``error`` set, never an exception
+that loses the batch and never a made-up answer.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, Sequence, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from mmrag.registry import Registry
+from mmrag.schema import Prompt, Response
+
+
+class GenerationSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    max_new_tokens: int = 128
+    temperature: float = 0.0
+    top_p: float = 1.0
+    seed: int | None = 0
+    stop: list[str] = Field(default_factory=list)
+
+    @property
+    def deterministic(self) -> bool:
+        """Only greedy requests are cached: a sampled answer is not a function of its prompt."""
+        return self.temperature == 0.0
+
+
+class Capabilities(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    max_images: int | None = None
+    system_prompt: bool = True
+
+
+class ModelSpec(BaseModel):
+    """How configs name a model: ``{backend, model, base_url, api_key_env, settings, options}``.
+    On the command line: ``--model BACKEND:MODEL`` (+ ``--base-url``); a bare name is a baseline."""
+
+    model_config = ConfigDict(extra="forbid")
+    backend: str
+    model: str = ""
+    base_url: str | None = None
+    api_key_env: str | None = None
+    settings: GenerationSettings = Field(default_factory=GenerationSettings)
+    options: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        return f"{self.backend}:{self.model}" if self.model else self.backend
+
+
+@runtime_checkable
+class VLM(Protocol):
+    fingerprint: str
+    capabilities: Capabilities
+
+    async def agenerate(self, prompts: Sequence[Prompt], settings: GenerationSettings) -> list[Response]:
+        """Responses in the order of ``prompts``."""
+
+    def generate(self, prompts: Sequence[Prompt], settings: GenerationSettings) -> list[Response]:
+        """Synchronous convenience wrapper around :meth:`agenerate`."""
+
+
+#: ``MODELS.create(backend_name, spec: ModelSpec) -> VLM``; entry-point group ``mmrag.models``.
+MODELS: Registry[VLM] = Registry("model backend", group="mmrag.models")

@@ -1,0 +1,239 @@
+"""The shared data types that flow between mmrag's stages.
+
+Every arrow of the pipeline (Benchmark -> Composer -> Model -> Judge -> Metrics) carries one of
+these pydantic v2 objects.  They are serialisable (``model_dump(mode="json")``), carry stable ids
+derived from their content, and reference images by path plus content hash so that no object ever
+holds a dataset's pixels in memory.  This module imports no other part of mmrag on purpose: it is
+the vocabulary every stage shares, and must stay importable from anywhere.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+Modality = Literal["text", "image", "multimodal"]
+Outcome = Literal["correct", "deflection", "hallucination", "unparseable"]
+OUTCOMES: tuple[str, ...] = ("correct", "deflection", "hallucination", "unparseable")
+ErrorClass = Literal["timeout", "rate_limit", "server_error", "bad_response", "context_overflow", "other"]
+ContextRole = Literal["gold", "negative"]
+
+NOTA_TEXTS: tuple[str, ...] = ("none of the above", "none of above")
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def sha256_file(path: str | Path, chunk: int = 1 << 20) -> str:
+    """Content hash of a file, streamed so large images never sit whole in memory twice."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(chunk), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def canonical_json(obj: Any) -> str:
+    """Key-sorted, whitespace-free JSON: the form every content hash in mmrag is taken over."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def stable_id(*parts: Any, length: int = 16) -> str:
+    return hashlib.sha256(canonical_json(list(parts)).encode()).hexdigest()[:length]
+
+
+def is_nota_text(text: str) -> bool:
+    """HumbleBench writes NOTA as "None of the above" or "None of above"; match either by text."""
+    t = " ".join(text.strip().lower().rstrip(".").split())
+    return t in NOTA_TEXTS
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=False)
+
+
+class ImageRef(_Model):
+    """A reference to an image on disk.  Pixels are loaded lazily with :meth:`load`.
+
+    ``sha256`` is the content hash; caches key on it (never on the path) so that moving a dataset
+    does not invalidate cached model responses, and a changed file cannot hit a stale entry.
+    """
+
+    path: str
+    sha256: str | None = None
+
+    def load(self):  # -> PIL.Image.Image
+        from PIL import Image
+
+        with Image.open(self.path) as im:
+            im.load()
+            return im.convert("RGB") if im.mode not in ("RGB", "L") else im.copy()
+
+    def content_hash(self) -> str:
+        if self.sha256 is None:
+            self.sha256 = sha256_file(self.path)
+        return self.sha256
+
+
+class Document(_Model):
+    """One knowledge-base entry: a text passage, an image, or an image with its caption."""
+
+    id: str
+    modality: Modality
+    text: str = ""
+    image: ImageRef | None = None
+    title: str = ""
+    source: str = ""
+    entity_id: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("id")
+    @classmethod
+    def _nonempty_id(cls, v: str) -> str:
+        if not v:
+            raise ValueError("document id must be non-empty")
+        return v
+
+
+class Choice(_Model):
+    """One option of a multiple-choice question; ``is_nota`` marks "None of the above"."""
+
+    letter: str
+    text: str
+    is_nota: bool = False
+
+
+class Sample(_Model):
+    """One evaluation item.
+
+    ``question_id`` groups samples that share a question (VLM-DeflectionBench has several samples per
+    question; HumbleBench stress settings derive several samples from one record).  Bootstrap
+    intervals are clustered on it.  ``answers`` lists every accepted string (first = canonical,
+    then aliases); ``numeric_ranges`` carries InfoSeek-style [lo, hi] ranges.  For MCQ, ``choices``
+    and ``label`` (the gold letter) are set.
+    """
+
+    id: str
+    benchmark: str
+    question_id: str = ""
+    question: str
+    images: list[ImageRef] = Field(default_factory=list)
+    answers: list[str] = Field(default_factory=list)
+    numeric_ranges: list[tuple[float, float]] = Field(default_factory=list)
+    choices: list[Choice] = Field(default_factory=list)
+    label: str | None = None
+    gold_doc_ids: list[str] = Field(default_factory=list)
+    source: str = ""
+    entity_id: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    def model_post_init(self, __context: Any) -> None:
+        if not self.question_id:
+            self.question_id = self.id
+
+    @property
+    def is_mcq(self) -> bool:
+        return bool(self.choices)
+
+    def nota_letter(self) -> str | None:
+        for c in self.choices:
+            if c.is_nota:
+                return c.letter
+        return None
+
+
+class Context(_Model):
+    """A document placed in a prompt, with why it is there (gold or negative) and its hit score."""
+
+    document: Document
+    role: ContextRole
+    score: float | None = None
+
+
+class ContentPart(_Model):
+    type: Literal["text", "image"]
+    text: str | None = None
+    image: ImageRef | None = None
+
+
+class Message(_Model):
+    role: Literal["system", "user", "assistant"]
+    content: list[ContentPart]
+
+    def text(self) -> str:
+        return "".join(p.text or "" for p in self.content if p.type == "text")
+
+
+class Prompt(_Model):
+    """Exactly what a model sees, plus the provenance needed to reproduce and judge it.
+
+    ``choices`` / ``label`` are the *effective* options and gold letter after stress transforms
+    (NOTA-only removes an option, shuffling relabels): judges read these, not the sample's.
+    """
+
+    id: str = ""
+    sample_id: str
+    messages: list[Message]
+    scenario: dict[str, Any] = Field(default_factory=dict)
+    scenario_id: str = ""
+    template_id: str = ""
+    template_version: str = ""
+    template_hash: str = ""
+    contexts: list[Context] = Field(default_factory=list)
+    choices: list[Choice] = Field(default_factory=list)
+    label: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    def model_post_init(self, __context: Any) -> None:
+        if not self.id:
+            self.id = stable_id(self.canonical())
+
+    def canonical(self) -> dict[str, Any]:
+        """The prompt as a model sees it, with images as content hashes (never paths)."""
+        msgs = []
+        for m in self.messages:
+            parts = []
+            for p in m.content:
+                if p.type == "image" and p.image is not None:
+                    parts.append({"type": "image", "sha256": p.image.content_hash()})
+                else:
+                    parts.append({"type": "text", "text": p.text or ""})
+            msgs.append({"role": m.role, "content": parts})
+        return {"messages": msgs}
+
+    def images(self) -> list[ImageRef]:
+        return [p.image for m in self.messages for p in m.content if p.type == "image" and p.image]
+
+
+class Usage(_Model):
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+
+
+class Response(_Model):
+    """A model's answer to one prompt.  A failed request is data: ``error`` names its class and
+    ``text`` is empty; it is never turned into an answer or dropped."""
+
+    prompt_id: str
+    text: str = ""
+    model: str = ""
+    usage: Usage = Field(default_factory=Usage)
+    latency_s: float = 0.0
+    error: ErrorClass | None = None
+    error_detail: str = ""
+    cached: bool = False
+
+
+class Verdict(_Model):
+    outcome: Outcome
+    extracted: str | None = None
+    judge_id: str = ""
+    reason: str = ""
+    score: float | None = None
+    details: dict[str, Any] = Field(default_factory=dict)

@@ -1,0 +1,84 @@
+"""Small I/O helpers shared by every stage: MMRAG_HOME, atomic writes, line-numbered JSONL."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Iterator, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from mmrag.errors import InputError, pydantic_field, pydantic_message
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def mmrag_home() -> Path:
+    """Root of mmrag's caches (demo world, response cache, retrieval cache). ``$MMRAG_HOME`` wins."""
+    home = Path(os.environ.get("MMRAG_HOME", Path.home() / ".cache" / "mmrag"))
+    home.mkdir(parents=True, exist_ok=True)
+    return home
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> None:
+    """Write to a temp file beside ``path``, fsync, then rename: readers never see half a file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_json(path: str | Path, obj: Any) -> None:
+    atomic_write_text(path, json.dumps(obj, indent=2, ensure_ascii=False, default=str) + "\n")
+
+
+def write_jsonl_atomic(path: str | Path, rows: list[dict[str, Any]]) -> None:
+    atomic_write_text(path, "".join(json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in rows))
+
+
+def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield ``(line_number, object)``; a malformed line raises InputError naming file and line."""
+    path = Path(path)
+    if not path.exists():
+        raise InputError("file not found", path=path)
+    with open(path, encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise InputError(f"invalid JSON ({exc.msg})", path=path, line=lineno) from None
+            if not isinstance(obj, dict):
+                raise InputError("expected a JSON object", path=path, line=lineno)
+            yield lineno, obj
+
+
+def parse_record(model: type[M], obj: dict[str, Any], *, path: str | Path | None = None,
+                 line: int | None = None) -> M:
+    """Validate one record, turning a pydantic error into an InputError naming file, line, field."""
+    try:
+        return model.model_validate(obj)
+    except ValidationError as exc:
+        raise InputError(pydantic_message(exc), path=path, line=line, field=pydantic_field(exc)) from None
+
+
+def read_jsonl_models(path: str | Path, model: type[M]) -> list[M]:
+    return [parse_record(model, obj, path=path, line=ln) for ln, obj in iter_jsonl(path)]
