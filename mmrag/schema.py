@@ -24,6 +24,11 @@ ContextRole = Literal["gold", "negative"]
 
 NOTA_TEXTS: tuple[str, ...] = ("none of the above", "none of above")
 
+#: The phrase the prompt templates ask a model to use when it deflects (VLM-DeflectionBench's
+#: "Sorry, I cannot answer..."); the always-deflect baseline says it and the deflection detector
+#: recognises it among its other refusal patterns.
+DEFLECTION_PHRASE = "Sorry, I cannot answer this question based on the available information."
+
 
 def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()

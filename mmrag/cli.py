@@ -1,0 +1,59 @@
+"""The ``mmrag`` command.  Thin on purpose: each sub-command lives in :mod:`mmrag.commands` and
+only parses flags and calls the library.  Every deliberate error (:class:`MmragError`) becomes one
+line on stderr and a non-zero exit; nothing else is caught, so real bugs keep their traceback."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import typer
+
+from mmrag.errors import MmragError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="mmrag: measure how VLMs answer, deflect or hallucinate with retrieved evidence.")
+
+#: (module, attribute, command name) — plain commands
+COMMANDS = [
+    ("mmrag.commands.run", "demo", "demo"),
+    ("mmrag.commands.run", "run", "run"),
+    ("mmrag.commands.run", "sweep", "sweep"),
+]
+#: (module, attribute, group name) — typer sub-applications
+GROUPS: list[tuple[str, str, str]] = []
+
+
+def _mount() -> None:
+    for mod, attr, name in COMMANDS:
+        app.command(name)(getattr(importlib.import_module(mod), attr))
+    for mod, attr, name in GROUPS:
+        app.add_typer(getattr(importlib.import_module(mod), attr), name=name)
+
+
+_mount()
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        app(args=argv, standalone_mode=False)
+    except MmragError as exc:
+        print(f"mmrag: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except typer.Abort:
+        print("mmrag: aborted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # click usage errors carry their own exit code
+        import click
+
+        if isinstance(exc, click.ClickException):
+            exc.show()
+            return exc.exit_code
+        if isinstance(exc, click.exceptions.Exit):
+            return exc.exit_code
+        raise
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

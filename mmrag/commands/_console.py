@@ -1,0 +1,53 @@
+"""Shared console pieces for the CLI: rich progress with rate and ETA, and the results table."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+from rich.console import Console
+from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TaskProgressColumn,
+                           TextColumn, TimeElapsedColumn, TimeRemainingColumn)
+from rich.table import Table
+
+console = Console()
+err_console = Console(stderr=True)
+
+
+class _RateColumn(TextColumn):
+    def __init__(self) -> None:
+        super().__init__("")
+
+    def render(self, task):  # noqa: D401 - rich API
+        speed = task.finished_speed or task.speed
+        from rich.text import Text
+
+        return Text(f"{speed:6.1f}/s" if speed else "   -  /s", style="progress.data.speed")
+
+
+@contextmanager
+def progress_bar() -> Iterator[Progress]:
+    with Progress(SpinnerColumn(), TextColumn("[progress.description]{task.description}"), BarColumn(),
+                  MofNCompleteColumn(), TaskProgressColumn(), _RateColumn(), TimeElapsedColumn(),
+                  TextColumn("eta"), TimeRemainingColumn(), console=err_console, transient=False) as p:
+        yield p
+
+
+def results_table(summary: dict[str, Any], title: str = "Results") -> Table:
+    t = Table(title=title)
+    for col in ("benchmark", "scenario", "model", "n"):
+        t.add_column(col, justify="right" if col == "n" else "left")
+    for col in ("Accuracy", "Deflection", "Hallucination", "Unparseable"):
+        t.add_column(col, justify="right")
+    for g in summary["groups"]:
+        r = g["rates"]
+        scen = g["scenario"].get("kind", "?")
+        if g["scenario"].get("kind") in ("realistic", "adversarial"):
+            scen += f" n={g['scenario'].get('n_distractors')} neg={g['scenario'].get('negative_modality')}"
+        if g["scenario"].get("strictness", "none") != "none":
+            scen += f" [{g['scenario']['strictness']}]"
+        if g["scenario"].get("stress"):
+            scen += " " + "+".join(g["scenario"]["stress"])
+        t.add_row(g["benchmark"], scen, g["model"], str(g["n"]), f"{r['correct']:.1f}", f"{r['deflection']:.1f}",
+                  f"{r['hallucination']:.1f}", f"{r['unparseable']:.1f}")
+    return t

@@ -1,0 +1,80 @@
+"""RunConfig: the typed, YAML-loadable description of a run (benchmarks x scenarios x models x judge).
+
+Every field is validated with ``extra="forbid"``: a misspelt key in ``run.yaml`` is an error naming
+the file and the field, never a silently ignored knob.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from mmrag.errors import InputError, pydantic_field, pydantic_message
+from mmrag.models.base import GenerationSettings, ModelSpec
+from mmrag.scenarios.spec import ScenarioSpec
+
+
+class _Cfg(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class BenchmarkRef(_Cfg):
+    name: str
+    source: str | None = None
+    options: dict[str, Any] = Field(default_factory=dict)
+
+
+class JudgeConfig(_Cfg):
+    mode: Literal["rule", "llm", "rule+llm"] = "rule"
+    model: ModelSpec | None = None
+
+
+class CacheConfig(_Cfg):
+    enabled: bool = True
+    #: None = the shared cache under MMRAG_HOME; a path isolates this run's cache
+    path: str | None = None
+
+
+class RetrievalConfig(_Cfg):
+    """Where negatives come from.  ``miner: world`` builds (and caches) text, image and multimodal
+    indices over the benchmark's own knowledge base with the default encoders."""
+
+    miner: str = "world"
+    cache_dir: str | None = None
+    factory: str = "Flat"
+
+
+class RunConfig(_Cfg):
+    benchmarks: list[BenchmarkRef] = Field(min_length=1)
+    scenarios: list[ScenarioSpec] = Field(default_factory=list)
+    sweeps: list[str] = Field(default_factory=list)
+    models: list[ModelSpec] = Field(min_length=1)
+    judge: JudgeConfig = Field(default_factory=JudgeConfig)
+    settings: GenerationSettings | None = None
+    limit: int | None = Field(default=None, ge=1)
+    batch_size: int = Field(default=32, ge=1)
+    seed: int = 0
+    cache: CacheConfig = Field(default_factory=CacheConfig)
+    retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
+    out: str | None = None
+
+
+def load_run_config(path: str | Path) -> RunConfig:
+    import yaml
+
+    path = Path(path)
+    if not path.exists():
+        raise InputError("config file not found", path=path)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        line = getattr(getattr(exc, "problem_mark", None), "line", None)
+        raise InputError(f"invalid YAML: {exc}", path=path, line=None if line is None else line + 1) from None
+    if not isinstance(data, dict):
+        raise InputError("a run config must be a mapping", path=path)
+    try:
+        return RunConfig.model_validate(data)
+    except ValidationError as exc:
+        raise InputError(pydantic_message(exc), path=path, field=pydantic_field(exc)) from None

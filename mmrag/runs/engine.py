@@ -1,0 +1,162 @@
+"""The run engine: benchmarks x scenarios x models -> prompts -> responses -> verdicts, on disk.
+
+Why it looks like this:
+- Every cell (sample, scenario, model) has a stable key; the engine plans all cells, skips those
+  already in ``samples.jsonl`` and processes the rest in batches.  Each batch is appended and
+  fsynced before the next starts, so a SIGKILL loses at most the batch in flight — and that batch
+  is re-requested on resume, where the response cache usually answers it for free.
+- Composition is pure and seeded, model responses are cached by content, judging is
+  deterministic: a resumed run ends with exactly the records of an uninterrupted one.
+- The engine wires stages together; no stage imports it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from mmrag.errors import InputError
+from mmrag.models.base import GenerationSettings, ModelSpec
+from mmrag.runs.config import RunConfig
+from mmrag.runs.manifest import RunManifest
+from mmrag.runs.plan import BenchmarkPlan, prepare_benchmarks
+from mmrag.runs.records import RunRecord, record_key
+from mmrag.runs.store import ResultStore
+from mmrag.runs.summary import write_summary
+from mmrag.runs.wiring import make_judge, make_model
+from mmrag.util import mmrag_home
+
+
+@dataclass
+class RunResult:
+    run_dir: Path
+    summary: dict[str, Any]
+    new_records: int
+    model_calls: int
+    skipped: int
+    errors: dict[str, int] = field(default_factory=dict)
+
+
+def _chunks(items: list, n: int) -> Iterable[list]:
+    for i in range(0, len(items), n):
+        yield items[i:i + n]
+
+
+def _check_resume(run_dir: Path, config: RunConfig) -> None:
+    """Refuse to mix two different experiments in one directory."""
+    import json
+
+    path = run_dir / "manifest.json"
+    if not path.exists():
+        return
+    try:
+        old = json.loads(path.read_text(encoding="utf-8"))["config"]
+    except (ValueError, KeyError):
+        raise InputError("manifest is unreadable; use a new --out directory", path=path) from None
+    new = config.model_dump(mode="json")
+    old.pop("out", None)
+    new.pop("out", None)
+    if old != new:
+        changed = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
+        raise InputError(f"this directory holds a run with a different config (differs in: {', '.join(changed)}); "
+                         "use a new --out directory or `mmrag run --resume DIR`", path=path)
+
+
+def _ensure_writable(run_dir: Path) -> None:
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        probe = run_dir / ".write-probe"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise InputError(f"output directory is not writable ({exc.strerror})", path=run_dir) from None
+
+
+def execute(config: RunConfig, run_dir: str | Path, *, argv: list[str] | None = None,
+            progress: Any = None, on_batch: Callable[[int], None] | None = None) -> RunResult:
+    """Run (or resume) ``config`` into ``run_dir``.  Safe to call again on the same directory."""
+    run_dir = Path(run_dir)
+    _ensure_writable(run_dir)
+    _check_resume(run_dir, config)
+    manifest = RunManifest.start(config.model_dump(mode="json"), argv)
+    manifest.seeds = {"run": config.seed}
+    manifest.write(run_dir)
+
+    store = ResultStore(run_dir / "samples.jsonl")
+    plans = prepare_benchmarks(config, progress=progress)
+    for p in plans:
+        manifest.datasets[p.ref.name] = p.fingerprint
+        manifest.indices.update(p.index_hashes)
+    settings = config.settings or GenerationSettings()
+    judge_cache = None
+    calls = 0
+    new = 0
+    skipped = 0
+    for mspec in config.models:
+        vlm = make_model(mspec, config)
+        manifest.models[mspec.label] = vlm.fingerprint
+        for plan in plans:
+            judge = make_judge(plan.kind, config)
+            manifest.judge_id = judge.judge_id
+            todo = []
+            for spec in plan.specs:
+                for sample in plan.samples:
+                    key = record_key(sample.id, spec.id, vlm.fingerprint)
+                    if key in store:
+                        skipped += 1
+                    else:
+                        todo.append((key, sample, spec))
+            manifest.write(run_dir)
+            task = None
+            if progress is not None and todo:
+                task = progress.add_task(f"{mspec.label} on {plan.ref.name}", total=len(todo))
+            eff_settings = mspec.settings if mspec.settings != GenerationSettings() else settings
+            for batch in _chunks(todo, config.batch_size):
+                t0 = time.perf_counter()
+                prompts = [plan.compose(sample, spec) for _, sample, spec in batch]
+                t1 = time.perf_counter()
+                responses = vlm.generate(prompts, eff_settings)
+                calls += sum(1 for r in responses if not r.cached)
+                t2 = time.perf_counter()
+                recs = []
+                for (key, sample, spec), prompt, resp in zip(batch, prompts, responses):
+                    verdict = judge.judge(sample, prompt, resp)
+                    for tid, thash in _template_of(prompt):
+                        manifest.templates[tid] = thash
+                    recs.append(RunRecord(
+                        key=key, benchmark=plan.ref.name, benchmark_kind=plan.kind, scenario_id=spec.id,
+                        scenario=spec.model_dump(mode="json"), model=mspec.label, model_fingerprint=vlm.fingerprint,
+                        sample=sample, prompt=prompt, response=resp, verdict=verdict,
+                        mining=dict(prompt.metadata.get("mining", {})),
+                        timings={"compose_s": (t1 - t0) / len(batch), "generate_s": (t2 - t1) / len(batch)}))
+                new += store.append(recs)
+                if task is not None:
+                    progress.advance(task, len(batch))
+                if on_batch is not None:
+                    on_batch(new)
+            if judge_cache is None:
+                judge_cache = judge
+    records = store.records()
+    summary = write_summary(run_dir, records)
+    manifest.status = "complete"
+    manifest.counts = {"records": len(records), "new": new, "model_calls": calls}
+    manifest.write(run_dir)
+    errors = summary.get("errors", {})
+    return RunResult(run_dir=run_dir, summary=summary, new_records=new, model_calls=calls,
+                     skipped=skipped, errors=errors)
+
+
+def _template_of(prompt) -> list[tuple[str, str]]:
+    if prompt.template_id:
+        return [(f"{prompt.template_id}@{prompt.template_version}", prompt.template_hash)]
+    return []
+
+
+def default_run_dir(name: str = "run") -> Path:
+    return mmrag_home() / "runs" / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}"
+
+
+__all__ = ["execute", "RunResult", "BenchmarkPlan", "ModelSpec", "default_run_dir"]

@@ -1,0 +1,219 @@
+"""Load run directories into pandas: one row per sample x scenario x model.
+
+``load(RUN_DIR)`` is the entry point for Jupyter and for :mod:`mmrag.reports`.  It reads
+``samples.jsonl`` (the append-only record of :class:`~mmrag.runs.records.RunRecord` lines) and
+flattens every record into plain columns so that ``df.groupby([...]).correct.mean()`` is all a
+researcher needs.
+
+Reading is deliberately *tolerant at the end, strict in the middle*: a run killed while writing
+can leave its last line cut short, which is expected and harmless (the runner will redo that cell
+on resume), so that single line is dropped with a warning.  Any other malformed line means the
+file was damaged or hand-edited, and silently skipping it would bias every rate, so it raises
+:class:`~mmrag.errors.InputError` naming the file and line.
+
+Scenario knobs are reported as *effective* values, not raw spec fields: a parametric or oracle
+prompt has no distractors, so ``n_distractors`` is 0 there (the spec's default of 2 would lie),
+and a modality that does not apply is ``None``.  When a spec asks for ``positive_modality="any"``
+the sample's own gold modality is used (``sample.metadata["positive_modality"]``, else the single
+modality shared by the prompt's gold contexts), because the modality matrix of VLM-DeflectionBench
+is indexed by the modality of the evidence the model actually saw.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import warnings
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import pandas as pd
+
+from mmrag.errors import InputError
+from mmrag.runs.records import RunRecord
+from mmrag.schema import OUTCOMES, is_nota_text
+from mmrag.util import parse_record
+
+log = logging.getLogger(__name__)
+
+SAMPLES_FILE = "samples.jsonl"
+
+#: Kinds whose prompts carry negatives / gold evidence (the rest get neither).
+_NEGATIVE_KINDS = ("realistic", "adversarial")
+_GOLD_KINDS = ("oracle", "realistic")
+
+#: Column order of the frame (extra metadata never adds columns silently).
+COLUMNS: tuple[str, ...] = (
+    "run", "key", "benchmark", "benchmark_kind", "scenario_id", "kind", "n_distractors",
+    "positive_modality", "negative_modality", "strictness", "stress", "model", "model_fingerprint",
+    "sample_id", "question_id", "question", "source", "type", "dimension", "polarity",
+    "outcome", *OUTCOMES, "extracted", "label", "nota_letter", "label_is_nota", "chose_nota",
+    "response", "error", "latency_s", "cached", "prompt_tokens", "completion_tokens",
+    "n_contexts", "n_gold", "n_negative", "prompt_id", "template_id", "judge_id", "reason",
+)
+
+
+class TruncatedLineWarning(UserWarning):
+    """The last line of a samples file was cut short (a run killed mid-write) and was ignored."""
+
+
+def samples_path(run_dir: str | Path) -> Path:
+    """``RUN_DIR/samples.jsonl``; a path to the file itself is accepted too."""
+    p = Path(run_dir)
+    return p if p.is_file() else p / SAMPLES_FILE
+
+
+def read_records(run_dir: str | Path) -> list[RunRecord]:
+    """Every record of a run, validated, in file order.
+
+    A malformed last line is dropped with a :class:`TruncatedLineWarning`; a malformed line
+    anywhere else, or a line that parses as JSON but is not a valid RunRecord, raises InputError.
+    A key seen twice keeps its last record (with a warning): the runner never writes duplicates,
+    so this only happens when files were concatenated by hand.
+    """
+    path = samples_path(run_dir)
+    if not path.exists():
+        raise InputError("no samples.jsonl here: not a run directory?", path=path)
+    with open(path, encoding="utf-8") as fh:
+        lines = fh.read().split("\n")
+    # the last non-empty line is the only one that may legitimately be cut short
+    last = max((i for i, ln in enumerate(lines) if ln.strip()), default=-1)
+    by_key: dict[str, RunRecord] = {}
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        lineno = i + 1
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            if i == last:
+                msg = f"{path}:{lineno}: ignoring a truncated last line (run killed mid-write?)"
+                log.warning(msg)
+                warnings.warn(msg, TruncatedLineWarning, stacklevel=2)
+                continue
+            raise InputError(f"invalid JSON ({exc.msg})", path=path, line=lineno) from None
+        if not isinstance(obj, dict):
+            raise InputError("expected a JSON object (one RunRecord per line)", path=path, line=lineno)
+        rec = parse_record(RunRecord, obj, path=path, line=lineno)
+        if rec.key in by_key:
+            warnings.warn(f"{path}:{lineno}: duplicate key {rec.key}; keeping the last record", stacklevel=2)
+            del by_key[rec.key]  # re-insert so order follows the kept record
+        by_key[rec.key] = rec
+    return list(by_key.values())
+
+
+def _effective_positive(rec: RunRecord, spec_value: Any) -> str | None:
+    kind = rec.scenario.get("kind")
+    if kind not in _GOLD_KINDS:
+        return None
+    if spec_value and spec_value != "any":
+        return str(spec_value)
+    meta = rec.sample.metadata.get("positive_modality")
+    if meta:
+        return str(meta)
+    mods = {c.document.modality for c in rec.prompt.contexts if c.role == "gold"}
+    return mods.pop() if len(mods) == 1 else (spec_value or "any")
+
+
+def _nota_letter(rec: RunRecord) -> str | None:
+    choices = rec.prompt.choices or rec.sample.choices
+    for c in choices:
+        if c.is_nota or is_nota_text(c.text):
+            return c.letter
+    return None
+
+
+def record_row(rec: RunRecord, run: str = "") -> dict[str, Any]:
+    """Flatten one record into the frame's columns (see :data:`COLUMNS`)."""
+    spec = rec.scenario
+    kind = spec.get("kind", "")
+    meta = rec.sample.metadata
+    stress = spec.get("stress") or ()
+    label = rec.prompt.label if rec.prompt.label is not None else rec.sample.label
+    nota = _nota_letter(rec)
+    extracted = rec.verdict.extracted
+    n_gold = sum(1 for c in rec.prompt.contexts if c.role == "gold")
+    n_neg = sum(1 for c in rec.prompt.contexts if c.role == "negative")
+    row: dict[str, Any] = {
+        "run": run,
+        "key": rec.key,
+        "benchmark": rec.benchmark,
+        "benchmark_kind": rec.benchmark_kind,
+        "scenario_id": rec.scenario_id,
+        "kind": kind,
+        "n_distractors": int(spec.get("n_distractors", 0)) if kind in _NEGATIVE_KINDS else 0,
+        "positive_modality": _effective_positive(rec, spec.get("positive_modality")),
+        "negative_modality": spec.get("negative_modality") if kind in _NEGATIVE_KINDS else None,
+        "strictness": spec.get("strictness", "none"),
+        "stress": "__".join(stress) if stress else "common",
+        "model": rec.model,
+        "model_fingerprint": rec.model_fingerprint,
+        "sample_id": rec.sample.id,
+        "question_id": rec.sample.question_id,
+        "question": rec.sample.question,
+        "source": rec.sample.source or rec.benchmark,
+        "type": meta.get("type"),
+        "dimension": meta.get("dimension"),
+        "polarity": meta.get("polarity"),
+        "outcome": rec.verdict.outcome,
+        "extracted": extracted,
+        "label": label,
+        "nota_letter": nota,
+        "label_is_nota": bool(nota is not None and label == nota),
+        "chose_nota": bool(nota is not None and extracted is not None
+                           and extracted.strip().upper() == nota.upper()),
+        "response": rec.response.text,
+        "error": rec.response.error,
+        "latency_s": float(rec.response.latency_s),
+        "cached": bool(rec.response.cached),
+        "prompt_tokens": rec.response.usage.prompt_tokens,
+        "completion_tokens": rec.response.usage.completion_tokens,
+        "n_contexts": len(rec.prompt.contexts),
+        "n_gold": n_gold,
+        "n_negative": n_neg,
+        "prompt_id": rec.prompt.id,
+        "template_id": rec.prompt.template_id,
+        "judge_id": rec.verdict.judge_id,
+        "reason": rec.verdict.reason,
+    }
+    for o in OUTCOMES:
+        row[o] = rec.verdict.outcome == o
+    return row
+
+
+def frame_from_records(records: Iterable[RunRecord], run: str = "") -> pd.DataFrame:
+    """A DataFrame with :data:`COLUMNS` (also when there are no records)."""
+    rows = [record_row(r, run) for r in records]
+    df = pd.DataFrame(rows, columns=list(COLUMNS))
+    for col in (*OUTCOMES, "label_is_nota", "chose_nota", "cached"):
+        df[col] = df[col].astype(bool)
+    df["n_distractors"] = df["n_distractors"].astype("int64")
+    return df
+
+
+def _run_names(paths: Sequence[Path]) -> list[str]:
+    """Directory names, or full paths where two runs share a name."""
+    names = [p.name or str(p) for p in paths]
+    if len(set(names)) == len(names):
+        return names
+    return [str(p) for p in paths]
+
+
+def load(run_dir: str | Path | Sequence[str | Path]) -> pd.DataFrame:
+    """One row per sample x scenario x model of one or several run directories.
+
+    Several directories are concatenated; the ``run`` column says where each row came from (the
+    directory name, or the full path when two runs share a name).  See the module docstring for
+    how truncated lines and scenario knobs are handled.
+    """
+    if isinstance(run_dir, (str, Path)):
+        dirs = [Path(run_dir)]
+    else:
+        dirs = [Path(d) for d in run_dir]
+    if not dirs:
+        raise InputError("no run directory given")
+    names = _run_names(dirs)
+    frames = [frame_from_records(read_records(d), run=n) for d, n in zip(dirs, names)]
+    if len(frames) == 1:
+        return frames[0]
+    return pd.concat(frames, ignore_index=True)

@@ -1,0 +1,97 @@
+"""From a RunConfig to per-benchmark plans: samples, the scenario specs that fit, and a composer
+bound to the benchmark's document store and negative miner."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mmrag.benchmarks import load_benchmark
+from mmrag.errors import InputError
+from mmrag.runs.config import BenchmarkRef, RunConfig
+from mmrag.schema import Prompt, Sample
+from mmrag.scenarios.spec import ScenarioSpec
+from mmrag.util import mmrag_home
+
+#: which scenario kinds a benchmark family can be composed under
+KINDS_FOR: dict[str, tuple[str, ...]] = {
+    "deflection": ("parametric", "oracle", "realistic", "adversarial"),
+    "humblebench": ("humblebench",),
+    "knowhal": ("knowhal",),
+}
+
+
+def default_specs(kind: str, n_distractors: int = 2, seed: int = 0) -> list[ScenarioSpec]:
+    if kind == "deflection":
+        return [ScenarioSpec(kind=k, n_distractors=n_distractors if k in ("realistic", "adversarial") else 0,
+                             seed=seed) for k in KINDS_FOR["deflection"]]
+    return [ScenarioSpec(kind=kind, n_distractors=0, seed=seed)]
+
+
+def all_specs(config: RunConfig) -> list[ScenarioSpec]:
+    from mmrag.scenarios import load_sweep
+
+    specs = list(config.scenarios)
+    for path in config.sweeps:
+        specs.extend(load_sweep(path).expand())
+    seen, out = set(), []
+    for s in specs:
+        if s.id not in seen:
+            seen.add(s.id)
+            out.append(s)
+    return out
+
+
+@dataclass
+class BenchmarkPlan:
+    ref: BenchmarkRef
+    kind: str
+    samples: list[Sample]
+    specs: list[ScenarioSpec]
+    fingerprint: str
+    miner: Any = None
+    store: Any = None
+    index_hashes: dict[str, str] = field(default_factory=dict)
+
+    def compose(self, sample: Sample, spec: ScenarioSpec) -> Prompt:
+        from mmrag.scenarios import compose
+
+        return compose(sample, spec, miner=self.miner, store=self.store)
+
+
+def _retrieval_for(bench, specs: list[ScenarioSpec], config: RunConfig, progress: Any) -> tuple[Any, Any, dict]:
+    needs_neg = any(s.uses_negatives for s in specs)
+    needs_gold = any(s.uses_gold for s in specs)
+    if not (needs_neg or needs_gold):
+        return None, None, {}
+    docs = list(bench.documents())
+    if not docs:
+        raise InputError(f"benchmark '{bench.name}' has no knowledge base, but scenarios need contexts")
+    if not needs_neg:
+        from mmrag.retrieval import InMemoryDocStore
+
+        return None, InMemoryDocStore(docs), {}
+    from mmrag.retrieval import build_world_miner
+
+    cache_dir = Path(config.retrieval.cache_dir) if config.retrieval.cache_dir else mmrag_home() / "indices"
+    miner = build_world_miner(docs, cache_dir, factory=config.retrieval.factory)
+    hashes = dict(getattr(miner, "manifest_hashes", {}) or {})
+    return miner, miner.store, hashes
+
+
+def prepare_benchmarks(config: RunConfig, progress: Any = None) -> list[BenchmarkPlan]:
+    specs = all_specs(config)
+    plans = []
+    for ref in config.benchmarks:
+        bench = load_benchmark(ref.name, ref.source, **ref.options)
+        fitting = [s for s in specs if s.kind in KINDS_FOR.get(bench.kind, ())]
+        if not fitting:
+            fitting = default_specs(bench.kind, seed=config.seed)
+        samples = list(bench.samples())
+        if config.limit is not None:
+            samples = samples[: config.limit]
+        miner, store, hashes = _retrieval_for(bench, fitting, config, progress)
+        plans.append(BenchmarkPlan(ref=ref, kind=bench.kind, samples=samples, specs=fitting,
+                                   fingerprint=bench.fingerprint(), miner=miner, store=store, index_hashes=hashes))
+    return plans

@@ -1,0 +1,65 @@
+"""summary.json / summary.md of a run: per (benchmark, scenario, model) outcome rates and the
+benchmark family's own metrics (official HumbleBench keys, KnowHal HPS, CRAG truthfulness)."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+from mmrag.runs.records import RunRecord
+from mmrag.schema import OUTCOMES
+from mmrag.util import atomic_write_json, atomic_write_text
+
+
+def _rates(recs: list[RunRecord]) -> dict[str, float]:
+    c = Counter(r.verdict.outcome for r in recs)
+    n = len(recs) or 1
+    return {o: 100.0 * c.get(o, 0) / n for o in OUTCOMES}
+
+
+def group_records(records: list[RunRecord]) -> dict[tuple[str, str, str], list[RunRecord]]:
+    groups: dict[tuple[str, str, str], list[RunRecord]] = defaultdict(list)
+    for r in records:
+        groups[(r.benchmark, r.scenario_id, r.model)].append(r)
+    return groups
+
+
+def family_metrics(kind: str, recs: list[RunRecord]) -> dict[str, Any]:
+    from mmrag.metrics import METRICS, Scored
+
+    items = [Scored(r.sample, r.prompt, r.response, r.verdict) for r in recs]
+    return METRICS.get(kind)(items)
+
+
+def build_summary(records: list[RunRecord]) -> dict[str, Any]:
+    groups = []
+    for (bench, sid, model), recs in sorted(group_records(records).items()):
+        groups.append({
+            "benchmark": bench, "benchmark_kind": recs[0].benchmark_kind, "scenario_id": sid,
+            "scenario": recs[0].scenario, "model": model, "n": len(recs), "rates": _rates(recs),
+            "metrics": family_metrics(recs[0].benchmark_kind, recs),
+        })
+    errors = Counter(r.response.error for r in records if r.response.error)
+    return {"n_records": len(records), "groups": groups, "errors": dict(errors),
+            "cached_responses": sum(1 for r in records if r.response.cached)}
+
+
+def summary_markdown(summary: dict[str, Any]) -> str:
+    lines = ["# mmrag run summary", "",
+             "| benchmark | scenario | model | n | Accuracy | Deflection | Hallucination | Unparseable |",
+             "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+    for g in summary["groups"]:
+        r = g["rates"]
+        lines.append(f"| {g['benchmark']} | {g['scenario_id']} | {g['model']} | {g['n']} | {r['correct']:.1f} | "
+                     f"{r['deflection']:.1f} | {r['hallucination']:.1f} | {r['unparseable']:.1f} |")
+    if summary["errors"]:
+        lines += ["", "Failed requests by class: " + ", ".join(f"{k}={v}" for k, v in sorted(summary["errors"].items()))]
+    return "\n".join(lines) + "\n"
+
+
+def write_summary(run_dir: str | Path, records: list[RunRecord]) -> dict[str, Any]:
+    summary = build_summary(records)
+    atomic_write_json(Path(run_dir) / "summary.json", summary)
+    atomic_write_text(Path(run_dir) / "summary.md", summary_markdown(summary))
+    return summary

@@ -1,0 +1,30 @@
+"""Build the model and judge a run config names (the only place the engine touches registries)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mmrag.models.base import ModelSpec
+from mmrag.runs.config import RunConfig
+
+
+def response_cache(config: RunConfig):
+    """The shared cache under MMRAG_HOME unless the config isolates or disables it."""
+    if not config.cache.enabled:
+        return None
+    from mmrag.models import ResponseCache
+
+    return ResponseCache(Path(config.cache.path)) if config.cache.path else ResponseCache.default()
+
+
+def make_model(spec: ModelSpec, config: RunConfig):
+    from mmrag.models import create_model
+
+    return create_model(spec, cache=response_cache(config))
+
+
+def make_judge(benchmark_kind: str, config: RunConfig):
+    from mmrag.judging import make_judge as _make
+
+    llm = make_model(config.judge.model, config) if config.judge.model is not None else None
+    return _make(benchmark_kind, mode=config.judge.mode, llm=llm)
