@@ -2,9 +2,9 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.mmrag-installed
-OFFLINE := HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1
+OFFLINE := HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 
-.PHONY: setup demo test perf clean
+.PHONY: setup demo test test-setup browser perf clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -18,14 +18,25 @@ $(STAMP): $(PY) pyproject.toml
 
 setup: $(STAMP)
 
+# The official HumbleBench scorer and lmms-eval's VQA normaliser, for parity tests and perf/.
+$(VENV)/.peers-installed: $(STAMP) scripts/install_peers.sh
+	bash scripts/install_peers.sh $(VENV)
+	touch $@
+
+# Debian's chromium for the HTML browser test (never a browser download by a test tool).
+browser:
+	@command -v chromium >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq chromium >/dev/null)
+
+test-setup: $(STAMP) $(VENV)/.peers-installed browser
+
 demo: setup
 	$(OFFLINE) $(VENV)/bin/mmrag demo
 
-test: setup
+test: test-setup
 	$(OFFLINE) $(PY) -m pytest -q -p no:cacheprovider
 
-perf: setup
-	$(OFFLINE) $(PY) perf/run_all.py
+perf: test-setup
+	@for f in perf/*.py; do echo "== $$f"; $(OFFLINE) $(PY) $$f --quick || exit 1; done
 
 clean:
 	rm -rf $(VENV)

@@ -3,13 +3,19 @@
 VLM-DeflectionBench's four retrieval scenarios, the distractor count / modality / strictness
 ablations, HumbleBench's stress settings and KnowHal's no-context setting are all values of one
 spec, so a sweep is just a grid over its fields and a scenario id is a hash of it.
+
+The id is a hash of the *canonical* spec (key-sorted JSON of every field), so it does not depend
+on the order in which a sweep listed its axes nor on the order of the ``stress`` tuple (which is
+normalised to the official HumbleBench order on construction).  Results are keyed by
+``(sample id, spec.id, model fingerprint)``, which is what makes a re-run of a sweep skip the
+cells it already has.
 """
 
 from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from mmrag.schema import stable_id
 
@@ -17,6 +23,17 @@ ScenarioKind = Literal["parametric", "oracle", "realistic", "adversarial", "humb
 ModalityChoice = Literal["text", "image", "multimodal", "any"]
 Strictness = Literal["none", "soft", "moderate", "severe"]
 HumbleStress = Literal["noise_image", "nota_only", "shuffle_options", "cautious_prompt", "forced_grounding_prompt"]
+
+#: The order in which the official HumbleBench code names (``build_setting_name``) and applies the
+#: settings; ``stress`` is stored in this order whatever order the user wrote it in.
+STRESS_ORDER: tuple[str, ...] = ("noise_image", "nota_only", "shuffle_options", "cautious_prompt",
+                                 "forced_grounding_prompt")
+STRICTNESS_LEVELS: tuple[str, ...] = ("none", "soft", "moderate", "severe")
+RETRIEVAL_KINDS: tuple[str, ...] = ("parametric", "oracle", "realistic", "adversarial")
+
+#: np.random's global seed in the official HumbleBench ``main.py`` (``set_global_seed(3720)``), from
+#: which its one noise image is drawn.
+OFFICIAL_NOISE_SEED = 3720
 
 
 class ScenarioSpec(BaseModel):
@@ -27,15 +44,38 @@ class ScenarioSpec(BaseModel):
     positive_modality: ModalityChoice = "any"
     negative_modality: ModalityChoice = "text"
     strictness: Strictness = "none"
-    #: "random" | "first" | "last" | an integer index among the contexts
+    #: "random" | "first" | "last" | an integer index among the contexts (clamped to the end)
     gold_position: Literal["random", "first", "last"] | int = "random"
     seed: int = 0
-    max_context_tokens: int | None = None
-    max_images: int | None = None
+    #: evidence budget in whitespace tokens (title + text of every shown document); None = unlimited
+    max_context_tokens: int | None = Field(default=None, ge=0)
+    #: images per prompt, query images included; None = unlimited
+    max_images: int | None = Field(default=None, ge=0)
     #: HumbleBench stress transforms, applied in the official order; empty = the common setting
     stress: tuple[HumbleStress, ...] = ()
     shuffle_seed: int = 42
+    #: seed of the HumbleBench noise image (np.random.RandomState); default = the official global seed
+    noise_seed: int = OFFICIAL_NOISE_SEED
+    #: override of the main template: a bundled template id or a path to a template YAML file
     template: str | None = None
+
+    @field_validator("stress", mode="before")
+    @classmethod
+    def _normalise_stress(cls, v):
+        if isinstance(v, str):
+            v = (v,)
+        if isinstance(v, (list, tuple)):
+            known = [s for s in STRESS_ORDER if s in v]
+            unknown = [s for s in v if s not in STRESS_ORDER]
+            return tuple(known) + tuple(unknown)  # unknown ones fail the Literal check with their name
+        return v
+
+    @field_validator("gold_position")
+    @classmethod
+    def _position(cls, v):
+        if isinstance(v, int) and v < 0:
+            raise ValueError("gold_position index must be >= 0")
+        return v
 
     @model_validator(mode="after")
     def _check(self) -> "ScenarioSpec":
@@ -45,6 +85,10 @@ class ScenarioSpec(BaseModel):
             raise ValueError("stress: cautious_prompt cannot be combined with forced_grounding_prompt")
         if self.stress and self.kind != "humblebench":
             raise ValueError("stress settings apply only to kind 'humblebench'")
+        if self.kind == "humblebench" and self.strictness != "none":
+            raise ValueError("strictness does not apply to kind 'humblebench' (use the cautious_prompt stress)")
+        if self.kind == "adversarial" and self.n_distractors == 0:
+            raise ValueError("an adversarial scenario needs n_distractors >= 1 (with 0 it is parametric)")
         return self
 
     @property
@@ -57,7 +101,11 @@ class ScenarioSpec(BaseModel):
 
     @property
     def id(self) -> str:
-        """Readable and unique: ``realistic-n2-pos_any-neg_text-none-s0`` (+ hash of the rest)."""
+        """Readable and unique: ``realistic-n2-pos_any-neg_text-none-<hash8>``.
+
+        The hash covers every field (key-sorted), so two specs that differ in any knob never share
+        an id, and the same spec always gets the same id whatever order it was built in.
+        """
         if self.kind == "humblebench":
             name = "humblebench-" + ("__".join(self.stress) if self.stress else "common")
         elif self.kind in ("knowhal", "parametric"):

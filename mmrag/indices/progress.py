@@ -1,0 +1,39 @@
+"""One progress-bar helper for long encoder and index jobs (rich), silent for short ones.
+
+Why a helper: encoders, index builds and the miner all stream batches of unknown or known size;
+they share one look and one rule for when a bar is worth drawing (more than ``min_items`` items,
+or an explicit ``progress=True``), so tests and small jobs stay quiet.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Iterator
+
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+
+class _NullBar:
+    def advance(self, n: int = 1) -> None:  # noqa: D401 - trivial
+        pass
+
+
+class _Bar:
+    def __init__(self, progress: Progress, task: int) -> None:
+        self._p, self._t = progress, task
+
+    def advance(self, n: int = 1) -> None:
+        self._p.advance(self._t, n)
+
+
+@contextlib.contextmanager
+def progress_bar(description: str, total: int | None, enabled: bool | None = None,
+                 min_items: int = 2048) -> Iterator[_Bar | _NullBar]:
+    """Yield an object with ``advance(n)``.  ``enabled=None`` draws a bar only for big jobs."""
+    show = enabled if enabled is not None else (total is None or total >= min_items)
+    if not show:
+        yield _NullBar()
+        return
+    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), transient=True) as p:
+        yield _Bar(p, p.add_task(description, total=total))
