@@ -83,6 +83,7 @@ def run(
     config: Optional[Path] = typer.Option(None, "--config", help="run.yaml (RunConfig)"),
     resume: Optional[Path] = typer.Option(None, "--resume", help="continue the run in this directory"),
     benchmark: list[str] = typer.Option(None, "--benchmark", "-b", help="benchmark name(s), comma-separated ok"),
+    source: Optional[str] = typer.Option(None, "--source", help="data path for the benchmark (one benchmark only)"),
     model: list[str] = typer.Option(None, "--model", "-m", help="BACKEND:MODEL or a baseline name"),
     base_url: Optional[str] = typer.Option(None, "--base-url"),
     api_key_env: Optional[str] = typer.Option(None, "--api-key-env", help="name of the env var holding the key"),
@@ -118,6 +119,10 @@ def run(
         cfg = config_from_flags(_split(benchmark), _split(model), base_url, api_key_env, _split([scenarios]), ns,
                                 _split([negative_modality]), positive_modality, _split([strictness]), limit, seed,
                                 judge, no_cache, cache_path, batch_size, max_new_tokens)
+        if source is not None:
+            if len(cfg.benchmarks) != 1:
+                raise InputError("--source applies to exactly one --benchmark", field="--source")
+            cfg.benchmarks[0].source = source
     target = out or (Path(cfg.out) if cfg.out else default_run_dir("run"))
     run_and_print(cfg, target)
 

@@ -79,28 +79,29 @@ def execute(config: RunConfig, run_dir: str | Path, *, argv: list[str] | None = 
             progress: Any = None, on_batch: Callable[[int], None] | None = None) -> RunResult:
     """Run (or resume) ``config`` into ``run_dir``.  Safe to call again on the same directory."""
     run_dir = Path(run_dir)
-    _ensure_writable(run_dir)
+    if run_dir.exists() and not run_dir.is_dir():
+        raise InputError("output path exists and is not a directory", path=run_dir)
     _check_resume(run_dir, config)
+    # Everything that can fail on bad input happens before the run directory is touched.
+    plans = prepare_benchmarks(config, progress=progress)
+    models = [(mspec, make_model(mspec, config)) for mspec in config.models]
+    judges = {p.kind: make_judge(p.kind, config) for p in plans}
+    _ensure_writable(run_dir)
     manifest = RunManifest.start(config.model_dump(mode="json"), argv)
     manifest.seeds = {"run": config.seed}
-    manifest.write(run_dir)
-
-    store = ResultStore(run_dir / "samples.jsonl")
-    plans = prepare_benchmarks(config, progress=progress)
     for p in plans:
         manifest.datasets[p.ref.name] = p.fingerprint
         manifest.indices.update(p.index_hashes)
+    manifest.judge_id = ", ".join(sorted({j.judge_id for j in judges.values()}))
+    store = ResultStore(run_dir / "samples.jsonl")
     settings = config.settings or GenerationSettings()
-    judge_cache = None
     calls = 0
     new = 0
     skipped = 0
-    for mspec in config.models:
-        vlm = make_model(mspec, config)
+    for mspec, vlm in models:
         manifest.models[mspec.label] = vlm.fingerprint
         for plan in plans:
-            judge = make_judge(plan.kind, config)
-            manifest.judge_id = judge.judge_id
+            judge = judges[plan.kind]
             todo = []
             for spec in plan.specs:
                 for sample in plan.samples:
@@ -124,8 +125,6 @@ def execute(config: RunConfig, run_dir: str | Path, *, argv: list[str] | None = 
                 recs = []
                 for (key, sample, spec), prompt, resp in zip(batch, prompts, responses):
                     verdict = judge.judge(sample, prompt, resp)
-                    for tid, thash in _template_of(prompt):
-                        manifest.templates[tid] = thash
                     recs.append(RunRecord(
                         key=key, benchmark=plan.ref.name, benchmark_kind=plan.kind, scenario_id=spec.id,
                         scenario=spec.model_dump(mode="json"), model=mspec.label, model_fingerprint=vlm.fingerprint,
@@ -137,10 +136,10 @@ def execute(config: RunConfig, run_dir: str | Path, *, argv: list[str] | None = 
                     progress.advance(task, len(batch))
                 if on_batch is not None:
                     on_batch(new)
-            if judge_cache is None:
-                judge_cache = judge
     records = store.records()
     summary = write_summary(run_dir, records)
+    for r in records:
+        manifest.templates.update(_template_of(r.prompt))
     manifest.status = "complete"
     manifest.counts = {"records": len(records), "new": new, "model_calls": calls}
     manifest.write(run_dir)

@@ -99,7 +99,7 @@ def _town(rng: random.Random) -> str:
 
 
 def _river(rng: random.Random) -> str:
-    return rng.choice(_RIVER_HEAD) + rng.choice(_RIVER_TAIL)
+    return rng.choice(_RIVER_HEAD) + rng.choice(["", "l", "r", "n", "v", "st"]) + rng.choice(_RIVER_TAIL)
 
 
 def _person(rng: random.Random) -> str:

@@ -1,0 +1,182 @@
+"""Image handling for the source builders: find a dataset's images, check them, store them once.
+
+Every image a builder emits (query images, gold images, negative images) goes through
+:class:`ImageStore`, which decodes it with PIL (so a truncated download is caught at build time, not
+in the middle of a model run), and writes it under a content-addressed name
+(``<sha256>.<ext>``) in a folder beside the output.  Records then reference it by a path relative
+to the output file's folder, so the built benchmark can be moved as a whole and an image shared by
+several samples or documents is stored once.
+
+Datasets ship images in three ways, each with a small finder here:
+
+* a folder of files named by the dataset's image id (InfoSeek/OVEN, E-VQA, ViQuAE, MMDocRAG):
+  :class:`FolderImages`, which tries ``DIR/<name>`` and ``DIR/<id>.<ext>`` first and otherwise
+  indexes the folder tree once by file stem (real image folders are nested);
+* WebQA's ``imgs.tsv`` (``image_id<TAB>base64``): :func:`ingest_webqa_tsv` streams it once and
+  stores only the ids a build needs;
+* Hugging Face ``Image`` values (MRAG-Bench's parquet): :func:`image_bytes` accepts the
+  ``{"bytes", "path"}`` struct, raw bytes or a PIL image.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import io
+import os
+from pathlib import Path
+from typing import Any, Iterable
+
+from mmrag.schema import sha256_bytes
+from mmrag.util import atomic_write_bytes
+
+#: PIL format name -> file extension of the stored copy.  Other formats are re-encoded as PNG.
+_EXT = {"JPEG": ".jpg", "PNG": ".png", "WEBP": ".webp", "GIF": ".gif", "BMP": ".bmp", "TIFF": ".tif"}
+_LOOKUP_EXTS = (".jpg", ".jpeg", ".png", ".webp", ".gif", ".bmp", ".JPG", ".JPEG", ".PNG")
+
+
+class BadImage(Exception):
+    """Bytes that PIL cannot decode.  Builders turn it into a counted skip (real dumps have a few
+    broken files) rather than aborting a build of thousands of samples."""
+
+
+class ImageStore:
+    """Content-addressed image folder beside the output; returns paths relative to ``base``."""
+
+    def __init__(self, folder: Path, base: Path) -> None:
+        self.folder = folder
+        self.base = base
+        self.written = 0
+        self._known: dict[str, str] = {}
+
+    def put_bytes(self, data: bytes) -> str:
+        """Store ``data`` (after checking it decodes) and return its path relative to ``base``."""
+        digest = sha256_bytes(data)
+        if digest in self._known:
+            return self._known[digest]
+        ext, payload = _checked(data)
+        path = self.folder / f"{digest}{ext}"
+        if not path.exists():
+            atomic_write_bytes(path, payload)
+            self.written += 1
+        rel = os.path.relpath(path, self.base).replace(os.sep, "/")
+        self._known[digest] = rel
+        return rel
+
+    def put_file(self, path: Path) -> str:
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise BadImage(f"cannot read {path}: {exc.strerror}") from None
+        return self.put_bytes(data)
+
+    def sha_of(self, rel: str) -> str:
+        """The content hash of a stored image (its file stem)."""
+        return Path(rel).stem
+
+
+def _checked(data: bytes) -> tuple[str, bytes]:
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(io.BytesIO(data)) as im:
+            fmt = im.format or ""
+            im.load()
+            if fmt in _EXT:
+                return _EXT[fmt], data
+            buf = io.BytesIO()
+            im.convert("RGB").save(buf, format="PNG")
+            return ".png", buf.getvalue()
+    except (UnidentifiedImageError, OSError, ValueError, SyntaxError) as exc:
+        raise BadImage(f"undecodable image ({exc})") from None
+
+
+class FolderImages:
+    """Find an image by id or file name inside a folder tree."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._by_stem: dict[str, Path] | None = None
+        self._by_name: dict[str, Path] | None = None
+
+    def find(self, key: str) -> Path | None:
+        key = str(key).strip()
+        if not key:
+            return None
+        direct = self.root / key
+        if direct.is_file():
+            return direct
+        for ext in _LOOKUP_EXTS:
+            p = self.root / f"{key}{ext}"
+            if p.is_file():
+                return p
+        self._index()
+        assert self._by_name is not None and self._by_stem is not None
+        name = Path(key).name
+        return self._by_name.get(name) or self._by_stem.get(Path(name).stem if Path(name).suffix else name)
+
+    def _index(self) -> None:
+        """Walk the tree once (lazily: only when a direct lookup missed)."""
+        if self._by_stem is not None:
+            return
+        by_stem: dict[str, Path] = {}
+        by_name: dict[str, Path] = {}
+        for dirpath, _dirs, files in os.walk(self.root):
+            for f in files:
+                p = Path(dirpath) / f
+                by_name.setdefault(f, p)
+                by_stem.setdefault(p.stem, p)
+        self._by_stem, self._by_name = by_stem, by_name
+
+
+def image_bytes(value: Any, base_dir: Path | None = None) -> bytes | None:
+    """Bytes of a Hugging Face ``Image`` value: ``{"bytes", "path"}``, raw bytes, or a PIL image.
+
+    A struct with no bytes falls back to reading ``path`` (absolute, or relative to ``base_dir``).
+    Returns None for a missing value."""
+    if value is None:
+        return None
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value)
+    if isinstance(value, dict):
+        if value.get("bytes"):
+            return bytes(value["bytes"])
+        p = value.get("path")
+        if p:
+            cand = Path(p)
+            if not cand.is_absolute() and base_dir is not None:
+                cand = base_dir / cand
+            if cand.is_file():
+                return cand.read_bytes()
+        return None
+    if hasattr(value, "save"):  # a PIL image (datasets decoded it)
+        buf = io.BytesIO()
+        value.save(buf, format="PNG")
+        return buf.getvalue()
+    raise TypeError(f"unsupported image value of type {type(value).__name__}")
+
+
+def ingest_webqa_tsv(tsv: Path, wanted: Iterable[str], store: ImageStore) -> dict[str, str]:
+    """Stream WebQA's ``imgs.tsv`` (``image_id<TAB>base64`` per line) once, storing only ``wanted``.
+
+    Returns image id -> stored relative path.  A wanted id whose bytes do not decode is left out
+    (the builder then counts the sample or negative as skipped)."""
+    from mmrag.errors import InputError
+
+    wanted = {str(w) for w in wanted}
+    found: dict[str, str] = {}
+    with open(tsv, encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, start=1):
+            if not wanted - found.keys():
+                break
+            image_id, sep, b64 = line.rstrip("\n").partition("\t")
+            if not sep:
+                raise InputError("expected 'image_id<TAB>base64'", path=tsv, line=lineno)
+            if image_id not in wanted or image_id in found:
+                continue
+            try:
+                data = base64.b64decode(b64, validate=False)
+                found[image_id] = store.put_bytes(data)
+            except (binascii.Error, BadImage):
+                continue
+    return found

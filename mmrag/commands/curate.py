@@ -1,0 +1,22 @@
+"""``mmrag curate --config curate.yaml``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from mmrag.commands._console import console
+
+
+def curate(config: Path = typer.Option(..., "--config"), out: Optional[Path] = typer.Option(None, "--out")) -> None:
+    """Re-curate a DeflectionBench-format benchmark: keep only samples that truly need retrieval."""
+    from mmrag.curation import curate as run_curation, load_curate_config
+    from mmrag.runs.engine import default_run_dir
+
+    cfg = load_curate_config(config)
+    target = out or (Path(cfg.out) if cfg.out else default_run_dir("curation"))
+    report = run_curation(cfg, target)
+    console.print((target / "report.md").read_text(encoding="utf-8"))
+    console.print(f"survivors: {report['totals'].get('stage3_oracle', 0)} -> {target / 'curated.jsonl'}")

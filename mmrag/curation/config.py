@@ -1,0 +1,53 @@
+"""CurateConfig: the knobs of VLM-DeflectionBench's dynamic curation pipeline."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from mmrag.errors import InputError, pydantic_field, pydantic_message
+from mmrag.models.base import GenerationSettings, ModelSpec
+from mmrag.runs.config import BenchmarkRef, CacheConfig, JudgeConfig, RetrievalConfig
+
+
+class CurateConfig(BaseModel):
+    """Stage I keeps a sample only if *every* gating model fails it without context; Stage II mines
+    ``negatives_per_modality`` hard negatives from each index in ``modalities``; Stage III drops a
+    sample that every gating model still fails with gold evidence, drops each negative with which
+    any gating model answers correctly, and requires ``k_min`` negatives to survive (the paper: 5)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    benchmark: BenchmarkRef
+    gating_models: list[ModelSpec] = Field(min_length=1)
+    judge: JudgeConfig = Field(default_factory=JudgeConfig)
+    settings: GenerationSettings = Field(default_factory=GenerationSettings)
+    modalities: list[Literal["text", "image", "multimodal"]] = Field(default_factory=lambda: ["text", "image", "multimodal"])
+    negatives_per_modality: int = Field(default=4, ge=1)
+    k_min: int = Field(default=5, ge=0)
+    limit: int | None = Field(default=None, ge=1)
+    seed: int = 0
+    batch_size: int = Field(default=64, ge=1)
+    cache: CacheConfig = Field(default_factory=CacheConfig)
+    retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
+    out: str | None = None
+
+
+def load_curate_config(path: str | Path) -> CurateConfig:
+    import yaml
+
+    path = Path(path)
+    if not path.exists():
+        raise InputError("config file not found", path=path)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise InputError(f"invalid YAML: {exc}", path=path) from None
+    if not isinstance(data, dict):
+        raise InputError("a curation config must be a mapping", path=path)
+    try:
+        return CurateConfig.model_validate(data)
+    except ValidationError as exc:
+        raise InputError(pydantic_message(exc), path=path, field=pydantic_field(exc)) from None

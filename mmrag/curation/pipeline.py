@@ -1,0 +1,206 @@
+"""VLM-DeflectionBench's dynamic curation: keep only samples that truly need retrieval.
+
+Stage I (parametric filter) -> Stage II (negative mining) -> Stage III (oracle filter).  Each stage
+writes its decisions (kept or the reason for removal) to ``stageN_*.jsonl`` atomically when it
+completes; a re-run loads finished stages instead of recomputing them, and every model call goes
+through the shared response cache, so an interrupted curation resumes without paying twice.
+The survivors are written in the DeflectionBench format (``curated.jsonl`` + ``curated.kb.jsonl``)
+that ``mmrag run --benchmark deflection --source`` reads directly.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from mmrag.benchmarks import load_benchmark
+from mmrag.curation.config import CurateConfig
+from mmrag.curation.convert import document_to_kb, sample_to_record
+from mmrag.retrieval.base import MiningResult
+from mmrag.runs.config import RunConfig
+from mmrag.runs.wiring import make_judge, make_model
+from mmrag.schema import Document, Prompt, Sample, Verdict
+from mmrag.scenarios import compose
+from mmrag.scenarios.spec import ScenarioSpec
+from mmrag.util import atomic_write_json, atomic_write_text, mmrag_home, write_jsonl_atomic
+
+
+class FixedNegatives:
+    """A NegativeMiner that returns negatives decided beforehand (Stage III tests them one by one)."""
+
+    def __init__(self, store, docs: list[Document]) -> None:
+        self.store = store
+        self._docs = docs
+
+    def negatives(self, sample: Sample, n: int, modality: str, seed: int = 0) -> MiningResult:
+        docs = self._docs[:n]
+        return MiningResult(documents=docs, requested=n, shortfall=max(0, n - len(docs)))
+
+
+@dataclass
+class Gate:
+    """The gating models and the judge, with one call: verdicts of every model on every prompt."""
+
+    models: list[Any]
+    judge: Any
+    settings: Any
+    batch_size: int
+
+    def ask(self, items: list[tuple[Sample, Prompt]]) -> list[dict[str, Verdict]]:
+        out: list[dict[str, Verdict]] = [dict() for _ in items]
+        for vlm in self.models:
+            for start in range(0, len(items), self.batch_size):
+                chunk = items[start:start + self.batch_size]
+                responses = vlm.generate([p for _, p in chunk], self.settings)
+                for i, ((sample, prompt), resp) in enumerate(zip(chunk, responses)):
+                    out[start + i][vlm.fingerprint] = self.judge.judge(sample, prompt, resp)
+        return out
+
+
+def _stage(path: Path, compute: Callable[[], list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Load a finished stage, or compute it and write it atomically."""
+    if path.exists():
+        return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows = compute()
+    write_jsonl_atomic(path, rows)
+    return rows
+
+
+def _spec(kind: str, seed: int, n: int = 0) -> ScenarioSpec:
+    return ScenarioSpec(kind=kind, n_distractors=n, negative_modality="any", seed=seed)
+
+
+def curate(config: CurateConfig, out: str | Path, progress: Any = None) -> dict[str, Any]:
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(out / "config.json", config.model_dump(mode="json"))
+    bench = load_benchmark(config.benchmark.name, config.benchmark.source, **config.benchmark.options)
+    samples = list(bench.samples())[: config.limit] if config.limit else list(bench.samples())
+    by_id = {s.id: s for s in samples}
+    docs = list(bench.documents())
+    run_cfg = RunConfig(benchmarks=[config.benchmark], models=config.gating_models, judge=config.judge,
+                        cache=config.cache, retrieval=config.retrieval)
+    gate = Gate([make_model(m, run_cfg) for m in config.gating_models], make_judge(bench.kind, run_cfg),
+                config.settings, config.batch_size)
+    from mmrag.retrieval import build_world_miner
+
+    cache_dir = Path(config.retrieval.cache_dir) if config.retrieval.cache_dir else mmrag_home() / "indices"
+    miner = build_world_miner(docs, cache_dir, factory=config.retrieval.factory)
+    store = miner.store
+
+    # Stage I: parametric filtering
+    def stage1() -> list[dict[str, Any]]:
+        spec = _spec("parametric", config.seed)
+        verdicts = gate.ask([(s, compose(s, spec, miner=None, store=store)) for s in samples])
+        rows = []
+        for s, v in zip(samples, verdicts):
+            solved = sorted(m for m, vd in v.items() if vd.outcome == "correct")
+            rows.append({"sample_id": s.id, "source": s.source, "kept": not solved,
+                         "reason": f"answered without context by {', '.join(solved)}" if solved else "",
+                         "outcomes": {m: vd.outcome for m, vd in v.items()}})
+        return rows
+
+    s1 = _stage(out / "stage1_parametric.jsonl", stage1)
+    survivors1 = [by_id[r["sample_id"]] for r in s1 if r["kept"]]
+
+    # Stage II: negative mining from each modality's index
+    def stage2() -> list[dict[str, Any]]:
+        rows = []
+        for s in survivors1:
+            found: dict[str, list[str]] = {}
+            shortfall = 0
+            for mod in config.modalities:
+                res = miner.negatives(s, config.negatives_per_modality, mod, seed=config.seed)
+                found[mod] = [d.id for d in res.documents]
+                shortfall += res.shortfall
+            total = len({d for ids in found.values() for d in ids})
+            ok = total >= config.k_min
+            rows.append({"sample_id": s.id, "source": s.source, "kept": ok, "negatives": found, "shortfall": shortfall,
+                         "reason": "" if ok else f"only {total} negatives found (k_min={config.k_min})"})
+        return rows
+
+    s2 = _stage(out / "stage2_mining.jsonl", stage2)
+    mined = {r["sample_id"]: r for r in s2 if r["kept"]}
+    survivors2 = [by_id[sid] for sid in mined]
+
+    # Stage III: oracle filtering of samples, then of each negative
+    def stage3() -> list[dict[str, Any]]:
+        oracle = gate.ask([(s, compose(s, _spec("oracle", config.seed), miner=None, store=store)) for s in survivors2])
+        checks: list[tuple[Sample, Prompt]] = []
+        owners: list[tuple[str, str]] = []
+        for s in survivors2:
+            neg_ids = list(dict.fromkeys(d for ids in mined[s.id]["negatives"].values() for d in ids))
+            for did in neg_ids:
+                fixed = FixedNegatives(store, [store.get(did)])
+                checks.append((s, compose(s, _spec("adversarial", config.seed, 1), miner=fixed, store=store)))
+                owners.append((s.id, did))
+        leak_verdicts = gate.ask(checks)
+        leaky: dict[str, list[dict[str, str]]] = defaultdict(list)
+        clean: dict[str, list[str]] = defaultdict(list)
+        for (sid, did), v in zip(owners, leak_verdicts):
+            solvers = sorted(m for m, vd in v.items() if vd.outcome == "correct")
+            (leaky[sid].append({"doc_id": did, "answered_by": ", ".join(solvers)}) if solvers else clean[sid].append(did))
+        rows = []
+        for s, v in zip(survivors2, oracle):
+            if all(vd.outcome != "correct" for vd in v.values()):
+                kept, reason = False, "every gating model fails with gold evidence"
+            elif len(clean[s.id]) < config.k_min:
+                kept, reason = False, f"only {len(clean[s.id])} negatives survive the oracle check (k_min={config.k_min})"
+            else:
+                kept, reason = True, ""
+            rows.append({"sample_id": s.id, "source": s.source, "kept": kept, "reason": reason,
+                         "oracle_outcomes": {m: vd.outcome for m, vd in v.items()},
+                         "negatives": clean[s.id], "dropped_negatives": leaky[s.id]})
+        return rows
+
+    s3 = _stage(out / "stage3_oracle.jsonl", stage3)
+    final = [r for r in s3 if r["kept"]]
+    records, needed = [], set()
+    for r in final:
+        s = by_id[r["sample_id"]]
+        records.append(sample_to_record(s, store, r["negatives"]).model_dump(mode="json", exclude_none=True))
+        needed.update(s.gold_doc_ids)
+        needed.update(r["negatives"])
+    write_jsonl_atomic(out / "curated.kb.jsonl",
+                       [document_to_kb(store.get(d)).model_dump(mode="json", exclude_none=True) for d in sorted(needed)])
+    write_jsonl_atomic(out / "curated.jsonl", records)
+    report = _report(samples, s1, s2, s3)
+    atomic_write_json(out / "report.json", report)
+    atomic_write_text(out / "report.md", _report_md(report))
+    return report
+
+
+def _report(samples: list[Sample], *stages: list[dict[str, Any]]) -> dict[str, Any]:
+    names = ["input", "stage1_parametric", "stage2_mining", "stage3_oracle"]
+    per_source: dict[str, dict[str, int]] = defaultdict(dict)
+    totals = {"input": len(samples)}
+    for s in samples:
+        per_source[s.source or "?"]["input"] = per_source[s.source or "?"].get("input", 0) + 1
+    reasons: dict[str, Counter] = {}
+    for name, rows in zip(names[1:], stages):
+        kept = [r for r in rows if r["kept"]]
+        totals[name] = len(kept)
+        for r in kept:
+            src = r.get("source") or "?"
+            per_source[src][name] = per_source[src].get(name, 0) + 1
+        reasons[name] = Counter(r["reason"].split(" by ")[0].split(" (")[0] for r in rows if not r["kept"])
+    for src, row in per_source.items():
+        row["retained_pct"] = round(100.0 * row.get("stage3_oracle", 0) / max(row.get("input", 0), 1), 2)
+    return {"totals": totals, "per_source": dict(per_source), "removal_reasons": {k: dict(v) for k, v in reasons.items()}}
+
+
+def _report_md(rep: dict[str, Any]) -> str:
+    lines = ["# Curation report", "", "| stage | samples |", "| --- | ---: |"]
+    lines += [f"| {k} | {v} |" for k, v in rep["totals"].items()]
+    lines += ["", "| source | input | after I | after II | after III | retained % |", "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    for src, r in sorted(rep["per_source"].items()):
+        lines.append(f"| {src} | {r.get('input', 0)} | {r.get('stage1_parametric', 0)} | {r.get('stage2_mining', 0)} | "
+                     f"{r.get('stage3_oracle', 0)} | {r['retained_pct']} |")
+    lines += ["", "Removal reasons:"]
+    for stage, rs in rep["removal_reasons"].items():
+        for reason, n in sorted(rs.items()):
+            lines.append(f"- {stage}: {reason} — {n}")
+    return "\n".join(lines) + "\n"

