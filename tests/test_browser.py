@@ -17,6 +17,7 @@ import pytest
 
 from mmrag.reports.browser import browser_html, scenario_label, write_browser
 from mmrag.runs.frame import read_records
+from mmrag.schema import sha256_file
 from runfactory import XSS, build_run
 
 CHROMIUM = os.environ.get("MMRAG_CHROMIUM", "/usr/bin/chromium")
@@ -146,7 +147,9 @@ def test_images_are_deduplicated_and_the_size_guard_omits_the_rest(run, browser,
                                 path.read_text(encoding="utf-8"), re.S).group(1))
     used = {im.path for r in records for im in (*r.sample.images, *r.prompt.images())}
     used |= {c.document.image.path for r in records for c in r.prompt.contexts if c.document.image}
-    assert len(data["images"]) == len(used) < sum(len(r.prompt.images()) for r in records)
+    # de-duplicated by content: identical pixels under two file names are stored once
+    assert len(data["images"]) == len({sha256_file(p) for p in used}) < len(used)
+    assert len(used) < sum(len(r.prompt.images()) for r in records)
     assert all(u.startswith("data:image/") for u in data["images"].values())
     # a tiny budget: the first images fit, the rest are left out and announced
     small = tmp_path / "small.html"

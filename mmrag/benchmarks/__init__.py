@@ -1,1 +1,25 @@
-"""mmrag.benchmarks"""
+"""Benchmarks: loaders that turn records on disk into Samples (and a knowledge base into Documents).
+
+Importing this package registers the built-in benchmarks in :data:`BENCHMARKS`: ``demo``,
+``demo-humblebench``, ``demo-knowhal`` (the generated world), ``humblebench``, ``knowhal`` and
+``deflection``.  Third-party benchmarks register through the ``mmrag.benchmarks`` entry-point group.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mmrag.benchmarks import deflection as _deflection  # noqa: F401  (registers "deflection")
+from mmrag.benchmarks import humblebench as _humblebench  # noqa: F401  (registers "humblebench")
+from mmrag.benchmarks import knowhal as _knowhal  # noqa: F401  (registers "knowhal")
+from mmrag.benchmarks.base import BENCHMARKS, Benchmark, BenchmarkKind
+from mmrag.benchmarks.demo import ensure_world, generate_world
+from mmrag.benchmarks.demo import loaders as _demo_loaders  # noqa: F401  (registers the demo benchmarks)
+
+
+def load_benchmark(name: str, source: str | None = None, **options: Any) -> Benchmark:
+    """``BENCHMARKS.create(name, source, **options)``: a registered name, an entry point or a dotted path."""
+    return BENCHMARKS.create(name, source, **options)
+
+
+__all__ = ["BENCHMARKS", "Benchmark", "BenchmarkKind", "ensure_world", "generate_world", "load_benchmark"]

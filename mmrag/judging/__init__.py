@@ -1,1 +1,66 @@
-"""mmrag.judging"""
+"""mmrag.judging: from a response to a verdict (correct | deflection | hallucination | unparseable).
+
+Public names are re-exported here; judges register in :data:`JUDGES` under their mode name:
+
+* ``rule``      :class:`RuleJudge` (open answers and multiple choice, chosen by the data)
+* ``llm``       :class:`LLMJudge` (needs ``llm=<VLM>``)
+* ``rule+llm``  :class:`RuleThenLLMJudge` (needs ``llm=<VLM>``)
+* ``mcq``       :class:`MCQJudge` (HumbleBench)
+* ``knowhal``   :class:`KnowHalJudge` (``llm=`` optional: negatives by LLM when given)
+
+``make_judge(mode, llm=None)`` builds one by name; unknown names raise an InputError listing the
+known ones.
+"""
+
+from __future__ import annotations
+
+from mmrag.errors import InputError
+from mmrag.judging.base import JUDGES, Judge
+from mmrag.judging.deflection import REFUSAL_PATTERNS, DeflectionDetector, is_deflection
+from mmrag.judging.knowhal import KnowHalJudge
+from mmrag.judging.llm import LLMJudge, parse_grade
+from mmrag.judging.mcq import (MCQJudge, extract_choice, nota_letter, official_extract, official_is_correct,
+                               official_tokenize, parse_inline_options)
+from mmrag.judging.modes import RuleJudge, RuleThenLLMJudge, judge_many
+from mmrag.judging.normalize import vqa_normalize, vqa_soft_accuracy
+from mmrag.judging.numeric import numeric_match
+from mmrag.judging.open_answer import OpenAnswerConfig, OpenAnswerJudge
+from mmrag.judging.premise import PremiseRejectionDetector, rejects_premise
+
+
+def _needs_llm(mode: str, llm) -> None:
+    if llm is None:
+        raise InputError(f"judge mode '{mode}' needs a judge model (--judge-model BACKEND:MODEL)")
+
+
+def _llm(llm=None, **options) -> LLMJudge:
+    _needs_llm("llm", llm)
+    return LLMJudge(llm, options.get("settings"))
+
+
+def _rule_llm(llm=None, **options) -> RuleThenLLMJudge:
+    _needs_llm("rule+llm", llm)
+    return RuleThenLLMJudge(RuleJudge(options.get("config")), LLMJudge(llm, options.get("settings")))
+
+
+JUDGES.register("rule", lambda llm=None, **options: RuleJudge(options.get("config")))
+JUDGES.register("llm", _llm)
+JUDGES.register("rule+llm", _rule_llm)
+JUDGES.register("mcq", lambda llm=None, **options: MCQJudge())
+JUDGES.register("knowhal", lambda llm=None, **options: KnowHalJudge(llm, llm_settings=options.get("settings")))
+
+
+def make_judge(mode: str, llm=None, **options) -> Judge:
+    """A judge by registered name (``rule``, ``llm``, ``rule+llm``, ``mcq``, ``knowhal``, an
+    entry point in ``mmrag.judges`` or a dotted path)."""
+    return JUDGES.create(mode, llm=llm, **options)
+
+
+__all__ = [
+    "JUDGES", "Judge", "make_judge", "judge_many",
+    "RuleJudge", "RuleThenLLMJudge", "LLMJudge", "MCQJudge", "KnowHalJudge", "OpenAnswerJudge",
+    "OpenAnswerConfig", "DeflectionDetector", "PremiseRejectionDetector", "REFUSAL_PATTERNS",
+    "vqa_normalize", "vqa_soft_accuracy", "extract_choice", "official_is_correct", "official_extract",
+    "official_tokenize", "parse_inline_options", "nota_letter", "numeric_match", "is_deflection",
+    "rejects_premise", "parse_grade",
+]

@@ -131,12 +131,17 @@ def template_messages(prompt: Prompt, *, system_prompt: bool = True) -> tuple[li
 
 
 def question_text(prompt: Prompt) -> str:
-    """The question a prompt asks: ``metadata["question"]`` (set by the composer), else the text of
-    the last user message."""
+    """The question a prompt asks: ``metadata["question"]`` (set by the composer); else, from the
+    last user message (which usually also holds the contexts and instructions), its last line that
+    contains a "?", or its last non-empty line."""
     q = prompt.metadata.get("question")
     if isinstance(q, str) and q.strip():
         return q
     for msg in reversed(prompt.messages):
         if msg.role == "user":
-            return msg.text()
+            lines = [ln.strip() for ln in msg.text().splitlines() if ln.strip()]
+            for ln in reversed(lines):
+                if "?" in ln:
+                    return ln
+            return lines[-1] if lines else ""
     return ""

@@ -48,6 +48,10 @@ class MiningResult(BaseModel):
     requested: int
     shortfall: int = 0
     dropped_leaks: int = 0
+    #: similarity of each negative to its mining query, aligned with ``documents`` (optional)
+    scores: list[float] = Field(default_factory=list)
+    #: index kind each negative came from ("text" | "visual" | "multimodal"; for modality "any")
+    sources: list[str] = Field(default_factory=list)
 
 
 @runtime_checkable

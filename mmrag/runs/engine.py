@@ -98,6 +98,9 @@ def execute(config: RunConfig, run_dir: str | Path, *, argv: list[str] | None = 
     calls = 0
     new = 0
     skipped = 0
+    #: cells a sample cannot be shown under (e.g. no image gold for an image-positive oracle):
+    #: skipped and counted, never scored
+    not_applicable: dict[str, int] = {}
     for mspec, vlm in models:
         manifest.models[mspec.label] = vlm.fingerprint
         for plan in plans:
@@ -108,8 +111,10 @@ def execute(config: RunConfig, run_dir: str | Path, *, argv: list[str] | None = 
                     key = record_key(sample.id, spec.id, vlm.fingerprint)
                     if key in store:
                         skipped += 1
-                    else:
+                    elif plan.fits(sample, spec):
                         todo.append((key, sample, spec))
+                    else:
+                        not_applicable[spec.id] = not_applicable.get(spec.id, 0) + 1
             manifest.write(run_dir)
             task = None
             if progress is not None and todo:
@@ -117,7 +122,14 @@ def execute(config: RunConfig, run_dir: str | Path, *, argv: list[str] | None = 
             eff_settings = mspec.settings if mspec.settings != GenerationSettings() else settings
             for batch in _chunks(todo, config.batch_size):
                 t0 = time.perf_counter()
-                prompts = [plan.compose(sample, spec) for _, sample, spec in batch]
+                composed = [(cell, plan.compose(cell[1], cell[2])) for cell in batch]
+                for cell, prompt in composed:
+                    if prompt is None:
+                        not_applicable[cell[2].id] = not_applicable.get(cell[2].id, 0) + 1
+                batch = [cell for cell, prompt in composed if prompt is not None]
+                prompts = [prompt for _, prompt in composed if prompt is not None]
+                if not batch:
+                    continue
                 t1 = time.perf_counter()
                 responses = vlm.generate(prompts, eff_settings)
                 calls += sum(1 for r in responses if not r.cached)
@@ -133,15 +145,16 @@ def execute(config: RunConfig, run_dir: str | Path, *, argv: list[str] | None = 
                         timings={"compose_s": (t1 - t0) / len(batch), "generate_s": (t2 - t1) / len(batch)}))
                 new += store.append(recs)
                 if task is not None:
-                    progress.advance(task, len(batch))
+                    progress.advance(task, len(composed))
                 if on_batch is not None:
                     on_batch(new)
     records = store.records()
-    summary = write_summary(run_dir, records)
+    summary = write_summary(run_dir, records, extra={"not_applicable": not_applicable})
     for r in records:
         manifest.templates.update(_template_of(r.prompt))
     manifest.status = "complete"
-    manifest.counts = {"records": len(records), "new": new, "model_calls": calls}
+    manifest.counts = {"records": len(records), "new": new, "model_calls": calls,
+                       "not_applicable": sum(not_applicable.values())}
     manifest.write(run_dir)
     errors = summary.get("errors", {})
     return RunResult(run_dir=run_dir, summary=summary, new_records=new, model_calls=calls,

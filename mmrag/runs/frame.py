@@ -47,7 +47,7 @@ COLUMNS: tuple[str, ...] = (
     "run", "key", "benchmark", "benchmark_kind", "scenario_id", "kind", "n_distractors",
     "positive_modality", "negative_modality", "strictness", "stress", "model", "model_fingerprint",
     "sample_id", "question_id", "question", "source", "type", "dimension", "polarity",
-    "outcome", *OUTCOMES, "extracted", "label", "nota_letter", "label_is_nota", "chose_nota",
+    "pair_id", "outcome", *OUTCOMES, "score", "extracted", "label", "nota_letter", "label_is_nota", "chose_nota",
     "response", "error", "latency_s", "cached", "prompt_tokens", "completion_tokens",
     "n_contexts", "n_gold", "n_negative", "prompt_id", "template_id", "judge_id", "reason",
 )
@@ -123,6 +123,17 @@ def _nota_letter(rec: RunRecord) -> str | None:
     return None
 
 
+def _score(rec: RunRecord) -> float:
+    """The item's graded accuracy as :mod:`mmrag.metrics` counts it: the verdict's ``score`` (e.g.
+    VQA soft accuracy) when the judge gave one, else 1 for correct and 0 otherwise; unparseable is 0."""
+    v = rec.verdict
+    if v.outcome == "unparseable":
+        return 0.0
+    if v.score is not None:
+        return float(v.score)
+    return 1.0 if v.outcome == "correct" else 0.0
+
+
 def record_row(rec: RunRecord, run: str = "") -> dict[str, Any]:
     """Flatten one record into the frame's columns (see :data:`COLUMNS`)."""
     spec = rec.scenario
@@ -132,6 +143,7 @@ def record_row(rec: RunRecord, run: str = "") -> dict[str, Any]:
     label = rec.prompt.label if rec.prompt.label is not None else rec.sample.label
     nota = _nota_letter(rec)
     extracted = rec.verdict.extracted
+    details = rec.verdict.details
     n_gold = sum(1 for c in rec.prompt.contexts if c.role == "gold")
     n_neg = sum(1 for c in rec.prompt.contexts if c.role == "negative")
     row: dict[str, Any] = {
@@ -155,13 +167,17 @@ def record_row(rec: RunRecord, run: str = "") -> dict[str, Any]:
         "type": meta.get("type"),
         "dimension": meta.get("dimension"),
         "polarity": meta.get("polarity"),
+        "pair_id": meta.get("pair_id"),
         "outcome": rec.verdict.outcome,
+        "score": _score(rec),
         "extracted": extracted,
         "label": label,
         "nota_letter": nota,
-        "label_is_nota": bool(nota is not None and label == nota),
-        "chose_nota": bool(nota is not None and extracted is not None
-                           and extracted.strip().upper() == nota.upper()),
+        # the MCQ judge records both; recomputed from the extracted letter for older judges
+        "label_is_nota": bool(details["gold_is_nota"]) if "gold_is_nota" in details
+        else bool(nota is not None and label == nota),
+        "chose_nota": bool(details["chose_nota"]) if "chose_nota" in details
+        else bool(nota is not None and extracted is not None and extracted.strip().upper() == nota.upper()),
         "response": rec.response.text,
         "error": rec.response.error,
         "latency_s": float(rec.response.latency_s),

@@ -54,10 +54,19 @@ class BenchmarkPlan:
     store: Any = None
     index_hashes: dict[str, str] = field(default_factory=dict)
 
-    def compose(self, sample: Sample, spec: ScenarioSpec) -> Prompt:
-        from mmrag.scenarios import compose
+    def fits(self, sample: Sample, spec: ScenarioSpec) -> bool:
+        from mmrag.scenarios import applicable
 
-        return compose(sample, spec, miner=self.miner, store=self.store)
+        return applicable(sample, spec, self.store) is None
+
+    def compose(self, sample: Sample, spec: ScenarioSpec) -> Prompt | None:
+        """The prompt, or None when the sample turns out not to fit the spec (counted by the engine)."""
+        from mmrag.scenarios import ScenarioNotApplicable, compose
+
+        try:
+            return compose(sample, spec, miner=self.miner, store=self.store)
+        except ScenarioNotApplicable:
+            return None
 
 
 def _retrieval_for(bench, specs: list[ScenarioSpec], config: RunConfig, progress: Any) -> tuple[Any, Any, dict]:

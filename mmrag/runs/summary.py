@@ -58,8 +58,9 @@ def summary_markdown(summary: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_summary(run_dir: str | Path, records: list[RunRecord]) -> dict[str, Any]:
+def write_summary(run_dir: str | Path, records: list[RunRecord], extra: dict[str, Any] | None = None) -> dict[str, Any]:
     summary = build_summary(records)
+    summary.update(extra or {})
     atomic_write_json(Path(run_dir) / "summary.json", summary)
     atomic_write_text(Path(run_dir) / "summary.md", summary_markdown(summary))
     return summary

@@ -23,8 +23,15 @@ def make_model(spec: ModelSpec, config: RunConfig):
     return create_model(spec, cache=response_cache(config))
 
 
+#: the registered judge that scores each benchmark family; None = the run's judge mode
+#: (rule | llm | rule+llm) for open answers.  HumbleBench is scored by option matching, KnowHal by
+#: its own judge (soft VQA matching for positives, premise rejection for negatives).
+JUDGE_FOR_KIND: dict[str, str | None] = {"deflection": None, "humblebench": "mcq", "knowhal": "knowhal"}
+
+
 def make_judge(benchmark_kind: str, config: RunConfig):
     from mmrag.judging import make_judge as _make
 
     llm = make_model(config.judge.model, config) if config.judge.model is not None else None
-    return _make(benchmark_kind, mode=config.judge.mode, llm=llm)
+    name = JUDGE_FOR_KIND.get(benchmark_kind) or config.judge.mode
+    return _make(name, llm=llm)

@@ -34,7 +34,9 @@ class PartsBuilder:
             self.parts.append(ContentPart(type="text", text=s))
 
     def image(self, ref: ImageRef) -> None:
-        self.parts.append(ContentPart(type="image", image=ref))
+        # a fresh ImageRef: computing the prompt's content hash caches it on the ref, and that must
+        # not write into the sample's (or the knowledge base's) objects
+        self.parts.append(ContentPart(type="image", image=ImageRef(path=ref.path, sha256=ref.sha256)))
 
 
 def _doc_image(doc: Document) -> ImageRef:

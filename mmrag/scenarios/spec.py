@@ -6,7 +6,9 @@ spec, so a sweep is just a grid over its fields and a scenario id is a hash of i
 
 The id is a hash of the *canonical* spec (key-sorted JSON of every field), so it does not depend
 on the order in which a sweep listed its axes nor on the order of the ``stress`` tuple (which is
-normalised to the official HumbleBench order on construction).  Results are keyed by
+normalised to the official HumbleBench order on construction).  Fields a kind ignores are reset to
+their defaults on construction (an oracle has ``n_distractors == 0`` whatever was asked), so two
+specs that produce the same prompts share one id.  Results are keyed by
 ``(sample id, spec.id, model fingerprint)``, which is what makes a re-run of a sweep skip the
 cells it already has.
 """
@@ -36,6 +38,39 @@ RETRIEVAL_KINDS: tuple[str, ...] = ("parametric", "oracle", "realistic", "advers
 OFFICIAL_NOISE_SEED = 3720
 
 
+_DEFAULTS: dict[str, object] = {"n_distractors": 0, "positive_modality": "any", "negative_modality": "text",
+                                "gold_position": "random", "max_context_tokens": None, "shuffle_seed": 42,
+                                "noise_seed": OFFICIAL_NOISE_SEED}
+
+
+def canonical_fields(data: dict) -> dict:
+    """``data`` with the fields its kind ignores set to their neutral values and ``stress`` in the
+    official order (see :class:`ScenarioSpec`)."""
+    data = dict(data)
+    kind = data.get("kind", "oracle")
+    ignored: list[str] = []
+    if kind not in ("realistic", "adversarial"):
+        ignored += ["n_distractors", "negative_modality"]
+    if kind not in ("oracle", "realistic"):
+        ignored.append("positive_modality")
+    if kind != "realistic":
+        ignored.append("gold_position")
+    if kind not in RETRIEVAL_KINDS:
+        ignored.append("max_context_tokens")
+    raw = data.get("stress") or ()
+    raw = (raw,) if isinstance(raw, str) else raw
+    stress = tuple(raw) if isinstance(raw, (list, tuple)) else ()
+    if stress:  # unknown names are kept (at the end) so that validation reports them
+        data["stress"] = tuple(x for x in STRESS_ORDER if x in stress) + tuple(x for x in stress if x not in STRESS_ORDER)
+    if kind != "humblebench" or "shuffle_options" not in stress:
+        ignored.append("shuffle_seed")
+    if kind != "humblebench" or "noise_image" not in stress:
+        ignored.append("noise_seed")
+    for name in ignored:
+        data[name] = _DEFAULTS[name]
+    return data
+
+
 class ScenarioSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -59,16 +94,15 @@ class ScenarioSpec(BaseModel):
     #: override of the main template: a bundled template id or a path to a template YAML file
     template: str | None = None
 
-    @field_validator("stress", mode="before")
+    @model_validator(mode="before")
     @classmethod
-    def _normalise_stress(cls, v):
-        if isinstance(v, str):
-            v = (v,)
-        if isinstance(v, (list, tuple)):
-            known = [s for s in STRESS_ORDER if s in v]
-            unknown = [s for s in v if s not in STRESS_ORDER]
-            return tuple(known) + tuple(unknown)  # unknown ones fail the Literal check with their name
-        return v
+    def _canonical(cls, data):
+        """Reset the fields a kind ignores to their defaults, so equivalent specs share one id.
+
+        An oracle asked for with ``n_distractors=4`` shows exactly what one with 0 shows; giving them
+        different ids would re-run identical prompts (and split their results) across sweeps.
+        """
+        return canonical_fields(data) if isinstance(data, dict) else data
 
     @field_validator("gold_position")
     @classmethod
@@ -115,4 +149,5 @@ class ScenarioSpec(BaseModel):
         else:
             name = (f"{self.kind}-n{self.n_distractors}-pos_{self.positive_modality}"
                     f"-neg_{self.negative_modality}-{self.strictness}")
-        return f"{name}-{stable_id(self.model_dump(mode='json'), length=8)}"
+        # canonicalised again: a spec made by ``model_copy(update=...)`` skipped the validators
+        return f"{name}-{stable_id(canonical_fields(self.model_dump(mode='json')), length=8)}"

@@ -26,6 +26,11 @@ from mmrag.benchmarks.demo.draw import EMBLEM_SHAPES, EMBLEM_SYMBOLS, PALETTE, S
 from mmrag.benchmarks.demo.questions import image_path
 
 DOMAINS = {"country": "Nations", "city": "Cities", "guild": "Guilds"}
+def placed(position: str) -> str:
+    """"in the centre", "in the upper part", "on the left side"..."""
+    return f"{'on' if position.endswith('side') else 'in'} the {position}"
+
+
 SIDES = {"triangle": 3, "square": 4, "diamond": 4, "pentagon": 5, "hexagon": 6, "octagon": 8}
 
 
@@ -70,11 +75,11 @@ def knowhal_records(entities: list[dict[str, Any]], seed: int, every: int = 5) -
         other = rng.choice(places)
         rows += _pair(e, "R",
                       {"question": f"Where is the {sym} placed within the emblem in this image?",
-                       "options": {letters[i]: f"In the {o}" for i, o in enumerate(opts)}, "label": letters[k],
-                       "answers": [f"In the {place}"]},
-                      {"question": f"Why is the {sym} placed in the {other} of the emblem in this image?",
-                       "answers": [f"The {sym} is in the {place} of the emblem, not the {other}."],
-                       "false_premise": f"The {sym} is in the {place} of the emblem, not the {other}.",
+                       "options": {letters[i]: placed(o).capitalize() for i, o in enumerate(opts)},
+                       "label": letters[k], "answers": [placed(place).capitalize()]},
+                      {"question": f"Why is the {sym} placed {placed(other)} of the emblem in this image?",
+                       "answers": [f"The {sym} is {placed(place)} of the emblem, not {placed(other)}."],
+                       "false_premise": f"The {sym} is {placed(place)} of the emblem, not {placed(other)}.",
                        "strategy": "spatial relation"})
         # Knowledge: the geometric name of the outline / a fabricated action or a wrong polygon
         if j % 2 == 0:

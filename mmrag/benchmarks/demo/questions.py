@@ -102,29 +102,45 @@ def _answer(entity: dict[str, Any], slot: str) -> dict[str, Any]:
     return out
 
 
+def _all(ans: dict[str, Any]) -> list[str]:
+    return [ans["answer"], *ans["aliases"]]
+
+
 def _slot_section(kind: str, slot: str) -> str:
     return next(s for s, _, slots in PASSAGES[kind] if slot in slots)
 
 
 class _Negatives:
     """Ready-made hard negatives: same-section passages of other entities of the same kind, and the
-    look-alike (same family) images.  Mining proper is the retrieval stage's job; these are a
+    look-alike (same family) images.  A negative that states or shows the answer (another entity
+    with the same export, or a look-alike emblem of the same colour) is left out: it would leak the
+    answer into the adversarial scenario.  Mining proper is the retrieval stage's job; these are a
     deterministic starting point recorded with each sample."""
 
     def __init__(self, entities: list[dict[str, Any]], rng: random.Random) -> None:
         self.rng = rng
         self.by_kind: dict[str, list[dict[str, Any]]] = {}
         self.by_family: dict[int, list[dict[str, Any]]] = {}
+        self.text_of: dict[str, str] = {}
         for e in entities:
             self.by_kind.setdefault(e["kind"], []).append(e)
             self.by_family.setdefault(e["family"], []).append(e)
+            for section, text, _ in passages(e):
+                self.text_of[f"{e['id']}-text-{section}"] = text
 
-    def text(self, e: dict[str, Any], section: str, k: int = 3) -> list[str]:
-        others = [o for o in self.by_kind[e["kind"]] if o["id"] != e["id"]]
-        return [f"{o['id']}-text-{section}" for o in self.rng.sample(others, min(k, len(others)))]
+    def text(self, e: dict[str, Any], section: str, answers: list[str], k: int = 3) -> list[str]:
+        others = [f"{o['id']}-text-{section}" for o in self.by_kind[e["kind"]] if o["id"] != e["id"]]
+        clean = [d for d in others if not any(a.lower() in self.text_of[d].lower() for a in answers)]
+        return self.rng.sample(clean, min(k, len(clean)))
 
-    def images(self, e: dict[str, Any], prefix: str, view: str) -> list[str]:
-        return [f"{o['id']}-{prefix}-{view}" for o in self.by_family[e["family"]] if o["id"] != e["id"]]
+    def images(self, e: dict[str, Any], prefix: str, view: str, attr: str | None = None) -> list[str]:
+        """Look-alikes of the same family; with ``attr`` ("emblem.fill"), only those that differ in it."""
+        def value(o: dict[str, Any]) -> Any:
+            part, key = attr.split(".")  # type: ignore[union-attr]
+            return o[part][key]
+
+        return [f"{o['id']}-{prefix}-{view}" for o in self.by_family[e["family"]]
+                if o["id"] != e["id"] and (attr is None or value(o) != value(e))]
 
 
 def _record(sample_id: str, question_id: str, question: str, ans: dict[str, Any], gold: list[tuple[str, str]],
@@ -166,7 +182,7 @@ def deflection_records(entities: list[dict[str, Any]], seed: int) -> list[dict[s
         section = _slot_section(kind, slot)
         ans = _answer(e, slot)
         rows.append(_record(f"{eid}-t-{slot}", f"{eid}-t-{slot}", _question(slot, kind, named), ans,
-                            [(ids[f"text-{section}"], "text")], neg.text(e, section), e, [],
+                            [(ids[f"text-{section}"], "text")], neg.text(e, section, _all(ans)), e, [],
                             {"positive_modality": "text", "needs": ["text"], "entity_in_question": True,
                              "slot": slot, "answer_kind": ans["question_type"]}))
         if i % 2 == 0:
@@ -175,7 +191,7 @@ def deflection_records(entities: list[dict[str, Any]], seed: int) -> list[dict[s
             variant = rng.choice(variants)
             q, vans, view, attr = _visual_question(e, variant, named)
             rows.append(_record(f"{eid}-i-{variant}", f"{eid}-i-{variant}", q, vans, [(ids[f"image-{view}"], "image")],
-                                neg.images(e, "image", view), e, [],
+                                neg.images(e, "image", view, attr), e, [],
                                 {"positive_modality": "image", "needs": ["image"], "entity_in_question": True,
                                  "slot": variant, "answer_kind": "visual", "visual_attribute": attr,
                                  "answer_image": image_path(eid, view)}))
@@ -185,7 +201,7 @@ def deflection_records(entities: list[dict[str, Any]], seed: int) -> list[dict[s
             section = _slot_section(kind, slot)
             ans = _answer(e, slot)
             qid = f"{eid}-m-{slot}"
-            text_negs = neg.text(e, section, k=2)
+            text_negs = neg.text(e, section, _all(ans), k=2)
             for view in ("flag", "emblem"):
                 rows.append(_record(f"{qid}-{view}", qid, _question(slot, kind, UNNAMED[kind]), ans,
                                     [(ids[f"mm-{view}"], "multimodal"), (ids[f"text-{section}"], "text")],
@@ -199,7 +215,7 @@ def deflection_records(entities: list[dict[str, Any]], seed: int) -> list[dict[s
             vans = {"answer": e["emblem"]["fill"], "aliases": [], "numeric_ranges": [], "question_type": "string"}
             rows.append(_record(f"{eid}-x-emblem_colour", f"{eid}-x-emblem_colour", q, vans,
                                 [(ids["mm-flag"], "multimodal"), (ids["image-emblem"], "image")],
-                                neg.images(e, "mm", "flag") + neg.images(e, "image", "emblem"), e,
+                                neg.images(e, "mm", "flag") + neg.images(e, "image", "emblem", "emblem.fill"), e,
                                 [image_path(eid, "flag_view")],
                                 {"positive_modality": "multimodal", "needs": ["multimodal", "image"],
                                  "entity_in_question": False, "slot": "emblem_colour", "answer_kind": "visual",

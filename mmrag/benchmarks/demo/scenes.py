@@ -95,7 +95,7 @@ def _g_relation_object(rng, scene):
     phrase = {"left of": "to the left of", "right of": "to the right of", "above": "above", "below": "below",
               "bigger than": "bigger than", "smaller than": "smaller than"}[rel]
     return (f"Which object is {phrase} the {b['kind']}?",
-            {k.capitalize(): k in objs and k != b["kind"] and relation_holds(objs[k], rel, b) for k in SCENE_KINDS})
+            {k.capitalize(): k in objs and relation_holds(objs[k], rel, b) for k in SCENE_KINDS if k != b["kind"]})
 
 
 def _g_relation_where(rng, scene):

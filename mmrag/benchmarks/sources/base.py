@@ -10,8 +10,8 @@ sources:
   :func:`kb_path_for`), and ``FILE.images/`` (content-addressed images, referenced by paths
   relative to the folder of ``FILE.jsonl``);
 * atomicity — both JSONL files are streamed to temporary files and renamed only when the whole
-  build succeeded, so a failed build leaves no half-written benchmark (stored images are
-  content-addressed, so leftovers are harmless and reused by the next run);
+  build succeeded, and the images a failed build stored are removed again, so a failed build
+  leaves no half-written benchmark (and an earlier build at the same path stays intact);
 * integrity — every gold and negative doc id of a sample must already be in the KB, sample ids must
   be unique (a repeated one is skipped and counted);
 * accounting — :class:`BuildStats` counts records read, samples written and every skip by reason.
@@ -119,6 +119,10 @@ class BuildContext:
     def has_doc(self, doc_id: str) -> bool:
         return doc_id in self._doc_ids
 
+    @property
+    def docs_written(self) -> int:
+        return len(self._doc_ids)
+
     def skip(self, reason: str) -> None:
         """A source record (or one of its samples) produced no sample, for ``reason``."""
         self.skipped[reason] += 1
@@ -211,9 +215,10 @@ def build_deflection(source: str, data: str | Path, out: str | Path, *, kb: str 
     except BaseException:
         kb_writer.abort()
         sample_writer.abort()
+        store.rollback()
         raise
     return BuildStats(source=source, records_read=ctx.read, samples_written=written,
-                      kb_docs_written=len(ctx._doc_ids), images_written=store.written,
+                      kb_docs_written=ctx.docs_written, images_written=store.written,
                       skipped=dict(ctx.skipped), dropped=dict(ctx.dropped), out=str(out),
                       kb_out=str(kb_out), images_dir=str(img_dir))
 

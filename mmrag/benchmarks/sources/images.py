@@ -48,6 +48,7 @@ class ImageStore:
         self.base = base
         self.written = 0
         self._known: dict[str, str] = {}
+        self._created: list[Path] = []
 
     def put_bytes(self, data: bytes) -> str:
         """Store ``data`` (after checking it decodes) and return its path relative to ``base``."""
@@ -58,6 +59,7 @@ class ImageStore:
         path = self.folder / f"{digest}{ext}"
         if not path.exists():
             atomic_write_bytes(path, payload)
+            self._created.append(path)
             self.written += 1
         rel = os.path.relpath(path, self.base).replace(os.sep, "/")
         self._known[digest] = rel
@@ -69,6 +71,16 @@ class ImageStore:
         except OSError as exc:
             raise BadImage(f"cannot read {path}: {exc.strerror}") from None
         return self.put_bytes(data)
+
+    def rollback(self) -> None:
+        """Remove the files this store created (a failed build leaves nothing behind)."""
+        for p in self._created:
+            p.unlink(missing_ok=True)
+        self._created.clear()
+        try:
+            self.folder.rmdir()  # only when empty: earlier builds' images stay
+        except OSError:
+            pass
 
     def sha_of(self, rel: str) -> str:
         """The content hash of a stored image (its file stem)."""

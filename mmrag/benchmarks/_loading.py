@@ -1,0 +1,81 @@
+"""Helpers shared by the benchmark loaders: image resolution, the content-addressed image cache,
+multiple-choice options, and data fingerprints.
+
+Loaders never hold pixels: a sample carries an :class:`~mmrag.schema.ImageRef` (path, and sha256
+where the loader had the bytes anyway).  Images embedded as bytes (parquet, hub arrow files) are
+written once into ``mmrag_home()/images/<sha[:2]>/<sha>.<ext>`` and referenced from there, so a
+22k-question dataset costs one pass over its images, not a copy in memory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Iterable
+
+from mmrag.errors import InputError
+from mmrag.schema import Choice, ImageRef, is_nota_text, sha256_bytes
+from mmrag.util import atomic_write_bytes, mmrag_home
+
+
+def resolve_image(value: str, base: Path, *, file: str | Path, line: int | None, field: str,
+                  record: str) -> ImageRef:
+    """A record's image path (relative to ``base`` unless absolute) as an ImageRef; a missing file
+    is an InputError naming the data file, line, field and the record's id."""
+    p = Path(value)
+    if not p.is_absolute():
+        p = base / p
+    if not p.is_file():
+        raise InputError(f"image not found: {p} (record {record})", path=file, line=line, field=field)
+    return ImageRef(path=str(p))
+
+
+def _image_ext(data: bytes, hint: str | None = None) -> str:
+    if data.startswith(b"\x89PNG"):
+        return ".png"
+    if data.startswith(b"\xff\xd8"):
+        return ".jpg"
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return ".webp"
+    if data[:3] == b"GIF":
+        return ".gif"
+    suffix = Path(hint).suffix.lower() if hint else ""
+    return suffix if suffix else ".img"
+
+
+def cache_image_bytes(data: bytes, hint: str | None = None, cache_dir: Path | None = None) -> ImageRef:
+    """Store embedded image bytes once under their content hash and return a reference to the file."""
+    digest = sha256_bytes(data)
+    root = cache_dir or (mmrag_home() / "images")
+    path = root / digest[:2] / f"{digest}{_image_ext(data, hint)}"
+    if not path.is_file():
+        atomic_write_bytes(path, data)
+    return ImageRef(path=str(path), sha256=digest)
+
+
+def choices_from_options(options: dict[str, str] | None) -> list[Choice]:
+    """MCQ options as Choices, in letter order; "None of the above" is found by its text."""
+    if not options:
+        return []
+    return [Choice(letter=k, text=v, is_nota=is_nota_text(v)) for k, v in sorted(options.items())]
+
+
+def fingerprint_files(paths: Iterable[Path | str], extra: str = "") -> str:
+    """sha256 over the named data files (names and bytes, in sorted order) plus ``extra``."""
+    h = hashlib.sha256(extra.encode())
+    for p in sorted(Path(x) for x in paths):
+        h.update(p.name.encode() + b"\0")
+        with open(p, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+    return h.hexdigest()
+
+
+def take_options(benchmark: str, options: dict, allowed: dict) -> dict:
+    """``allowed`` (name -> default) filled from ``options``; an unknown option is an InputError
+    (a typo such as ``kbb=`` must not be silently ignored)."""
+    unknown = sorted(set(options) - set(allowed))
+    if unknown:
+        raise InputError(f"unknown option(s) for benchmark '{benchmark}': {', '.join(unknown)}; "
+                         f"known: {', '.join(sorted(allowed)) or '(none)'}")
+    return {k: options.get(k, v) for k, v in allowed.items()}

@@ -1,0 +1,120 @@
+"""``mmrag index build | info | eval``: parse flags, call mmrag.indices / mmrag.retrieval, print."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Iterator, Optional
+
+import typer
+
+from mmrag.errors import InputError
+from mmrag.schema import Document, ImageRef
+from mmrag.util import iter_jsonl, parse_record
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="Build, inspect and evaluate FAISS indices over a knowledge base.")
+
+#: encoder used when --encoder is not given, per index kind
+DEFAULT_ENCODER = {"text": "minilm", "visual": "color-layout", "multimodal": "fusion"}
+
+
+def iter_kb(path: str | Path) -> Iterator[Document]:
+    """Stream ``kb.jsonl`` (KBRecord lines) as Documents; image paths are relative to the file."""
+    from mmrag.benchmarks.formats import KBRecord
+
+    path = Path(path)
+    for line, obj in iter_jsonl(path):
+        rec = parse_record(KBRecord, obj, path=path, line=line)
+        image = None
+        if rec.image:
+            p = Path(rec.image)
+            image = ImageRef(path=str(p if p.is_absolute() else path.parent / p))
+        yield Document(id=rec.id, modality=rec.modality, text=rec.text, image=image, title=rec.title,
+                       source=rec.source, entity_id=rec.entity_id, metadata=rec.metadata)
+
+
+def _encoder_spec(name: Optional[str], kwargs: Optional[str], kind: str) -> dict:
+    try:
+        kw = json.loads(kwargs) if kwargs else {}
+    except json.JSONDecodeError as exc:
+        raise InputError(f"--encoder-kwargs is not JSON ({exc.msg})", field="--encoder-kwargs") from None
+    if not isinstance(kw, dict):
+        raise InputError("--encoder-kwargs must be a JSON object", field="--encoder-kwargs")
+    return {"name": name or DEFAULT_ENCODER[kind], "kwargs": kw}
+
+
+@app.command("build")
+def build(kb: Path = typer.Option(..., "--kb", help="kb.jsonl (one KBRecord per line)"),
+          kind: str = typer.Option(..., "--kind", help="text | visual | multimodal"),
+          out: Path = typer.Option(..., "--out", help="index folder to write (replaced atomically)"),
+          factory: str = typer.Option("auto", "--factory", help="FAISS index_factory string, or 'auto'"),
+          encoder: Optional[str] = typer.Option(None, "--encoder", help="minilm | sentence-transformers | "
+                                                "open-clip | color-layout | fusion | pkg.mod:Factory"),
+          encoder_kwargs: Optional[str] = typer.Option(None, "--encoder-kwargs", help='JSON, e.g. {"arch": "ViT-S-32-alt"}'),
+          shard_size: Optional[int] = typer.Option(None, "--shard-size", help="vectors per shard file"),
+          batch_size: int = typer.Option(256, "--batch-size"),
+          threads: Optional[int] = typer.Option(None, "--threads", help="FAISS CPU threads"),
+          device: str = typer.Option("cpu", "--device", help="cpu | auto | gpu (FAISS)")) -> None:
+    """Encode a knowledge base and write a FAISS index with its manifest."""
+    from mmrag.indices import INDEX_KINDS, build_index, create_encoder
+
+    if kind not in INDEX_KINDS:
+        raise InputError(f"unknown index kind '{kind}' (text | visual | multimodal)", field="--kind")
+    if not kb.is_file():
+        raise InputError("knowledge base file not found", path=kb)
+    enc = create_encoder(_encoder_spec(encoder, encoder_kwargs, kind))
+    m = build_index(iter_kb(kb), enc, kind, factory=factory, out=out, shard_size=shard_size,
+                    batch_size=batch_size, threads=threads, device=device, source=kb)
+    typer.echo(f"wrote {m.kind} index to {out}: {m.count} vectors, dim {m.dim}, factory {m.factory}, "
+               f"{len(m.shards)} shard(s)")
+
+
+@app.command("info")
+def info(path: Path = typer.Argument(..., help="index folder"),
+         verify: str = typer.Option("size", "--verify", help="checksum | size | none")) -> None:
+    """Print an index's manifest summary (verifying its files)."""
+    from mmrag.indices import describe, load_index
+
+    if verify not in ("checksum", "size", "none"):
+        raise InputError("--verify must be checksum, size or none", field="--verify")
+    typer.echo(json.dumps(describe(load_index(path, verify=verify)), indent=2))  # type: ignore[arg-type]
+
+
+@app.command("eval")
+def eval_(path: Path = typer.Argument(..., help="index folder"),
+          benchmark: str = typer.Option(..., "--benchmark", help="benchmark name (e.g. demo)"),
+          source: Optional[str] = typer.Option(None, "--source", help="benchmark data folder or file"),
+          k: str = typer.Option("1,5,10", "--k", help="comma-separated cut-offs"),
+          limit: Optional[int] = typer.Option(None, "--limit", help="first N samples"),
+          json_out: Optional[Path] = typer.Option(None, "--json", help="also write the figures as JSON")) -> None:
+    """Recall@k and MRR of the benchmark's gold documents, overall and per gold modality."""
+    import itertools
+
+    from mmrag.benchmarks import BENCHMARKS
+    from mmrag.retrieval import DenseRetriever, evaluate_retrieval
+    from mmrag.util import atomic_write_json
+
+    try:
+        ks = [int(x) for x in k.split(",") if x.strip()]
+    except ValueError:
+        raise InputError("--k must be comma-separated integers", field="--k") from None
+    retriever = DenseRetriever(path, verify="size")
+    modality_of = dict(zip(retriever.index.doc_ids.tolist(), retriever.index.modalities.tolist()))
+    samples = BENCHMARKS.create(benchmark, source).samples()
+    if limit is not None:
+        samples = itertools.islice(samples, limit)
+    result = evaluate_retrieval(retriever, samples, modality_of, ks=ks)
+    result.update({"index": str(path), "benchmark": benchmark})
+    if json_out is not None:
+        atomic_write_json(json_out, result)
+    typer.echo(format_eval(result, ks))
+
+
+def format_eval(result: dict, ks: list[int]) -> str:
+    cols = [f"recall@{k}" for k in ks] + ["mrr"]
+    lines = [f"{'gold modality':<14} {'n':>6} " + " ".join(f"{c:>10}" for c in cols)]
+    for group, m in sorted(result["groups"].items(), key=lambda kv: (kv[0] != "all", kv[0])):
+        lines.append(f"{group:<14} {m['n']:>6} " + " ".join(f"{m[c]:>10.3f}" for c in cols))
+    lines.append(f"skipped (no gold document in this index or no usable query part): {result['skipped']}")
+    return "\n".join(lines)

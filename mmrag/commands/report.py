@@ -1,0 +1,52 @@
+"""``mmrag report RUN_DIR [RUN_DIR ...] [--out DIR]`` and ``mmrag browse RUN_DIR``: read finished
+(or running) runs into tables, figures and the sample browser.  Parsing only; the work is in
+:mod:`mmrag.reports`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from mmrag.commands._console import console
+from mmrag.errors import InputError
+
+
+def report(
+    run_dirs: List[Path] = typer.Argument(..., help="one or more run directories (each with samples.jsonl)"),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="report folder (default RUN_DIR/report; required with several runs)"),
+    level: float = typer.Option(0.95, "--level", help="confidence level of every interval"),
+    n_boot: int = typer.Option(1000, "--n-boot", help="bootstrap resamples per interval"),
+    seed: int = typer.Option(0, "--seed", help="bootstrap seed (same seed, same numbers)"),
+    browser: bool = typer.Option(True, "--browser/--no-browser", help="also write the HTML sample browser of each run"),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="do not print the tables"),
+) -> None:
+    """Tables with confidence intervals, paired tests, PNG/SVG figures and report.md."""
+    from mmrag.reports import CIOptions
+    from mmrag.reports import report as make_report
+
+    if not 0.5 <= level < 1.0:
+        raise InputError(f"must be in [0.5, 1), got {level}", field="--level")
+    if n_boot < 100:
+        raise InputError(f"use at least 100 resamples, got {n_boot}", field="--n-boot")
+    paths = make_report(run_dirs, out, opts=CIOptions(level=level, n_boot=n_boot, seed=seed), browser=browser,
+                        console=None if quiet else console)
+    md = next(p for p in paths if p.name == "report.md")
+    console.print(f"[green]report:[/green] {md}  ({len(paths)} files)")
+
+
+def browse(
+    run_dir: Path = typer.Argument(..., help="a run directory"),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="HTML file to write (default RUN_DIR/browser.html)"),
+    max_side: int = typer.Option(384, "--max-side", help="downscale images to this many pixels on the longer side"),
+    max_image_mb: float = typer.Option(48.0, "--max-image-mb", help="stop embedding images past this size (0 = no limit)"),
+) -> None:
+    """Write the run's self-contained HTML sample browser."""
+    from mmrag.reports import write_browser
+
+    if max_side < 16:
+        raise InputError(f"must be at least 16, got {max_side}", field="--max-side")
+    limit = None if max_image_mb <= 0 else int(max_image_mb * 1024 * 1024)
+    path = write_browser(run_dir, out, max_side=max_side, max_image_bytes=limit)
+    console.print(f"[green]browser:[/green] {path}")

@@ -1,0 +1,110 @@
+"""KnowHal's judge: positives by VQA soft matching or option matching, negatives by premise.
+
+Following the paper's setup:
+
+* positive open questions (Entity, Attribute, Knowledge) are scored with the VQA protocol:
+  normalised answers, soft accuracy over the references.  Model replies are sentences, so a
+  reference "matches" when it equals the normalised reply *or* appears in it as whole words (our
+  reading of "soft matching"; ``details["vqa_exact"]`` keeps the exact-equality score too).  The
+  verdict's ``score`` is the soft accuracy; the outcome is ``correct`` when it is above zero;
+* positive Relation questions are multiple choice: option matching (:class:`MCQJudge`);
+* negative (false-premise) questions are correct when the reply rejects the premise.  With an
+  LLM judge (the paper uses GPT-4o-mini) the LLM decides and the rule-based detector's call is kept
+  beside it (``details["rule_outcome"]``, ``details["llm_outcome"]``) so that their agreement can
+  be reported; without one, the rule-based detector decides.
+
+``Sample.metadata`` carries ``polarity`` (positive | negative), ``dimension`` (E | A | R | K),
+``pair_id`` and, for negatives, ``false_premise``.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from mmrag.judging.deflection import DEFAULT_DETECTOR
+from mmrag.judging.llm import LLMJudge
+from mmrag.judging.mcq import MCQJudge, effective_choices
+from mmrag.judging.normalize import accuracy_from_matches, contains_phrase, vqa_normalize
+from mmrag.judging.open_answer import error_verdict
+from mmrag.judging.premise import DEFAULT_PREMISE_DETECTOR, PremiseRejectionDetector
+from mmrag.schema import Prompt, Response, Sample, Verdict
+
+_PREMISE_TO_OUTCOME = {"rejects": "correct", "accepts": "hallucination", "neither": "deflection"}
+
+
+def polarity(sample: Sample) -> str:
+    p = sample.metadata.get("polarity")
+    if p not in ("positive", "negative"):
+        raise ValueError(f"KnowHal sample {sample.id}: metadata.polarity must be 'positive' or 'negative', got {p!r}")
+    return p
+
+
+def knowhal_soft_score(reply: str, references: Sequence[str]) -> tuple[float, float]:
+    """(soft score with whole-word containment, exact-equality VQA score) of one reply."""
+    pred = vqa_normalize(reply)
+    refs = [vqa_normalize(r) for r in references]
+    soft = accuracy_from_matches([r == pred or contains_phrase(pred, r) for r in refs])
+    return soft, accuracy_from_matches([r == pred for r in refs])
+
+
+class KnowHalJudge:
+    def __init__(self, llm=None, *, premise_detector: PremiseRejectionDetector | None = None,
+                 llm_settings=None) -> None:
+        self.premise = premise_detector or DEFAULT_PREMISE_DETECTOR
+        self.mcq = MCQJudge()
+        self.llm = LLMJudge(llm, llm_settings, kind="premise") if llm is not None else None
+        self.judge_id = "knowhal@1" + (f"+{self.llm.judge_id}" if self.llm else "+rules")
+
+    def judge(self, sample: Sample, prompt: Prompt, response: Response) -> Verdict:
+        return self.judge_many([(sample, prompt, response)])[0]
+
+    def judge_many(self, items: Sequence[tuple[Sample, Prompt, Response]]) -> list[Verdict]:
+        out: list[Verdict] = []
+        to_llm: list[int] = []
+        for i, (sample, prompt, response) in enumerate(items):
+            v = self._rules(sample, prompt, response)
+            if self.llm is not None and polarity(sample) == "negative" and v.details.get("llm_eligible"):
+                to_llm.append(i)
+            out.append(v)
+        if to_llm:
+            llm_verdicts = self.llm.judge_many([items[i] for i in to_llm])
+            for i, lv in zip(to_llm, llm_verdicts):
+                rule = out[i]
+                details = {**rule.details, **lv.details, "rule_outcome": rule.outcome, "llm_outcome": lv.outcome,
+                           "judged_by": "llm"}
+                out[i] = Verdict(outcome=lv.outcome, judge_id=self.judge_id, reason=lv.reason,
+                                 score=1.0 if lv.outcome == "correct" else 0.0 if lv.outcome != "unparseable"
+                                 else None, details=details)
+        return out
+
+    def _rules(self, sample: Sample, prompt: Prompt, response: Response) -> Verdict:
+        pol = polarity(sample)
+        base = {"polarity": pol, "dimension": sample.metadata.get("dimension"), "judged_by": "rules"}
+        if response.error:
+            v = error_verdict(response, self.judge_id)
+            v.details.update(base)
+            return v
+        if not response.text.strip():
+            return Verdict(outcome="unparseable", judge_id=self.judge_id, reason="empty response",
+                           details={**base, "decided": True})
+        if pol == "negative":
+            a = self.premise.analyse(response.text)
+            outcome = _PREMISE_TO_OUTCOME[a.call]
+            return Verdict(outcome=outcome, judge_id=self.judge_id, score=1.0 if outcome == "correct" else 0.0,
+                           reason=f"premise {a.call}" + (f" ({a.pattern})" if a.pattern else ""),
+                           details={**base, "premise_call": a.call, "premise_pattern": a.pattern,
+                                    "rule_outcome": outcome, "llm_eligible": True, "decided": True})
+        choices, label = effective_choices(sample, prompt)
+        if choices and label:
+            v = self.mcq.judge(sample, prompt, response)
+            return Verdict(outcome=v.outcome, extracted=v.extracted, judge_id=self.judge_id, reason=v.reason,
+                           score=v.score, details={**v.details, **base})
+        if DEFAULT_DETECTOR.is_deflection(response.text):
+            return Verdict(outcome="deflection", judge_id=self.judge_id, reason="refusal", score=0.0,
+                           details={**base, "vqa_score": 0.0, "decided": True})
+        if not sample.answers:
+            raise ValueError(f"KnowHal positive sample {sample.id} has no reference answers")
+        soft, exact = knowhal_soft_score(response.text, sample.answers)
+        return Verdict(outcome="correct" if soft > 0 else "hallucination", extracted=response.text.strip(),
+                       judge_id=self.judge_id, score=soft, reason=f"VQA soft score {soft:.3f}",
+                       details={**base, "vqa_score": soft, "vqa_exact": exact, "decided": True})

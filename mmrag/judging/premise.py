@@ -1,0 +1,78 @@
+"""Rule-based false-premise rejection, for KnowHal's negative questions judged offline.
+
+KnowHal's paper judges negative (false-premise) answers with GPT-4o-mini.  Offline, mmrag uses
+these rules instead and reports how often they agree with an LLM judge when one is available.
+An answer *rejects* the premise when a clause denies the premised object, attribute or relation
+("there is no dog", "the car is not red", "I don't see any...", "actually, it is blue", "the
+premise is false"), or opens with a plain "No"; it *accepts* the premise when it answers as if
+the premise held.  A refusal that neither accepts nor rejects is a deflection; the refusal check runs
+first, so "the image does not provide enough detail" is a refusal, not a denial.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Iterable, Literal
+
+from mmrag.judging.deflection import DEFAULT_DETECTOR, DeflectionDetector, clean_text
+
+PremiseCall = Literal["rejects", "accepts", "neither"]
+
+#: (name, regex) on cleaned (lower-cased, straight-quoted) text.
+REJECTION_PATTERNS: tuple[tuple[str, str], ...] = (
+    ("there_is_no", r"\bthere\s+(?:is|are|was|were|'s)\s+(?:no|not any|not an?|nothing)\b"),
+    ("there_isnt", r"\bthere\s+(?:isn't|aren't|wasn't|weren't)\b"),
+    ("no_x_visible", r"\bno\s+(?:\S+\s+){0,3}?(?:is|are|can be|could be)\s+(?:visible|present|shown|seen|"
+                     r"depicted|found|pictured)\b"),
+    ("not_visible", r"\b(?:not|isn't|aren't)\s+(?:\S+\s+)?(?:visible|present|shown|depicted|pictured|"
+                    r"in (?:the|this) (?:image|picture|photo))\b"),
+    ("dont_see", r"\b(?:i|we)\s+(?:do not|don't|cannot|can't|can not)\s+see\s+(?:any|an?|the)\b"),
+    ("does_not_have", r"\b(?:does not|doesn't|do not|don't|did not|didn't)\s+(?:have|show|contain|include|"
+                      r"appear|depict|feature|wear|hold|exist)\b"),
+    ("is_not", r"\b(?:is|are|was|were)\s+not\s+(?:an?\s+|the\s+)?\w+|\b(?:isn't|aren't|wasn't|weren't)\b"),
+    ("no_such", r"\bno\s+such\b|\bdoes(?: not|n't) exist\b|\bnon-?existent\b"),
+    ("premise_words", r"\b(?:false|incorrect|mistaken|wrong|inaccurate|flawed)\s+(?:premise|assumption|"
+                      r"presupposition)\b|\bpremise\s+(?:is|seems|appears)\s+(?:false|incorrect|wrong)\b|"
+                      r"\bthe question (?:assumes|presumes|is based on)\b"),
+    ("correction", r"^(?:actually|in fact|in reality|contrary to)\b|\brather than\b|\binstead of\b|"
+                   r"\bnot true\b|\bthat is not correct\b|\bthat's not correct\b|\bis incorrect\b"),
+    ("leading_no", r"^no\b(?!\s+(?:doubt|question)\b)"),
+)
+
+
+@dataclass
+class PremiseAnalysis:
+    call: PremiseCall
+    pattern: str | None = None
+    clause: str | None = None
+
+
+class PremiseRejectionDetector:
+    """Curated rejection patterns (:data:`REJECTION_PATTERNS`) plus the deflection detector."""
+
+    def __init__(self, patterns: Iterable[tuple[str, str]] = REJECTION_PATTERNS,
+                 deflection: DeflectionDetector | None = None) -> None:
+        self.patterns = [(n, re.compile(rx)) for n, rx in patterns]
+        self.deflection = deflection or DEFAULT_DETECTOR
+
+    def analyse(self, text: str) -> PremiseAnalysis:
+        cleaned = clean_text(text)
+        if not cleaned:
+            return PremiseAnalysis("neither", None, None)
+        # a pure refusal first: "the image does not provide enough detail" declines, it does not
+        # deny the premised object
+        if self.deflection.is_deflection(text):
+            return PremiseAnalysis("neither", "refusal", cleaned)
+        for clause in re.split(r"(?<=[.!?;])\s+|,\s+", cleaned):
+            for name, rx in self.patterns:
+                if rx.search(clause):
+                    return PremiseAnalysis("rejects", name, clause)
+        return PremiseAnalysis("accepts", None, None)
+
+
+DEFAULT_PREMISE_DETECTOR = PremiseRejectionDetector()
+
+
+def rejects_premise(text: str) -> bool:
+    return DEFAULT_PREMISE_DETECTOR.analyse(text).call == "rejects"

@@ -1,0 +1,144 @@
+"""Judging JSONL files outside a run (``mmrag judge``) and comparing two judgings.
+
+Input records (one JSON object per line):
+
+* ``question`` (str, required), ``answers`` (list of accepted strings, required; for a
+  multiple-choice record its first entry is the gold letter or the gold option's text),
+  ``response`` (str or null, required);
+* optional: ``id``, ``question_id``, ``choices`` (a list of ``{"letter", "text"}``, a list of
+  "A. text" strings, or a ``{"A": "text"}`` mapping), ``numeric_ranges`` ([[lo, hi], ...]),
+  ``error`` (the error class of a failed request), ``source``, ``metadata``.
+
+Each record is written back unchanged plus ``outcome``, ``extracted``, ``judge_id`` and
+``judge_reason`` (atomically: the output file appears whole or not at all).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from mmrag.errors import InputError
+from mmrag.judging.modes import judge_many
+from mmrag.metrics.stats import cohen_kappa, confusion
+from mmrag.schema import Choice, ContentPart, Message, Prompt, Response, Sample, is_nota_text
+from mmrag.util import iter_jsonl, write_jsonl_atomic
+
+_ERRORS = ("timeout", "rate_limit", "server_error", "bad_response", "context_overflow", "other")
+
+
+def _choices(raw: Any, path: Path, line: int) -> list[Choice]:
+    if raw is None:
+        return []
+    if isinstance(raw, dict):
+        items = [(str(k), str(v)) for k, v in raw.items()]
+    elif isinstance(raw, list):
+        items = []
+        for i, c in enumerate(raw):
+            if isinstance(c, dict) and "letter" in c and "text" in c:
+                items.append((str(c["letter"]), str(c["text"])))
+            elif isinstance(c, str):
+                m = re.match(r"^\s*\(?([A-Za-z])[.):]\s*(.*)$", c)
+                items.append((m.group(1).upper(), m.group(2)) if m else (chr(ord("A") + i), c))
+            else:
+                raise InputError("each choice must be a string or {letter, text}", path=path, line=line,
+                                 field=f"choices[{i}]")
+    else:
+        raise InputError("choices must be a list or a mapping", path=path, line=line, field="choices")
+    return [Choice(letter=l, text=t, is_nota=is_nota_text(t)) for l, t in items]
+
+
+def record_to_item(rec: dict[str, Any], path: Path, line: int) -> tuple[Sample, Prompt, Response]:
+    for key in ("question", "answers", "response"):
+        if key not in rec:
+            raise InputError("missing field", path=path, line=line, field=key)
+    if not isinstance(rec["question"], str) or not rec["question"].strip():
+        raise InputError("must be a non-empty string", path=path, line=line, field="question")
+    answers = rec["answers"]
+    if not isinstance(answers, list) or not all(isinstance(a, str) for a in answers):
+        raise InputError("must be a list of strings", path=path, line=line, field="answers")
+    if rec["response"] is not None and not isinstance(rec["response"], str):
+        raise InputError("must be a string or null", path=path, line=line, field="response")
+    error = rec.get("error")
+    if error is not None and error not in _ERRORS:
+        raise InputError(f"unknown error class {error!r}; one of {', '.join(_ERRORS)}", path=path, line=line,
+                         field="error")
+    choices = _choices(rec.get("choices"), path, line)
+    label = None
+    if choices:
+        if not answers:
+            raise InputError("a multiple-choice record needs the gold letter or text in answers", path=path,
+                             line=line, field="answers")
+        gold = answers[0].strip()
+        letters = {c.letter: c for c in choices}
+        label = gold.upper() if gold.upper() in letters else next(
+            (c.letter for c in choices if c.text.strip().lower() == gold.lower()), None)
+        if label is None:
+            raise InputError(f"gold {gold!r} is neither a letter nor the text of an option", path=path, line=line,
+                             field="answers")
+    sid = str(rec.get("id") or f"line{line}")
+    try:
+        ranges = [(float(lo), float(hi)) for lo, hi in rec.get("numeric_ranges") or []]
+    except (TypeError, ValueError):
+        raise InputError("must be a list of [lo, hi] pairs", path=path, line=line, field="numeric_ranges") from None
+    sample = Sample(id=sid, benchmark="judge-input", question_id=str(rec.get("question_id") or sid),
+                    question=rec["question"], answers=[] if choices else answers, numeric_ranges=ranges,
+                    choices=choices, label=label, source=str(rec.get("source") or ""),
+                    metadata=dict(rec.get("metadata") or {}))
+    prompt = Prompt(sample_id=sid, choices=choices, label=label,
+                    messages=[Message(role="user", content=[ContentPart(type="text", text=rec["question"])])])
+    response = Response(prompt_id=prompt.id, text=rec["response"] or "", error=error)
+    return sample, prompt, response
+
+
+def judge_file(input_path: str | Path, output_path: str | Path, judge) -> dict[str, int]:
+    """Judge every record of ``input_path`` and write them to ``output_path``; returns counts."""
+    input_path = Path(input_path)
+    rows: list[dict[str, Any]] = []
+    items = []
+    for line, rec in iter_jsonl(input_path):
+        items.append(record_to_item(rec, input_path, line))
+        rows.append(rec)
+    if not rows:
+        raise InputError("no records to judge", path=input_path)
+    verdicts = judge_many(judge, items)
+    out = []
+    for rec, v in zip(rows, verdicts):
+        out.append({**rec, "outcome": v.outcome, "extracted": v.extracted, "judge_id": v.judge_id,
+                    "judge_reason": v.reason})
+    write_jsonl_atomic(output_path, out)
+    return dict(Counter(v.outcome for v in verdicts))
+
+
+def _labels(path: Path, field: str | None) -> tuple[list[str | None], list[str]]:
+    ids, labels = [], []
+    for line, rec in iter_jsonl(path):
+        key = field or ("outcome" if "outcome" in rec else "label")
+        if key not in rec:
+            raise InputError("record has no label", path=path, line=line, field=key)
+        ids.append(str(rec["id"]) if "id" in rec else None)
+        labels.append(str(rec[key]))
+    return ids, labels
+
+
+def agreement(path_a: str | Path, path_b: str | Path, *, field_a: str | None = None,
+              field_b: str | None = None) -> dict[str, Any]:
+    """Agreement of two labelings of the same records (matched by ``id`` when every record has
+    one, else by line order): count, share agreeing, Cohen's kappa and the confusion table.  The
+    label is ``outcome`` when present, else ``label`` (or the field given)."""
+    ids_a, la = _labels(Path(path_a), field_a)
+    ids_b, lb = _labels(Path(path_b), field_b)
+    if all(i is not None for i in ids_a + ids_b):
+        index_b = {i: k for k, i in enumerate(ids_b)}
+        missing = [i for i in ids_a if i not in index_b]
+        if missing or len(ids_a) != len(ids_b):
+            raise InputError(f"the files do not hold the same ids (e.g. {missing[:3] or 'different counts'})",
+                             path=path_b)
+        lb = [lb[index_b[i]] for i in ids_a]
+    elif len(la) != len(lb):
+        raise InputError(f"{len(la)} records in {path_a} but {len(lb)} in {path_b}", path=path_b)
+    agree = sum(a == b for a, b in zip(la, lb))
+    return {"n": len(la), "agreement": 100.0 * agree / len(la), "kappa": cohen_kappa(la, lb),
+            "confusion": confusion(la, lb)}

@@ -1,0 +1,172 @@
+"""The response cache: SQLite in WAL mode plus an append-only JSONL audit log.
+
+Why it exists: a re-run of a finished evaluation — into a new output directory, after a crash, with
+a different judge — must not pay for the model again.  Keys are content hashes, so the cache is
+shared by every run on the machine (``mmrag_home()/cache/responses.sqlite``) and survives moving
+datasets: a key is the sha256 of
+
+* the model fingerprint (backend, model id, revision, server),
+* the canonical prompt (:meth:`Prompt.canonical`: messages with images as content hashes, never paths),
+* the generation settings (every field of :class:`GenerationSettings`),
+* and, for models that answer from more than the messages (the baselines read ``prompt.choices``
+  and ``prompt.contexts``), whatever their ``cache_key_extra(prompt)`` returns.
+
+Only deterministic (greedy) requests are cached and errors are never stored; that policy lives in
+:class:`~mmrag.models.cached.CachedVLM`, this class only stores what it is given.  Durability:
+``synchronous=FULL`` makes each committed batch reach the disk before ``put_many`` returns, and
+several processes may share the file (WAL readers never block the writer; writers wait on a busy
+timeout).  The audit log records every write (time, key, fingerprint, prompt id, answer length) and
+is fsynced per batch; it is for humans and forensics, the SQLite file is the source of truth.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+from mmrag.errors import InputError
+from mmrag.schema import Prompt, Response, canonical_json
+from mmrag.util import mmrag_home
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS responses (
+    key TEXT PRIMARY KEY,
+    fingerprint TEXT NOT NULL,
+    response TEXT NOT NULL,
+    created REAL NOT NULL
+)
+"""
+KEY_VERSION = 1
+_CHUNK = 500   # keys per SELECT ... IN (...) (SQLite's default variable limit is 999 on old builds)
+
+
+def cache_key(fingerprint: str, prompt: Prompt, settings: Any, extra: Any = None) -> str:
+    """sha256 of (key version, model fingerprint, canonical prompt, settings, extra)."""
+    s = settings.model_dump(mode="json") if hasattr(settings, "model_dump") else settings
+    doc = {"v": KEY_VERSION, "model": fingerprint, "prompt": prompt.canonical(), "settings": s}
+    if extra is not None:
+        doc["extra"] = extra
+    return hashlib.sha256(canonical_json(doc).encode("utf-8")).hexdigest()
+
+
+class ResponseCache:
+    """A content-addressed store of :class:`Response` objects; safe across threads and processes."""
+
+    def __init__(self, path: str | Path, audit_path: str | Path | None = None) -> None:
+        self.path = Path(path)
+        self.audit_path = Path(audit_path) if audit_path else self.path.with_name(self.path.stem + ".audit.jsonl")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+        self.writes = 0
+        try:
+            self._conn = sqlite3.connect(str(self.path), timeout=60.0, check_same_thread=False, isolation_level=None)
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=FULL")
+            self._conn.execute("PRAGMA busy_timeout=60000")
+            self._conn.execute(_SCHEMA)
+        except sqlite3.DatabaseError as exc:
+            raise InputError(f"not a usable response cache ({exc})", path=self.path) from None
+
+    @classmethod
+    def default(cls) -> "ResponseCache":
+        """The cache shared by all runs: ``mmrag_home()/cache/responses.sqlite``."""
+        return cls(mmrag_home() / "cache" / "responses.sqlite")
+
+    def __repr__(self) -> str:
+        return f"ResponseCache({str(self.path)!r})"
+
+    # -- reads -----------------------------------------------------------------------------------
+    def get_many(self, keys: Iterable[str]) -> dict[str, Response]:
+        """The stored responses among ``keys`` (marked ``cached=True``); absent keys are left out."""
+        wanted = list(dict.fromkeys(keys))
+        found: dict[str, Response] = {}
+        with self._lock:
+            for i in range(0, len(wanted), _CHUNK):
+                chunk = wanted[i:i + _CHUNK]
+                rows = self._conn.execute(
+                    f"SELECT key, response FROM responses WHERE key IN ({','.join('?' * len(chunk))})", chunk).fetchall()
+                for k, blob in rows:
+                    r = Response.model_validate_json(blob)
+                    r.cached = True
+                    found[k] = r
+            self.hits += len(found)
+            self.misses += len(wanted) - len(found)
+        return found
+
+    def get(self, key: str) -> Response | None:
+        return self.get_many([key]).get(key)
+
+    def __contains__(self, key: str) -> bool:
+        with self._lock:
+            return self._conn.execute("SELECT 1 FROM responses WHERE key = ?", (key,)).fetchone() is not None
+
+    def __len__(self) -> int:
+        with self._lock:
+            return int(self._conn.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
+
+    # -- writes ----------------------------------------------------------------------------------
+    def put_many(self, items: Sequence[tuple[str, str, Response]]) -> int:
+        """Store ``(key, fingerprint, response)`` triples in one durable transaction; responses with
+        an error are refused (returns how many were written)."""
+        rows = []
+        audit = []
+        now = time.time()
+        for key, fp, resp in items:
+            if resp.error is not None:
+                continue
+            stored = resp.model_copy(update={"cached": False})
+            rows.append((key, fp, stored.model_dump_json(), now))
+            audit.append(json.dumps({"ts": round(now, 3), "op": "put", "key": key, "fingerprint": fp,
+                                     "prompt_id": resp.prompt_id, "chars": len(resp.text)}, ensure_ascii=False))
+        if not rows:
+            return 0
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                self._conn.executemany(
+                    "INSERT OR REPLACE INTO responses (key, fingerprint, response, created) VALUES (?, ?, ?, ?)", rows)
+                self._conn.execute("COMMIT")
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self.writes += len(rows)
+            with open(self.audit_path, "a", encoding="utf-8") as fh:
+                fh.write("\n".join(audit) + "\n")
+                fh.flush()
+                os.fsync(fh.fileno())
+        return len(rows)
+
+    def put(self, key: str, fingerprint: str, response: Response) -> bool:
+        return self.put_many([(key, fingerprint, response)]) == 1
+
+    # -- housekeeping ----------------------------------------------------------------------------
+    def stats(self) -> dict[str, Any]:
+        return {"path": str(self.path), "entries": len(self), "hits": self.hits, "misses": self.misses,
+                "writes": self.writes}
+
+    def clear(self, fingerprint: str | None = None) -> int:
+        """Delete every entry (or those of one model fingerprint); returns the count removed."""
+        with self._lock:
+            if fingerprint is None:
+                cur = self._conn.execute("DELETE FROM responses")
+            else:
+                cur = self._conn.execute("DELETE FROM responses WHERE fingerprint = ?", (fingerprint,))
+            return cur.rowcount
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> "ResponseCache":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

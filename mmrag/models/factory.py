@@ -1,0 +1,103 @@
+"""From a name to a ready model: ``--model`` parsing, the built-in registrations, cache wrapping.
+
+Built-in backends register here through *lazy* loaders (``MODELS.register(name, loader)``): importing
+``mmrag.models`` does not import torch, transformers or vllm; only creating such a model does.
+Third-party backends register through the ``mmrag.models`` entry-point group (a callable taking a
+:class:`ModelSpec` and returning a VLM) and are then named like the built-ins.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+from mmrag.errors import InputError
+from mmrag.models.base import MODELS, VLM, GenerationSettings, ModelSpec
+from mmrag.models.cache import ResponseCache
+from mmrag.models.cached import CachedVLM
+from mmrag.registry import load_dotted
+
+_SETTING_FIELDS = frozenset(GenerationSettings.model_fields)
+DEFAULT_CACHE = "default"
+
+
+def _lazy(dotted: str) -> Callable[[ModelSpec], Any]:
+    """A factory that imports ``module:Class`` on first use and calls ``Class.from_spec(spec)``."""
+
+    def make(spec: ModelSpec) -> Any:
+        return load_dotted(dotted).from_spec(spec)
+
+    make.__qualname__ = make.__name__ = f"lazy[{dotted}]"
+    return make
+
+
+def _register_builtins() -> None:
+    MODELS.register("openai", _lazy("mmrag.models.openai_compat:OpenAICompatible"))
+    MODELS.register("transformers", _lazy("mmrag.models.transformers_vlm:TransformersVLM"))
+    MODELS.register("vllm", _lazy("mmrag.models.vllm_vlm:VLLMVLM"))
+    for name, cls in (("always-deflect", "AlwaysDeflect"), ("random-choice", "RandomChoice"),
+                      ("always-nota", "AlwaysNota"), ("first-option", "FirstOption")):
+        MODELS.register(name, _lazy(f"mmrag.models.baselines:{cls}"))
+    MODELS.register("context-reader", _lazy("mmrag.models.context_reader:ContextReader"))
+
+
+_register_builtins()
+
+#: names that are backends taking ``BACKEND:MODEL``; every other built-in is a bare-name baseline
+BACKENDS = ("openai", "transformers", "vllm")
+BASELINES = ("always-deflect", "random-choice", "always-nota", "first-option", "context-reader")
+
+
+def parse_model_arg(arg: str, base_url: str | None = None, api_key_env: str | None = None,
+                    **settings: Any) -> ModelSpec:
+    """``--model`` to a ModelSpec: ``BACKEND:MODEL`` (split at the first colon, so model names may
+    hold colons, e.g. ``openai:llava:13b`` for Ollama) or a bare baseline name.  Keyword arguments
+    that are GenerationSettings fields become settings; any other keyword becomes an option."""
+    arg = (arg or "").strip()
+    if not arg:
+        raise InputError("empty model name", field="--model")
+    backend, sep, model = arg.partition(":")
+    if not sep:
+        backend, model = arg, ""
+    elif not model:
+        raise InputError(f"'{arg}' names no model after '{backend}:'", field="--model")
+    if backend not in MODELS:
+        known = ", ".join(f"{b}:MODEL" for b in BACKENDS) + ", " + ", ".join(n for n in MODELS.names() if n not in BACKENDS)
+        raise InputError(f"unknown model backend '{backend}'; known: {known}", field="--model")
+    if backend in BACKENDS and not model:
+        raise InputError(f"backend '{backend}' needs a model: --model {backend}:MODEL", field="--model")
+    if backend == "openai" and not base_url:
+        raise InputError("--model openai:... needs --base-url (e.g. http://127.0.0.1:8000/v1)", field="--base-url")
+    gen = {k: v for k, v in settings.items() if k in _SETTING_FIELDS and v is not None}
+    opts = {k: v for k, v in settings.items() if k not in _SETTING_FIELDS and v is not None}
+    try:
+        return ModelSpec(backend=backend, model=model, base_url=base_url, api_key_env=api_key_env,
+                         settings=GenerationSettings(**gen), options=opts)
+    except Exception as exc:  # pydantic ValidationError: name the setting
+        from pydantic import ValidationError
+
+        from mmrag.errors import pydantic_field, pydantic_message
+
+        if isinstance(exc, ValidationError):
+            raise InputError(pydantic_message(exc), field=pydantic_field(exc)) from None
+        raise
+
+
+def open_cache(path: str | Path | None = None, enabled: bool = True) -> ResponseCache | None:
+    """``None`` when disabled (``--no-cache``), a cache at ``path`` when given, else the shared one."""
+    if not enabled:
+        return None
+    return ResponseCache(Path(path)) if path else ResponseCache.default()
+
+
+def create_model(spec: ModelSpec, cache: ResponseCache | str | Path | None = DEFAULT_CACHE) -> VLM:
+    """Build the model a spec names and put it behind the response cache.
+
+    ``cache``: ``"default"`` = the shared cache under MMRAG_HOME, a path = a cache file there, a
+    :class:`ResponseCache` = that cache, ``None`` = no caching (``--no-cache``)."""
+    model = MODELS.create(spec.backend, spec)
+    if cache is None:
+        return model
+    if isinstance(cache, (str, Path)):
+        cache = ResponseCache.default() if str(cache) == DEFAULT_CACHE else ResponseCache(Path(cache))
+    return CachedVLM(model, cache)

@@ -1,0 +1,72 @@
+"""Shared pieces of the report figures: the plot registry, style, palette, saving, rate series.
+
+Kept apart from the figures so that :mod:`mmrag.reports.plots` and
+:mod:`mmrag.reports.plots_family` both build on it without importing each other.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import pandas as pd
+from matplotlib import rc_context
+from matplotlib.figure import Figure
+
+from mmrag.reports.tables import CIOptions, rate_ci
+from mmrag.util import atomic_write_bytes
+
+#: Okabe-Ito: distinguishable with the common colour-vision deficiencies and in greyscale print.
+PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000")
+OUTCOME_COLORS = {"correct": "#009E73", "deflection": "#0072B2", "hallucination": "#D55E00", "unparseable": "#999999"}
+OUTCOME_LABELS = {"correct": "Accuracy", "deflection": "Deflection", "hallucination": "Hallucination",
+                  "unparseable": "Unparseable"}
+STRICTNESS = ("none", "soft", "moderate", "severe")
+STYLE = {"font.size": 9, "axes.titlesize": 10, "axes.labelsize": 9, "legend.fontsize": 8,
+         "axes.spines.top": False, "axes.spines.right": False, "axes.grid": True, "grid.alpha": 0.3,
+         "svg.hashsalt": "mmrag", "svg.fonttype": "none"}
+
+
+@dataclass(frozen=True)
+class PlotSpec:
+    name: str
+    title: str
+    applies: Callable[[pd.DataFrame], bool]
+    draw: Callable[[pd.DataFrame, CIOptions], Figure]
+
+
+PLOTS: dict[str, PlotSpec] = {}
+
+
+def register_plot(spec: PlotSpec) -> PlotSpec:
+    PLOTS[spec.name] = spec
+    return spec
+
+
+def color_of(i: int) -> str:
+    return PALETTE[i % len(PALETTE)]
+
+
+def save_figure(fig: Figure, out_dir: str | Path, stem: str, dpi: int = 150) -> list[Path]:
+    """``stem.png`` and ``stem.svg``, each written atomically."""
+    out_dir = Path(out_dir)
+    paths = []
+    for fmt, meta in (("png", {"Software": None}), ("svg", {"Date": None, "Creator": None})):
+        buf = io.BytesIO()
+        with rc_context(STYLE):
+            fig.savefig(buf, format=fmt, dpi=dpi, metadata=meta)  # constrained layout already fits the legend
+        path = out_dir / f"{stem}.{fmt}"
+        atomic_write_bytes(path, buf.getvalue())
+        paths.append(path)
+    return paths
+
+
+def rate_series(df: pd.DataFrame, by: str, outcome: str, opts: CIOptions) -> pd.DataFrame:
+    """``by``, ``rate``, ``lo``, ``hi`` (percent) per value of ``by``, sorted by it."""
+    rows = []
+    for key, g in df.groupby(by, sort=True):
+        r, lo, hi = rate_ci(g[outcome].to_numpy(), g["question_id"].to_numpy(), opts)
+        rows.append({by: key, "rate": r, "lo": lo, "hi": hi, "n": len(g)})
+    return pd.DataFrame(rows, columns=[by, "rate", "lo", "hi", "n"])

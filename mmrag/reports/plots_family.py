@@ -1,0 +1,106 @@
+"""Figures of the no-context benchmark families: HumbleBench's stress panel, KnowHal's dimensions.
+
+Both read the numbers of :mod:`mmrag.reports.family` (so a figure and its table can never
+disagree) and draw grouped bars with the table's clustered bootstrap intervals as error bars.
+The HumbleBench panel draws the paper's 20 % random-guess line on the accuracy axes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from matplotlib import rc_context
+from matplotlib.figure import Figure
+
+from mmrag.reports.family import humblebench_panel, knowhal_table
+from mmrag.reports.plotkit import STYLE, PlotSpec, color_of, register_plot
+from mmrag.reports.tables import CIOptions
+
+HB_METRICS = (("accuracy", "Overall accuracy"), ("nota_share", "NOTA chosen (share)"),
+              ("nota_accuracy", "Accuracy, NOTA gold"), ("non_nota_accuracy", "Accuracy, non-NOTA gold"))
+_STRESS_ORDER = ("common", "noise_image", "nota_only", "shuffle_options", "cautious_prompt", "forced_grounding_prompt")
+
+
+def _bars(ax, table: pd.DataFrame, x_col: str, x_values: list[str], group_col: str, groups: list[str],
+          metric: str, colors: list[str], labels: list[str] | None = None) -> None:
+    """Grouped bars of ``metric`` with ``metric_lo`` / ``metric_hi`` error bars."""
+    width = 0.8 / max(1, len(groups))
+    x = np.arange(len(x_values))
+    for gi, grp in enumerate(groups):
+        t = table[table[group_col] == grp].set_index(x_col).reindex(x_values)
+        val = t[metric].to_numpy(dtype=float)
+        err = np.vstack([val - t[f"{metric}_lo"].to_numpy(dtype=float), t[f"{metric}_hi"].to_numpy(dtype=float) - val])
+        ax.bar(x - 0.4 + width * (gi + 0.5), np.nan_to_num(val), width, yerr=np.nan_to_num(err), capsize=2,
+               color=colors[gi], label=(labels or groups)[gi], error_kw={"lw": 0.8})
+    ax.set_xticks(x, x_values)
+
+
+def _hb_applies(df: pd.DataFrame) -> bool:
+    hb = df[df["benchmark_kind"] == "humblebench"]
+    return bool(len(hb)) and hb["stress"].nunique() > 1
+
+
+def draw_humblebench_stress(df: pd.DataFrame, opts: CIOptions = CIOptions()) -> Figure:
+    t = humblebench_panel(df, opts)
+    if t["benchmark"].nunique() > 1:  # several HumbleBench-kind benchmarks: keep them apart
+        t = t.assign(model=t["benchmark"] + " · " + t["model"])
+    stresses = [s for s in _STRESS_ORDER if s in set(t["stress"])] + sorted(set(t["stress"]) - set(_STRESS_ORDER))
+    models = sorted(t["model"].unique())
+    with rc_context(STYLE):
+        fig = Figure(figsize=(max(7.0, 1.1 * len(stresses) * 2), 5.6), layout="constrained")
+        axes = fig.subplots(2, 2, sharex=True).ravel()
+        for ax, (metric, title) in zip(axes, HB_METRICS):
+            _bars(ax, t, "stress", stresses, "model", models, metric, [color_of(i) for i in range(len(models))])
+            ax.set_title(title)
+            ax.set_ylim(0, 100)
+            if metric in ("accuracy", "non_nota_accuracy"):
+                ax.axhline(20, color="grey", ls=":", lw=1)
+                ax.text(len(stresses) - 0.5, 21, "random guess (20%)", ha="right", va="bottom", fontsize=7, color="grey")
+            ax.tick_params(axis="x", labelrotation=20)
+        axes[0].set_ylabel("% (95% CI)")
+        axes[2].set_ylabel("% (95% CI)")
+        handles, labels = axes[0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="outside lower center", ncol=min(4, len(labels)), frameon=False)
+    return fig
+
+
+def _kh_applies(df: pd.DataFrame) -> bool:
+    kh = df[df["benchmark_kind"] == "knowhal"]
+    return bool(len(kh)) and {"positive", "negative"} <= set(kh["polarity"].dropna())
+
+
+def draw_knowhal(df: pd.DataFrame, opts: CIOptions = CIOptions()) -> Figure:
+    t = knowhal_table(df, opts)
+    if t["benchmark"].nunique() > 1:
+        t = t.assign(model=t["benchmark"] + " · " + t["model"])
+    models = sorted(t["model"].unique())
+    dims = [d for d in t["dimension"].unique() if d != "All"] + ["All"]
+    long = pd.concat([
+        t.assign(polarity=p, acc=t[f"acc_{s}"], acc_lo=t[f"acc_{s}_lo"], acc_hi=t[f"acc_{s}_hi"])
+        for p, s in (("positive", "pos"), ("negative", "neg"))], ignore_index=True)
+    with rc_context(STYLE):
+        fig = Figure(figsize=(max(4.5, 1.0 * len(dims) * 1.6), 3.2 * len(models)), layout="constrained")
+        axes = np.atleast_1d(fig.subplots(len(models), 1, sharex=True, squeeze=False)[:, 0])
+        for ax, model in zip(axes, models):
+            lm = long[long["model"] == model]
+            _bars(ax, lm, "dimension", dims, "polarity", ["positive", "negative"], "acc", ["#0072B2", "#D55E00"],
+                  ["positive questions", "negative (false premise)"])
+            tm = t[t["model"] == model].set_index("dimension").reindex(dims)
+            for i, dim in enumerate(dims):
+                hps = tm.loc[dim, "hps"]
+                top = np.nanmax([tm.loc[dim, "acc_pos_hi"], tm.loc[dim, "acc_neg_hi"], 0.0])
+                label = "HPS n/a" if pd.isna(hps) else f"HPS {hps:.0f}"
+                if not pd.isna(tm.loc[dim, "hps_lo"]):
+                    label += f"\n[{tm.loc[dim, 'hps_lo']:.0f}, {tm.loc[dim, 'hps_hi']:.0f}]"
+                ax.text(i, min(top + 3, 104), label, ha="center", va="bottom", fontsize=7)
+            ax.set_ylim(0, 118)
+            ax.set_yticks(range(0, 101, 20))
+            ax.set_title(f"KnowHal · {model}")
+            ax.set_ylabel("accuracy % (95% CI)")
+        handles, labels = axes[0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="outside lower center", ncol=2, frameon=False)
+    return fig
+
+
+register_plot(PlotSpec("humblebench_stress", "HumbleBench stress settings", _hb_applies, draw_humblebench_stress))
+register_plot(PlotSpec("knowhal", "KnowHal per dimension and polarity (HPS above each group)", _kh_applies, draw_knowhal))

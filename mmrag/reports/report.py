@@ -1,0 +1,163 @@
+"""``report(run_dirs, out_dir)``: every table, paired test, figure and browser of one or more runs.
+
+The output folder is self-contained and never touches the run directories (they may be read-only
+or shared)::
+
+    OUT/report.md                 the overview, embedding the figures and the main tables
+    OUT/tables/NAME.csv|.md       one per applicable table (numbers with _lo/_hi columns in CSV)
+    OUT/tables/paired_*.csv|.md   paired differences between models / scenarios
+    OUT/figures/NAME.png|.svg     one per applicable figure
+    OUT/browser[-RUN].html        the sample browser of each run
+
+Several runs are concatenated (see :func:`mmrag.runs.frame.load`); a model name that appears in
+more than one run is renamed ``model (run)`` so that its runs are compared, not merged.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Sequence
+
+import pandas as pd
+
+from mmrag.errors import InputError
+from mmrag.reports.browser import scenario_label, write_browser
+from mmrag.reports.family import humblebench_panel, knowhal_table
+from mmrag.reports.paired import model_differences, scenario_differences
+from mmrag.reports.plotkit import PLOTS
+from mmrag.reports.plots import make_plots
+from mmrag.reports.render import to_markdown, to_rich, write_csv
+from mmrag.reports.tables import CIOptions, build_tables
+from mmrag.runs.frame import load
+from mmrag.util import atomic_write_text
+
+#: How many rows of a paired-difference table report.md shows inline (all are in the CSV / MD).
+INLINE_PAIRED_ROWS = 20
+_MANIFEST_KEYS = ("created", "created_at", "git_revision", "git", "mmrag_version", "judge_id", "seed")
+
+
+def disambiguate_models(df: pd.DataFrame) -> pd.DataFrame:
+    """Rename a model seen in several runs to ``model (run)``."""
+    if df.empty or df["run"].nunique() < 2:
+        return df
+    runs_per_model = df.groupby("model")["run"].nunique()
+    shared = set(runs_per_model[runs_per_model > 1].index)
+    if not shared:
+        return df
+    df = df.copy()
+    mask = df["model"].isin(shared)
+    df.loc[mask, "model"] = df.loc[mask, "model"] + " (" + df.loc[mask, "run"] + ")"
+    return df
+
+
+def _with_labels(t: pd.DataFrame) -> pd.DataFrame:
+    """Readable scenario names in place of hashed ids (the CSV keeps the ids)."""
+    t = t.copy()
+    for col in ("scenario_id", "a", "b"):
+        if col in t.columns and t[col].astype(str).str.match(r".*-[0-9a-f]{8}$").all():
+            t[col] = t[col].map(scenario_label)
+    return t.rename(columns={"scenario_id": "scenario"})
+
+
+def _manifest_lines(run_dirs: Sequence[Path], df: pd.DataFrame) -> list[str]:
+    lines = ["| run | records | models | benchmarks | details |", "| --- | ---: | --- | --- | --- |"]
+    for d in run_dirs:
+        sub = df[df["run"].isin([d.name, str(d)])]
+        details = []
+        mf = d / "manifest.json"
+        if mf.exists():
+            try:
+                man = json.loads(mf.read_text(encoding="utf-8"))
+            except (OSError, json.JSONDecodeError) as exc:
+                raise InputError(f"unreadable manifest ({exc})", path=mf) from None
+            details = [f"{k}={man[k]}" for k in _MANIFEST_KEYS if isinstance(man, dict) and man.get(k) not in (None, "")]
+        lines.append(f"| {d} | {len(sub)} | {', '.join(sorted(sub['model'].unique()))} | "
+                     f"{', '.join(sorted(sub['benchmark'].unique()))} | {'; '.join(details)} |")
+    return lines
+
+
+def _write_table(df: pd.DataFrame, tables_dir: Path, name: str, written: list[Path]) -> str:
+    written.append(write_csv(df, tables_dir / f"{name}.csv"))
+    md = to_markdown(_with_labels(df))
+    atomic_write_text(tables_dir / f"{name}.md", md)
+    written.append(tables_dir / f"{name}.md")
+    return md
+
+
+def report(run_dirs: str | Path | Sequence[str | Path], out_dir: str | Path | None = None, *,
+           opts: CIOptions = CIOptions(), browser: bool = True, console=None) -> list[Path]:
+    """Write the report of ``run_dirs`` into ``out_dir`` (default ``RUN_DIR/report`` for one run).
+
+    Returns every file written.  ``console`` (a :class:`rich.console.Console`) also gets the main
+    tables printed.
+    """
+    dirs = [Path(run_dirs)] if isinstance(run_dirs, (str, Path)) else [Path(d) for d in run_dirs]
+    if not dirs:
+        raise InputError("give at least one run directory")
+    if out_dir is None:
+        if len(dirs) > 1:
+            raise InputError("several runs: say where the report goes with --out DIR", field="--out")
+        out_dir = dirs[0] / "report"
+    out = Path(out_dir)
+    try:
+        (out / "tables").mkdir(parents=True, exist_ok=True)
+        (out / "figures").mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"cannot create the report folder ({exc.strerror})", path=out) from None
+    df = disambiguate_models(load(dirs))
+    written: list[Path] = []
+    md = ["# mmrag report", "", *_manifest_lines(dirs, df), "",
+          f"Rates are percentages of samples with {opts.level:.0%} bootstrap confidence intervals clustered by "
+          f"question ({opts.n_boot} resamples, seed {opts.seed}); differences are B − A in percentage points "
+          "with a paired clustered bootstrap interval and McNemar's exact test on correctness "
+          "(p_holm: Holm-adjusted within the table). See docs/reports.md.", ""]
+    if df.empty:
+        md += ["_The run has no records yet._", ""]
+    else:
+        md += ["## Tables", ""]
+        for name, (spec, table) in build_tables(df, opts=opts).items():
+            text = _write_table(table, out / "tables", name, written)
+            md += [f"### {spec.title}", "", text, f"[CSV](tables/{name}.csv)", ""]
+            if console is not None and name == "scenario":
+                console.print(to_rich(_with_labels(table), spec.title))
+        for name, title, table in (("humblebench_stress", "HumbleBench stress settings", humblebench_panel(df, opts)),
+                                   ("knowhal", "KnowHal per dimension (HPS)", knowhal_table(df, opts))):
+            if table.empty:
+                continue
+            text = _write_table(table, out / "tables", name, written)
+            md += [f"### {title}", "", text, f"[CSV](tables/{name}.csv)", ""]
+            if console is not None:
+                console.print(to_rich(table, title))
+        md += ["## Paired differences", ""]
+        for name, title, table in (("paired_models", "Models (B − A, same samples and scenario)", model_differences(df, opts=opts)),
+                                   ("paired_scenarios", "Scenarios differing in one knob (B − A, same samples and model)",
+                                    scenario_differences(df, opts=opts))):
+            if table.empty:
+                md += [f"### {title}", "", "_no comparable pairs in these runs_", ""]
+                continue
+            _write_table(table, out / "tables", name, written)
+            top = table.sort_values(["p_mcnemar", "d_correct"], na_position="last").head(INLINE_PAIRED_ROWS)
+            more = f" (the {len(top)} smallest p-values of {len(table)} rows; all in " \
+                   f"[MD](tables/{name}.md) / [CSV](tables/{name}.csv))" if len(table) > len(top) else \
+                f" ([CSV](tables/{name}.csv))"
+            md += [f"### {title}", "", f"Comparisons{more}.", "", to_markdown(_with_labels(top)), ""]
+        figures = make_plots(df, out / "figures", opts)
+        if figures:
+            md += ["## Figures", ""]
+        for name, paths in figures.items():
+            written += paths
+            md += [f"### {PLOTS[name].title}", "", f"![{PLOTS[name].title}](figures/{name}.png)", "",
+                   f"[SVG](figures/{name}.svg)", ""]
+    if browser:
+        md += ["## Sample browser", ""]
+        names = [d.name for d in dirs]
+        for i, d in enumerate(dirs):
+            stem = d.name if names.count(d.name) == 1 else f"{i + 1}-{d.name}"
+            target = out / ("browser.html" if len(dirs) == 1 else f"browser-{stem}.html")
+            written.append(write_browser(d, out=target))
+            md.append(f"- [{d.name}]({target.name}): every sample with its images, contexts, prompt, response and verdict")
+        md.append("")
+    atomic_write_text(out / "report.md", "\n".join(md))
+    written.append(out / "report.md")
+    return written

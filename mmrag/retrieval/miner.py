@@ -1,0 +1,219 @@
+"""Hard-negative mining from the text, visual and multimodal indices (VLM-DeflectionBench stage II).
+
+For a sample, :class:`IndexMiner` asks the index of the chosen modality for the documents most
+similar to a *mining query* built from the sample and its gold evidence, then filters:
+
+1. gold documents, and every document of a gold entity (``sample.entity_id`` and the gold
+   documents' ``entity_id``) are excluded — they are positives, not negatives;
+2. answer leaks are dropped and counted: a candidate whose title or text contains a gold answer or
+   alias (case-insensitive, on word boundaries) would turn an adversarial prompt into an oracle one;
+3. duplicates are dropped: the same id, or the same content (normalised text + image) as a gold
+   document or an earlier candidate;
+4. with ``strict_modality`` (default) a candidate must be of the asked modality: a "text" negative
+   is a text passage even though the text index also holds captions.
+
+Mining queries (the paper mines text negatives with EVA-CLIP pages reranked by Contriever, and
+visual negatives as the images most similar to the gold image; we do the analogue on one index):
+
+* text: the question followed by the gold documents' text (so negatives resemble the evidence);
+* visual: the first gold image, else the query image (else the question, if the encoder embeds text);
+* multimodal: question + gold text, with the gold (else query) image, fused by the index's encoder.
+
+Selection is stable for a seed: candidates are ranked by similarity with ties broken by a seeded
+hash of the document id; the ``n`` hardest are taken, or, with ``pool_factor`` > 1, ``n`` are drawn
+(seeded) from the top ``n * pool_factor`` and returned in similarity order.  Modality ``"any"``
+takes candidates round-robin across the available kinds, starting at kind ``seed % kinds``.
+When fewer than ``n`` survive, ``shortfall`` says how many are missing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import random
+import re
+from collections import OrderedDict
+from typing import Mapping
+
+from mmrag.errors import InputError
+from mmrag.indices.build import document_text
+from mmrag.indices.registry import encoder_modalities
+from mmrag.retrieval.base import DocStore, Hit, MiningResult, Query, Retriever
+from mmrag.schema import Document, Sample, stable_id
+
+KIND_OF = {"text": "text", "image": "visual", "visual": "visual", "multimodal": "multimodal"}
+DOC_MODALITY_OF_KIND = {"text": "text", "visual": "image", "multimodal": "multimodal"}
+KIND_ORDER = ("text", "visual", "multimodal")
+
+
+def leak_pattern(answers: list[str]) -> re.Pattern[str] | None:
+    alts = sorted({" ".join(a.split()) for a in answers if a and a.strip()}, key=len, reverse=True)
+    if not alts:
+        return None
+    body = "|".join(re.escape(a).replace(r"\ ", r"\s+") for a in alts)
+    return re.compile(rf"(?<!\w)(?:{body})(?!\w)", re.IGNORECASE)
+
+
+def content_key(doc: Document) -> tuple[str, str]:
+    img = "" if doc.image is None else (doc.image.sha256 or doc.image.path)
+    return " ".join(doc.text.lower().split()), img
+
+
+class IndexMiner:
+    """``IndexMiner(store, {"text": r1, "visual": r2, "multimodal": r3})``; any Retriever works."""
+
+    def __init__(self, store: DocStore, retrievers: Mapping[str, Retriever], *, pool_factor: float = 1.0,
+                 strict_modality: bool = True, max_query_chars: int = 1000, cache_size: int = 4096) -> None:
+        self.store = store
+        self.retrievers = {KIND_OF.get(k, k): r for k, r in retrievers.items()}
+        unknown = set(self.retrievers) - set(KIND_ORDER)
+        if unknown:
+            raise InputError(f"unknown index kind(s) {sorted(unknown)} (text | visual | multimodal)", field="retrievers")
+        if pool_factor < 1:
+            raise InputError("pool_factor must be >= 1", field="pool_factor")
+        self.pool_factor = float(pool_factor)
+        self.strict_modality = strict_modality
+        self.max_query_chars = int(max_query_chars)
+        self._entity_docs: dict[str, list[str]] | None = None
+        self._hits: OrderedDict[tuple, list[Hit]] = OrderedDict()
+        self._cache_size = cache_size
+
+    @property
+    def kinds(self) -> list[str]:
+        return [k for k in KIND_ORDER if k in self.retrievers]
+
+    # -- the mining query ------------------------------------------------------------------
+    def _gold(self, sample: Sample) -> list[Document]:
+        out = []
+        for g in sample.gold_doc_ids:
+            if g not in self.store:
+                raise InputError(f"sample '{sample.id}': gold document '{g}' is not in the document store",
+                                 field="gold_doc_ids")
+            out.append(self.store.get(g))
+        return out
+
+    def mining_query(self, sample: Sample, kind: str) -> Query | None:
+        gold = self._gold(sample)
+        text = " ".join([sample.question] + [document_text(d) for d in gold if d.text.strip()])
+        text = text[: self.max_query_chars]
+        gold_imgs = [d.image for d in gold if d.image is not None]
+        image = gold_imgs[:1] or list(sample.images[:1])
+        if kind == "text":
+            return Query(text=text)
+        if kind == "visual":
+            if image:
+                return Query(images=image)
+            encoder = getattr(self.retrievers[kind], "encoder", None)
+            return Query(text=sample.question) if encoder is None or "text" in encoder_modalities(encoder) else None
+        return Query(text=text, images=image)
+
+    # -- candidates ------------------------------------------------------------------------
+    def _entity_index(self) -> dict[str, list[str]]:
+        if self._entity_docs is None:
+            self._entity_docs = {}
+            for d in self.store:
+                if d.entity_id is not None:
+                    self._entity_docs.setdefault(d.entity_id, []).append(d.id)
+        return self._entity_docs
+
+    def excluded(self, sample: Sample) -> set[str]:
+        gold = self._gold(sample)
+        entities = {e for e in [sample.entity_id, *(d.entity_id for d in gold)] if e is not None}
+        out = {d.id for d in gold}
+        for e in entities:
+            out.update(self._entity_index().get(e, []))
+        return out
+
+    def _search(self, sample: Sample, kind: str, query: Query, depth: int) -> list[Hit]:
+        key = (sample.id, kind, query.model_dump_json(), depth)
+        if key not in self._hits:
+            self._hits[key] = self.retrievers[kind].retrieve([query], depth)[0]
+            while len(self._hits) > self._cache_size:
+                self._hits.popitem(last=False)
+        return self._hits[key]
+
+    def candidates(self, sample: Sample, kind: str, want: int, seed: int = 0) -> tuple[list[tuple[Document, float]], set[str]]:
+        """Filtered candidates of one kind in similarity order (at least ``want`` when the index has
+        them), and the ids dropped as answer leaks."""
+        query = self.mining_query(sample, kind)
+        if query is None:
+            return [], set()
+        excluded = self.excluded(sample)
+        pattern = leak_pattern(sample.answers)
+        seen_content = {content_key(self.store.get(g)) for g in sample.gold_doc_ids}
+        depth = 4 * want + len(excluded) + 8
+        while True:
+            hits = self._search(sample, kind, query, depth)
+            leaks: set[str] = set()
+            kept: list[tuple[Document, float]] = []
+            seen_ids: set[str] = set()
+            contents = set(seen_content)
+            for h in hits:
+                if h.doc_id in excluded or h.doc_id in seen_ids or h.doc_id not in self.store:
+                    continue
+                seen_ids.add(h.doc_id)
+                doc = self.store.get(h.doc_id)
+                if self.strict_modality and doc.modality != DOC_MODALITY_OF_KIND[kind]:
+                    continue
+                if pattern is not None and pattern.search(f"{doc.title}\n{doc.text}"):
+                    leaks.add(doc.id)
+                    continue
+                ck = content_key(doc)
+                if ck in contents:
+                    continue
+                contents.add(ck)
+                kept.append((doc, float(h.score)))
+            if len(kept) >= want or len(hits) < depth or depth >= 65536:
+                break
+            depth *= 4
+        tie = lambda d: hashlib.sha256(f"{seed}:{d.id}".encode()).hexdigest()  # noqa: E731
+        kept.sort(key=lambda ds: (-round(ds[1], 6), tie(ds[0])))
+        return kept, leaks
+
+    def _select(self, cands: list[tuple[Document, float]], n: int, sample: Sample, seed: int, kind: str):
+        pool = cands[: max(n, math.ceil(n * self.pool_factor))]
+        if len(pool) <= n:
+            return pool
+        rng = random.Random(stable_id("mine", seed, sample.id, kind))
+        chosen = set(rng.sample(range(len(pool)), n))
+        return [c for i, c in enumerate(pool) if i in chosen]
+
+    # -- the protocol ----------------------------------------------------------------------
+    def negatives(self, sample: Sample, n: int, modality: str = "text", seed: int = 0) -> MiningResult:
+        if n < 0:
+            raise InputError("the number of negatives must be >= 0", field="n")
+        if modality == "any":
+            kinds = self.kinds
+        else:
+            if modality not in KIND_OF:
+                raise InputError(f"unknown negative modality '{modality}' (text | image | multimodal | any)",
+                                 field="modality")
+            kinds = [KIND_OF[modality]]
+            if kinds[0] not in self.retrievers:
+                raise InputError(f"no {kinds[0]} index is available for mining (have: {', '.join(self.kinds)})",
+                                 field="modality")
+        if n == 0 or not kinds:
+            return MiningResult(documents=[], requested=n, shortfall=n)
+        per_kind, leaks = {}, set()
+        for kind in kinds:
+            cands, dropped = self.candidates(sample, kind, math.ceil(n * self.pool_factor) + n, seed)
+            per_kind[kind] = self._select(cands, n, sample, seed, kind)
+            leaks |= dropped
+        picked: list[tuple[Document, float, str]] = []
+        ids, contents = set(), set()
+        order = kinds[seed % len(kinds):] + kinds[: seed % len(kinds)]
+        cursors = {k: 0 for k in order}
+        while len(picked) < n and any(cursors[k] < len(per_kind[k]) for k in order):
+            for k in order:
+                while cursors[k] < len(per_kind[k]):
+                    doc, score = per_kind[k][cursors[k]]
+                    cursors[k] += 1
+                    if doc.id not in ids and content_key(doc) not in contents:
+                        ids.add(doc.id)
+                        contents.add(content_key(doc))
+                        picked.append((doc, score, k))
+                        break
+                if len(picked) >= n:
+                    break
+        return MiningResult(documents=[p[0] for p in picked], requested=n, shortfall=n - len(picked),
+                            dropped_leaks=len(leaks), scores=[p[1] for p in picked], sources=[p[2] for p in picked])

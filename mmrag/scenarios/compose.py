@@ -1,0 +1,157 @@
+"""``compose(sample, spec, miner, store) -> Prompt``: the one entry point from a sample to a prompt.
+
+Pure and seeded: the same (sample, spec, miner state) always gives the same prompt, the sample is
+never mutated, and every random choice draws from an RNG derived from (spec.seed, sample.id).
+
+The four VLM-DeflectionBench retrieval scenarios are built here:
+
+- ``parametric``: no contexts.
+- ``oracle``: the gold documents only, in the sample's order.
+- ``realistic``: gold + N negatives; ``gold_position`` = ``random`` shuffles all contexts (seeded),
+  ``first`` / ``last`` put the gold block before / after the negatives, an integer inserts the gold
+  block at that index among the negatives (clamped to the end, and the clamp is recorded).
+- ``adversarial``: the N negatives only, in the miner's rank order.
+
+``positive_modality`` keeps only the gold documents of that modality (``any`` keeps all); when none
+is left the sample does not fit the spec and :class:`ScenarioNotApplicable` is raised rather than
+showing an "oracle" without gold.  Negatives come from ``miner.negatives(sample, n, modality, seed)``;
+a shortfall is recorded in ``metadata["mining"]``, never padded.  The budget (see
+:mod:`mmrag.scenarios.budget`) then drops documents, negatives first, and records each drop.
+
+HumbleBench and KnowHal builders live in their own modules and register themselves here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mmrag.errors import InputError
+from mmrag.retrieval.base import DocStore, NegativeMiner
+from mmrag.schema import Context, Document, Prompt, Sample
+from mmrag.scenarios import humblebench as _humblebench  # noqa: F401  (registers "humblebench")
+from mmrag.scenarios import knowhal as _knowhal  # noqa: F401  (registers "knowhal")
+from mmrag.scenarios.base import (SCENARIO_BUILDERS, ScenarioNotApplicable, copy_choices, finish_prompt,
+                                  option_lines, seeded_rng)
+from mmrag.scenarios.budget import apply_budget
+from mmrag.scenarios.render import build_messages
+from mmrag.scenarios.spec import RETRIEVAL_KINDS, ScenarioSpec
+from mmrag.scenarios.templates import get_template
+
+
+def compose(sample: Sample, spec: ScenarioSpec, miner: NegativeMiner | None = None,
+            store: DocStore | None = None) -> Prompt:
+    """The prompt a model sees for ``sample`` under ``spec``.
+
+    ``store`` defaults to ``miner.store``.  Raises :class:`ScenarioNotApplicable` when the sample
+    cannot be shown under the spec, and InputError when a needed input is missing (no store for
+    gold documents, a gold id absent from the store, no miner for negatives).
+    """
+    builder = SCENARIO_BUILDERS.get(spec.kind)
+    return builder(sample, spec, miner, store)
+
+
+def applicable(sample: Sample, spec: ScenarioSpec, store: DocStore | None = None) -> str | None:
+    """``None`` when ``sample`` fits ``spec``, else the reason it does not (cheap: no mining)."""
+    if spec.kind in RETRIEVAL_KINDS and spec.uses_gold:
+        if not sample.gold_doc_ids:
+            return "the sample has no gold documents"
+        if spec.positive_modality != "any" and store is not None:
+            if not any(i in store and store.get(i).modality == spec.positive_modality for i in sample.gold_doc_ids):
+                return f"no gold document of modality '{spec.positive_modality}'"
+    if spec.kind == "humblebench":
+        return _humblebench.applicable(sample, spec)
+    return None
+
+
+def _gold_documents(sample: Sample, spec: ScenarioSpec, store: DocStore | None) -> tuple[list[Document], int]:
+    if store is None:
+        raise InputError(f"scenario '{spec.kind}' shows gold documents and needs a document store "
+                         "(pass store= or a miner with .store)", field="store")
+    docs = []
+    for doc_id in sample.gold_doc_ids:
+        if doc_id not in store:
+            raise InputError(f"gold document '{doc_id}' of sample '{sample.id}' is not in the knowledge base",
+                             field="gold_doc_ids")
+        docs.append(store.get(doc_id))
+    matching = [d for d in docs if spec.positive_modality in ("any", d.modality)]
+    if not matching:
+        reason = ("the sample has no gold documents" if not docs
+                  else f"no gold document of modality '{spec.positive_modality}' "
+                       f"(gold modalities: {', '.join(sorted({d.modality for d in docs}))})")
+        raise ScenarioNotApplicable(sample.id, spec.id, reason)
+    return matching, len(docs)
+
+
+def _negatives(sample: Sample, spec: ScenarioSpec, miner: NegativeMiner | None) -> tuple[list[Document], dict]:
+    if not spec.uses_negatives:
+        return [], {"requested": 0, "found": 0, "shortfall": 0, "dropped_leaks": 0}
+    if miner is None:
+        raise InputError(f"scenario '{spec.kind}' with n_distractors={spec.n_distractors} needs a negative miner",
+                         field="miner")
+    res = miner.negatives(sample, spec.n_distractors, spec.negative_modality, seed=spec.seed)
+    gold = set(sample.gold_doc_ids)
+    docs = [d for d in res.documents if d.id not in gold]
+    guard = len(res.documents) - len(docs)  # a miner that returned gold: dropped here, and counted
+    docs = docs[: spec.n_distractors]
+    info = {"requested": spec.n_distractors, "found": len(docs),
+            "shortfall": max(0, spec.n_distractors - len(docs)), "dropped_leaks": res.dropped_leaks}
+    if guard:
+        info["dropped_gold"] = guard
+    return docs, info
+
+
+def _arrange(spec: ScenarioSpec, sample: Sample, gold: list[Context], negs: list[Context],
+             meta: dict[str, Any]) -> list[Context]:
+    if spec.kind != "realistic":
+        return gold + negs  # oracle: gold only; adversarial: negatives only; parametric: nothing
+    pos = spec.gold_position
+    if pos == "random":
+        shown = gold + negs
+        seeded_rng(spec, sample, "gold_position").shuffle(shown)
+        return shown
+    if pos == "first":
+        return gold + negs
+    if pos == "last":
+        return negs + gold
+    at = min(int(pos), len(negs))
+    if at != pos:
+        meta["gold_position_clamped_to"] = at
+    return negs[:at] + gold + negs[at:]
+
+
+@SCENARIO_BUILDERS.register("parametric")
+@SCENARIO_BUILDERS.register("oracle")
+@SCENARIO_BUILDERS.register("realistic")
+@SCENARIO_BUILDERS.register("adversarial")
+def build_retrieval_prompt(sample: Sample, spec: ScenarioSpec, miner: NegativeMiner | None = None,
+                           store: DocStore | None = None) -> Prompt:
+    """VLM-DeflectionBench's parametric / oracle / realistic / adversarial prompt."""
+    store = store if store is not None else getattr(miner, "store", None)
+    meta: dict[str, Any] = {}
+    gold_docs: list[Document] = []
+    if spec.uses_gold:
+        gold_docs, n_all = _gold_documents(sample, spec, store)
+        meta["positive"] = {"modality": spec.positive_modality, "gold_total": n_all, "gold_matching": len(gold_docs)}
+    neg_docs, meta["mining"] = _negatives(sample, spec, miner)
+
+    candidates = ([Context(document=d.model_copy(deep=True), role="gold") for d in gold_docs]
+                  + [Context(document=d.model_copy(deep=True), role="negative") for d in neg_docs])
+    budget = apply_budget(candidates, max_tokens=spec.max_context_tokens, max_images=spec.max_images,
+                          query_images=len(sample.images))
+    meta["budget"] = budget.report(spec.max_context_tokens, spec.max_images)
+    gold = [c for c in budget.kept if c.role == "gold"]
+    negs = [c for c in budget.kept if c.role == "negative"]
+    contexts = _arrange(spec, sample, gold, negs, meta)
+    meta["gold_positions"] = [i for i, c in enumerate(contexts) if c.role == "gold"]
+
+    tpl = get_template(spec.template or f"strictness-{spec.strictness}")
+    body = tpl.fill("question", question=sample.question)
+    if sample.choices:
+        body += "\n" + option_lines(sample.choices)
+    instruction = tpl.fill("text")
+    if instruction:
+        body += "\n" + instruction
+    messages = build_messages(system=tpl.fill("system") or None, query_images=list(sample.images), body=body,
+                              evidence_header=tpl.evidence_header, contexts=contexts)
+    return finish_prompt(sample, spec, messages, [tpl], contexts=contexts, choices=copy_choices(sample.choices),
+                         label=sample.label, metadata=meta)

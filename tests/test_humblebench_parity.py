@@ -1,0 +1,105 @@
+"""Parity with the official HumbleBench scorer (PyPI humblebench 1.0.2, metrics module imported as is)."""
+
+from __future__ import annotations
+
+import json
+import random
+import sys
+from pathlib import Path
+
+import pytest
+
+from mmrag.judging.mcq import official_extract, official_is_correct, official_tokenize
+from mmrag.metrics import official_humblebench_metrics, score_humblebench_predictions
+
+STATUS = Path(sys.prefix) / "mmrag-peers" / "STATUS"
+
+
+def _reason() -> str:
+    if not STATUS.exists():
+        return "scripts/install_peers.sh has not been run in this virtualenv"
+    lines = [ln for ln in STATUS.read_text().splitlines() if ln.startswith("humblebench=")]
+    return lines[0].partition("=")[2] if lines else "humblebench not listed in STATUS"
+
+
+@pytest.fixture(scope="module")
+def official():
+    try:
+        from HumbleBench.utils import metrics
+    except ImportError as exc:
+        pytest.skip(f"official humblebench 1.0.2 unavailable ({exc}): {_reason()}")
+    return metrics
+
+
+MESSY = ["A", "B", "C", "D", "E", "B.", "The answer is C", "a dog", "", "  ", "e", "E ", " E", "E.", "(D)",
+         "A and B", "None of the above", "Answer: B", "b) a cat", "I think it's E.", "<think>a b</think>C",
+         "C. rabbit", "B, a dog", "É", "Ä", "A\nB", "Option e", "ABCDE", "a_b", "e-mail", "d'accord", "x1 c",
+         "I cannot answer this question.", "The image shows a dog", "E\n", "e.", "(E) None of above", "c c c"]
+WORDS = ["the", "answer", "is", "a", "b", "c", "d", "e", "A", "B", "C", "D", "E", "dog", "cat", "maybe", "(B)",
+         "E.", "none", "of", "above", "<answer>", "</answer>", "I", "think", "option", "é", "_e", "e_"]
+
+
+def _random_records(n: int, seed: int, nota_only: bool = False) -> list[dict]:
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        r = rng.random()
+        if r < 0.5:
+            pred = rng.choice(MESSY)
+        elif r < 0.8:
+            pred = rng.choice("ABCDE")
+        else:
+            pred = " ".join(rng.choice(WORDS) for _ in range(rng.randint(0, 12)))
+        label = "E" if nota_only else rng.choice("ABCDE")
+        out.append({"question_id": i, "question": "Q?\nA. x\nB. y\nC. z\nD. w\nE. None of the above",
+                    "label": label, "type": rng.choice(["Object", "Relation", "Attribute"]),
+                    "image": {"bytes": None, "path": f"/img/{i}.jpg"}, "prediction": pred})
+    return out
+
+
+def test_rule_functions_match_official_per_string(official):
+    preds = MESSY + [" ".join(random.Random(s).choice(WORDS) for _ in range(6)) for s in range(300)]
+    for p in preds:
+        assert official_tokenize(p) == official.tokenize(p), p
+        assert official_extract(p) == official.extract_answer(p), p
+        for label in "ABCDE":
+            assert official_is_correct(p, label) == official.is_prediction_correct(p, label), (p, label)
+
+
+def test_messy_examples_follow_the_official_quirks(official):
+    assert official_is_correct("B.", "B") and official.is_prediction_correct("B.", "B")
+    assert official_is_correct("The answer is C", "C")
+    assert not official_is_correct("B, a dog", "B")          # the article "a" reads as A
+    assert not official_is_correct("a dog", "B")
+    assert not official_is_correct("", "E")
+    assert official_extract("a dog") == "A" and official_extract("") == "NA"
+
+
+@pytest.mark.parametrize("seed,n,nota_only", [(0, 3000, False), (1, 500, False), (2, 800, True), (3, 7, False)])
+def test_compute_metrics_identical(official, seed, n, nota_only):
+    recs = _random_records(n, seed, nota_only)
+    expected = official.compute_metrics(recs)
+    got = official_humblebench_metrics([r["prediction"] for r in recs], [r["label"] for r in recs],
+                                       [r["type"] for r in recs])
+    assert got == expected                                    # every float identical
+    assert list(got["Accuracy"]) == list(expected["Accuracy"])  # and key order too
+
+
+def test_no_e_labels_and_odd_labels(official):
+    recs = [{"prediction": p, "label": lb, "type": "Object"} for p, lb in
+            [("A", "A"), ("E", "B"), ("c", "C"), ("", "D"), ("D", "d"), ("b", "A B"), ("x", "")]]
+    expected = official.compute_metrics(recs)
+    got = official_humblebench_metrics(*zip(*[(r["prediction"], r["label"], r["type"]) for r in recs]))
+    assert got == expected
+
+
+def test_score_predictions_file_matches_official_evaluate(official, tmp_path, capsys):
+    recs = _random_records(600, seed=11)
+    path = tmp_path / "Model.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    expected = official.evaluate(str(path), model_name_or_path="m", use_noise_image=False, nota_only=False)
+    capsys.readouterr()
+    got = score_humblebench_predictions(path, model_name_or_path="m")
+    ours = got.pop("mmrag")
+    assert got == expected
+    assert ours["n"] == 600 and set(ours["nota"]) >= {"nota_hit_rate", "humility_score"}

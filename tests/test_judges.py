@@ -1,0 +1,294 @@
+"""Judges: deflection patterns, open-answer rules, MCQ extraction, LLM judge modes, KnowHal, the CLI."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from mmrag.errors import InputError
+from mmrag.judging import (JUDGES, KnowHalJudge, LLMJudge, RuleJudge, RuleThenLLMJudge, extract_choice,
+                           is_deflection, make_judge, parse_grade, rejects_premise)
+from mmrag.judging.records import agreement, judge_file, record_to_item
+from mmrag.metrics import cohen_kappa
+from mmrag.models.base import Capabilities
+from mmrag.schema import DEFLECTION_PHRASE, Choice, ContentPart, Message, Prompt, Response, Sample
+
+DATA = Path(__file__).parent / "data" / "hand_labelled.jsonl"
+CH = [Choice(letter=l, text=t, is_nota=(l == "E")) for l, t in
+      zip("ABCDE", ["cat", "dog", "rabbit", "parrot", "None of the above"])]
+
+
+def item(question="Q?", answers=("Paris",), text="", *, choices=(), label=None, error=None, ranges=(), meta=None,
+         prompt_choices=None, prompt_label=None):
+    s = Sample(id="s1", benchmark="t", question=question, answers=list(answers), choices=list(choices), label=label,
+               numeric_ranges=list(ranges), metadata=meta or {})
+    p = Prompt(sample_id="s1", choices=list(prompt_choices or []), label=prompt_label,
+               messages=[Message(role="user", content=[ContentPart(type="text", text=question)])])
+    return s, p, Response(prompt_id=p.id, text=text, error=error)
+
+
+class ScriptedJudgeModel:
+    """Implements the VLM protocol; replies by a script keyed on text in the prompt."""
+
+    fingerprint = "scripted-judge"
+    capabilities = Capabilities()
+
+    def __init__(self, script):
+        self.script = script
+        self.calls: list[list[Prompt]] = []
+
+    async def agenerate(self, prompts, settings):
+        return self.generate(prompts, settings)
+
+    def generate(self, prompts, settings):
+        self.calls.append(list(prompts))
+        out = []
+        for p in prompts:
+            assert all(part.type == "text" for m in p.messages for part in m.content)
+            reply = self.script(p.messages[-1].text())
+            if isinstance(reply, tuple):
+                out.append(Response(prompt_id=p.id, error=reply[0]))
+            else:
+                out.append(Response(prompt_id=p.id, text=reply))
+        return out
+
+
+# -- deflection detector ------------------------------------------------------------------------
+@pytest.mark.parametrize("text", [
+    DEFLECTION_PHRASE, DEFLECTION_PHRASE.lower().rstrip("."), "I cannot answer this question.",
+    "The context does not mention who built it.", "There is not enough information to answer.",
+    "I'm unable to determine the species.", "I don't know.", "Not sure.", "Unknown.", "N/A",
+    "The provided documents do not contain the year.", "None of the passages describe this statue.",
+    "It is impossible to tell from the image.", "The answer cannot be determined from the context.",
+    "I need more context to answer this.", "I would rather not guess.", "This ship is not identifiable.",
+    "There's no mention of the dynasty.", "I don't have enough information.", "Sorry.",
+    "Unfortunately, the image does not provide enough detail to identify it.",
+])
+def test_refusals_detected(text):
+    assert is_deflection(text)
+
+
+@pytest.mark.parametrize("text", [
+    "Paris", "It is the Danube.", "I think it's Canberra.", "The sign says 'No entry'.", "There is no dog here.",
+    "I cannot be 100% sure, but this is the Matterhorn.",
+    "The passages do not mention it, but it is probably the Vltava.",
+    DEFLECTION_PHRASE + " However, it may be the Eiffel Tower.", "",
+])
+def test_answers_not_taken_for_refusals(text):
+    assert not is_deflection(text)
+
+
+# -- open answers ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("answers,text,expected", [
+    (["Paris"], "Paris", "correct"),
+    (["Paris"], "I'm not entirely sure, but I believe it is Paris.", "correct"),       # hedged + gold
+    (["Paris"], "Probably Lyon.", "hallucination"),                                    # hedged + wrong
+    (["Paris"], "It is not Paris; it is Lyon.", "hallucination"),                      # negated gold
+    (["Canberra"], "It is either Sydney or Canberra.", "hallucination"),                # several candidates
+    (["Paris"], DEFLECTION_PHRASE, "deflection"),
+    (["Paris"], "The context does not say, but from my own knowledge it is Paris.", "correct"),
+    (["I Don't Know How She Does It"], "I don't know how she does it", "correct"),     # exact gold first
+    (["Gaudí"], "Gaudi.", "correct"),                                                  # accents folded
+    (["cat"], "A catfish.", "hallucination"),                                          # whole words only
+    (["12,500"], "About 12500 people.", "correct"),
+    (["Tokyo"], "**Tokyo**", "correct"),
+    (["yes"], "No, it is a reptile.", "hallucination"),
+    (["no"], "No, it does not have a dome.", "correct"),
+    (["Paris"], "", "unparseable"),
+])
+def test_open_rules(answers, text, expected):
+    v = RuleJudge().judge(*item(answers=answers, text=text))
+    assert v.outcome == expected, v.reason
+
+
+def test_infoseek_numeric_ranges():
+    judge = RuleJudge()
+    r = [(297.0, 363.0)]
+    assert judge.judge(*item(answers=["330"], text="about 324 m", ranges=r)).outcome == "correct"
+    assert judge.judge(*item(answers=["330"], text="450 meters", ranges=r)).outcome == "hallucination"
+    # a range answer counts when its IoU with the gold range is >= 0.5
+    assert judge.judge(*item(answers=["200"], text="between 180 and 230 cm", ranges=[(180, 220)])).outcome == "correct"
+    assert judge.judge(*item(answers=["200"], text="between 100 and 230 cm", ranges=[(180, 220)])).outcome \
+        == "hallucination"
+    v = judge.judge(*item(answers=["330"], text="I don't know the exact height.", ranges=r))
+    assert v.outcome == "deflection"
+
+
+def test_failed_request_is_unparseable_naming_the_error():
+    v = RuleJudge().judge(*item(text="", error="timeout"))
+    assert v.outcome == "unparseable" and "timeout" in v.reason and v.extracted is None
+
+
+def test_rule_judge_kappa_on_hand_labels():
+    rows = [json.loads(x) for x in DATA.read_text().splitlines()]
+    assert len(rows) >= 150
+    judge = RuleJudge()
+    human, rule = [], []
+    for line, rec in enumerate(rows, start=1):
+        v = judge.judge(*record_to_item(rec, DATA, line))
+        human.append(rec["label"])
+        rule.append(v.outcome)
+    kappa = cohen_kappa(human, rule)
+    print(f"rule judge vs hand labels: n={len(rows)} agreement={sum(a == b for a, b in zip(human, rule))} "
+          f"kappa={kappa:.4f}")
+    assert kappa >= 0.9
+
+
+# -- multiple choice -----------------------------------------------------------------------------
+@pytest.mark.parametrize("text,letter", [
+    ("A", "A"), ("(A) cat", "A"), ("The answer is B.", "B"), ("E. None of the above", "E"),
+    ("None of the above.", "E"), ("dog", "B"), ("<think>long ears, so C?</think> C", "C"),
+    ("<answer>C</answer>", "C"), ("Answer: d", "D"), ("a", "A"), ("B. a dog", "B"),
+    ("**C**", "C"), ("Option (D) parrot", "D"), ("Final answer: E", "E"),
+    ("A dog is sitting there", "B"),                      # the article, then the option text
+    ("B or C", None), ("", None), ("The answer is a dog", "B"), ("I see a rabbit", "C"),
+])
+def test_extract_choice(text, letter):
+    assert extract_choice(text, CH).letter == letter
+
+
+def test_mcq_outcomes_and_official_side_by_side():
+    judge = RuleJudge()
+    v = judge.judge(*item(text="B, a dog", choices=CH, label="B"))
+    assert v.outcome == "correct" and v.details["official_correct"] is False  # official: "a" reads as A
+    v = judge.judge(*item(text="E", choices=CH, label="A"))
+    assert v.outcome == "hallucination" and v.details["chose_nota"] and not v.details["gold_is_nota"]
+    v = judge.judge(*item(text="I cannot determine the animal from this image.", choices=CH, label="B"))
+    assert v.outcome == "deflection"
+    v = judge.judge(*item(text="B or C", choices=CH, label="A"))
+    assert v.outcome == "unparseable" and v.details["decided"] is False
+    v = judge.judge(*item(text="", choices=CH, label="A", error="server_error"))
+    assert v.outcome == "unparseable" and "server_error" in v.reason
+
+
+def test_mcq_uses_prompt_effective_options():
+    # NOTA-only: the gold option B was removed, letters not renumbered, gold is now E
+    nota_only = [c for c in CH if c.letter != "B"]
+    v = RuleJudge().judge(*item(text="E", choices=CH, label="B", prompt_choices=nota_only, prompt_label="E"))
+    assert v.outcome == "correct" and v.details["gold_is_nota"]
+    # shuffled: NOTA now sits at A and is found by its text
+    shuffled = [Choice(letter="A", text="None of the above"), Choice(letter="B", text="dog"),
+                Choice(letter="C", text="cat"), Choice(letter="D", text="parrot"), Choice(letter="E", text="rabbit")]
+    v = RuleJudge().judge(*item(text="A", choices=CH, label="E", prompt_choices=shuffled, prompt_label="A"))
+    assert v.outcome == "correct" and v.details["nota_letter"] == "A" and v.details["chose_nota"]
+
+
+# -- LLM judge -------------------------------------------------------------------------------------
+@pytest.mark.parametrize("reply,grade", [
+    ("A", "A"), (" **B** ", "B"), ("(C).", "C"), ("Grade: B", "B"), ("B (INCORRECT)", "B"),
+    ("CORRECT", "A"), ("NOT_ATTEMPTED", "C"), ("not attempted", "C"), ("INCORRECT", "B"),
+    ("A or B", None), ("", None), ("I think the answer is fine", None), ("D", None),
+])
+def test_parse_grade(reply, grade):
+    assert parse_grade(reply) == grade
+
+
+def test_llm_judge_maps_grades_and_never_defaults():
+    script = {"Lyon": "B", "Paris": "A", "dunno": "C", "garbled": "The model seems ok-ish", "boom": ("timeout",)}
+    model = ScriptedJudgeModel(lambda t: next(v for k, v in script.items() if f"Model answer: {k}" in t))
+    judge = LLMJudge(model)
+    items = [item(text=t) for t in ("Paris", "Lyon", "dunno", "garbled", "boom")] + [item(text="x", error="other")]
+    verdicts = judge.judge_many(items)
+    assert [v.outcome for v in verdicts] == ["correct", "hallucination", "deflection", "unparseable",
+                                             "unparseable", "unparseable"]
+    assert "judge error: timeout" in verdicts[4].reason and "model error: other" in verdicts[5].reason
+    assert len(model.calls) == 1 and len(model.calls[0]) == 5          # one batch; failed request not sent
+    prompt_text = model.calls[0][0].messages[-1].text()
+    assert "Reference answer" in prompt_text and "Paris" in prompt_text and judge.judge_id.endswith("scripted-judge")
+
+
+def test_rule_then_llm_sends_only_undecided_items():
+    model = ScriptedJudgeModel(lambda t: "A")
+    judge = RuleThenLLMJudge(RuleJudge(), LLMJudge(model))
+    items = [item(text="Paris"), item(text=DEFLECTION_PHRASE), item(text="The capital city of France"),
+             item(text="B or C", choices=CH, label="A")]
+    verdicts = judge.judge_many(items)
+    assert sum(len(c) for c in model.calls) == 2
+    assert [v.details["judged_by"] for v in verdicts] == ["rules", "rules", "llm", "llm"]
+    assert verdicts[2].outcome == "correct" and verdicts[2].details["rule_outcome"] == "hallucination"
+    assert "official_correct" in verdicts[3].details
+
+
+def test_judge_registry_and_modes():
+    assert {"rule", "llm", "rule+llm", "mcq", "knowhal"} <= set(JUDGES.names())
+    with pytest.raises(InputError):
+        make_judge("llm")
+    with pytest.raises(InputError):
+        make_judge("no-such-judge")
+    assert isinstance(make_judge("rule+llm", llm=ScriptedJudgeModel(lambda t: "A")), RuleThenLLMJudge)
+
+
+# -- KnowHal ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("text,rejects", [
+    ("There is no dog in the image.", True), ("The car is not red, it is blue.", True),
+    ("I don't see any umbrella.", True), ("No, the man is not holding anything.", True),
+    ("The question assumes a cat, but there is none.", True),
+    ("The dog is a beagle.", False), ("It is red.", False),
+])
+def test_premise_rejection(text, rejects):
+    assert rejects_premise(text) is rejects
+
+
+def test_knowhal_judge_rules_and_llm():
+    neg = {"polarity": "negative", "dimension": "A", "false_premise": "the car is red"}
+    pos = {"polarity": "positive", "dimension": "E"}
+    rules = KnowHalJudge()
+    assert rules.judge(*item(text="The car is not red.", meta=neg)).outcome == "correct"
+    assert rules.judge(*item(text="It is a bright red car.", meta=neg)).outcome == "hallucination"
+    assert rules.judge(*item(text=DEFLECTION_PHRASE, meta=neg)).outcome == "deflection"
+    v = rules.judge(*item(answers=["Eiffel Tower"], text="This is the Eiffel Tower in Paris.", meta=pos))
+    assert v.outcome == "correct" and v.score == 1.0 and v.details["vqa_exact"] == 0.0
+    rel = {"polarity": "positive", "dimension": "R"}
+    assert rules.judge(*item(text="C", choices=CH, label="C", meta=rel)).outcome == "correct"
+    model = ScriptedJudgeModel(lambda t: "B")
+    with_llm = KnowHalJudge(model)
+    v = with_llm.judge(*item(text="The car is not red.", meta=neg))
+    assert v.outcome == "hallucination" and v.details["rule_outcome"] == "correct" and v.details["llm_outcome"] \
+        == "hallucination"
+    assert "false premise: the car is red" in model.calls[0][0].messages[-1].text()
+    with pytest.raises(ValueError):
+        rules.judge(*item(text="x", meta={}))
+
+
+# -- files and CLI ---------------------------------------------------------------------------------
+def test_judge_file_and_agreement(tmp_path):
+    out = tmp_path / "judged.jsonl"
+    counts = judge_file(DATA, out, RuleJudge())
+    assert sum(counts.values()) == len(DATA.read_text().splitlines())
+    rows = [json.loads(x) for x in out.read_text().splitlines()]
+    assert all({"outcome", "extracted", "judge_id", "label"} <= set(r) for r in rows)
+    res = agreement(DATA, out, field_a="label")
+    assert res["kappa"] >= 0.9 and res["n"] == len(rows)
+
+
+def test_bad_records_name_line_and_field(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"question": "q", "answers": ["a"], "response": "a"}) + "\n"
+                   + json.dumps({"question": "q", "answers": "a", "response": "a"}) + "\n")
+    with pytest.raises(InputError) as exc:
+        judge_file(bad, tmp_path / "o.jsonl", RuleJudge())
+    assert exc.value.line == 2 and exc.value.field == "answers"
+    assert not (tmp_path / "o.jsonl").exists()                       # nothing half-written
+
+
+def test_cli_commands(tmp_path):
+    import typer
+
+    from mmrag.commands.judge import register
+
+    app = typer.Typer()
+    app.callback()(lambda: None)
+    register(app)
+    runner = CliRunner()
+    out = tmp_path / "j.jsonl"
+    r = runner.invoke(app, ["judge", "--input", str(DATA), "--output", str(out), "--judge", "rule"])
+    assert r.exit_code == 0, r.output
+    assert Counter(json.loads(x)["outcome"] for x in out.read_text().splitlines())["correct"] > 50
+    r = runner.invoke(app, ["judge-agreement", str(DATA), str(out), "--field-a", "label"])
+    assert r.exit_code == 0 and json.loads(r.output)["kappa"] >= 0.9
+    r = runner.invoke(app, ["judge", "--input", str(DATA), "--output", str(out), "--judge", "llm"])
+    assert r.exit_code == 2 and "judge model" in r.output
