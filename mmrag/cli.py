@@ -19,9 +19,18 @@ COMMANDS = [
     ("mmrag.commands.run", "demo", "demo"),
     ("mmrag.commands.run", "run", "run"),
     ("mmrag.commands.run", "sweep", "sweep"),
+    ("mmrag.commands.score", "score", "score"),
+    ("mmrag.commands.judge", "judge_command", "judge"),
+    ("mmrag.commands.judge", "judge_agreement_command", "judge-agreement"),
+    ("mmrag.commands.report", "report", "report"),
+    ("mmrag.commands.report", "browse", "browse"),
+    ("mmrag.commands.curate", "curate", "curate"),
 ]
 #: (module, attribute, group name) — typer sub-applications
-GROUPS: list[tuple[str, str, str]] = []
+GROUPS: list[tuple[str, str, str]] = [
+    ("mmrag.commands.index", "app", "index"),
+    ("mmrag.commands.benchmark", "app", "benchmark"),
+]
 
 
 def _mount() -> None:

@@ -9,7 +9,8 @@
 # $VENV/mmrag-peers/STATUS, and the tests that need that peer skip with that reason.
 set -u
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-VENV="${VENV:-$ROOT/.venv}"
+VENV="${1:-${VENV:-$ROOT/.venv}}"   # usage: install_peers.sh [VENV_DIR]
+VENV="$(cd "$VENV" 2>/dev/null && pwd || echo "$VENV")"
 PY="$VENV/bin/python"
 PEERS="$VENV/mmrag-peers"
 HB_VERSION="${HUMBLEBENCH_VERSION:-1.0.2}"

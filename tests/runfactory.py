@@ -170,7 +170,7 @@ def humblebench_records(root: Path, n_questions: int = 6, seed: int = 1) -> list
 
 def knowhal_records(root: Path, n_questions: int = 8, seed: int = 2) -> list[RunRecord]:
     rng = random.Random(seed)
-    dims = ("Entity", "Attribute", "Relation", "Knowledge")
+    dims = ("E", "A", "R", "K")  # as mmrag.metrics.knowhal names them
     spec = ScenarioSpec(kind="knowhal")
     out: list[RunRecord] = []
     for q in range(n_questions):
@@ -179,7 +179,7 @@ def knowhal_records(root: Path, n_questions: int = 8, seed: int = 2) -> list[Run
             sample = Sample(id=f"kh-{q}-{pol}", benchmark="knowhal", question_id=f"kh-{q}",
                             question=f"What color is thing {q}?" if pol == "positive" else f"Why is the cat {q} flying?",
                             images=[qimg], answers=[f"red{q}"], source="knowhal",
-                            metadata={"dimension": dims[q % 4], "polarity": pol})
+                            metadata={"dimension": dims[q % 4], "polarity": pol, "pair_id": f"kh-pair-{q}"})
             for model in MODELS:
                 pc = (0.8 if pol == "positive" else 0.4) * (1.0 if model == MODELS[0] else 0.7)
                 u = rng.random()

@@ -60,7 +60,7 @@ def test_humblebench_and_knowhal_columns(run_dir):
     assert hb[hb.stress == "nota_only"].label_is_nota.all()
     assert (hb.chose_nota == (hb.extracted == "E")).all()
     kh = df[df.benchmark_kind == "knowhal"]
-    assert set(kh.dimension) == {"Entity", "Attribute", "Relation", "Knowledge"}
+    assert set(kh.dimension) == {"E", "A", "R", "K"} and set(kh.pair_id) == {f"kh-pair-{q}" for q in range(8)}
     assert set(kh.polarity) == {"positive", "negative"}
     assert (df[df.benchmark_kind != "humblebench"].stress == "common").all()
 

@@ -80,7 +80,7 @@ def test_sharded_search_equals_single_index(tmp_path):
 
 
 @pytest.mark.parametrize("factory,params", [("IVF32,Flat", {"nprobe": 8}), ("HNSW32", {"efSearch": 256}),
-                                            ("IVF32,PQ16,RFlat", {"nprobe": 8, "k_factor_rf": 8})])
+                                            ("IVF32,SQ8", {"nprobe": 8})])
 def test_trained_and_graph_factories_reach_recall(tmp_path, factory, params):
     x = clustered(12000, seed=2)
     m = build_vectors(x, tmp_path / "ix", factory=factory, train_size=4000, search_params=params, shard_size=5000)
@@ -92,7 +92,7 @@ def test_trained_and_graph_factories_reach_recall(tmp_path, factory, params):
     _, rows = idx.search(q, 10)
     truth = exact_topk(x, q, 10)
     recall = np.mean([len(set(a) & set(b)) / 10 for a, b in zip(rows, truth)])
-    assert recall >= (0.7 if "PQ" in factory else 0.9), recall
+    assert recall >= (0.85 if "SQ" in factory else 0.9), recall
 
 
 def test_auto_factory_picks_flat_for_small_collections(tmp_path):

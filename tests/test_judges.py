@@ -170,6 +170,8 @@ def test_mcq_uses_prompt_effective_options():
     nota_only = [c for c in CH if c.letter != "B"]
     v = RuleJudge().judge(*item(text="E", choices=CH, label="B", prompt_choices=nota_only, prompt_label="E"))
     assert v.outcome == "correct" and v.details["gold_is_nota"]
+    v = RuleJudge().judge(*item(text="B", choices=CH, label="B", prompt_choices=nota_only, prompt_label="E"))
+    assert v.outcome == "hallucination" and v.extracted == "B"          # the removed option is still a choice
     # shuffled: NOTA now sits at A and is found by its text
     shuffled = [Choice(letter="A", text="None of the above"), Choice(letter="B", text="dog"),
                 Choice(letter="C", text="cat"), Choice(letter="D", text="parrot"), Choice(letter="E", text="rabbit")]

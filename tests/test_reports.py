@@ -140,7 +140,7 @@ def test_holm_adjustment():
     assert np.allclose(got[:3], [0.03, 0.06, 0.06]) and np.isnan(got[3])
 
 
-def test_humblebench_panel_and_knowhal_numbers(df):
+def test_humblebench_panel_and_knowhal_numbers(df, run_dir):
     hb = humblebench_panel(df, FAST)
     rows = df[df.benchmark_kind == "humblebench"]
     for _, r in hb.iterrows():
@@ -148,15 +148,28 @@ def test_humblebench_panel_and_knowhal_numbers(df):
         assert r.nota_share == pytest.approx(100 * g.chose_nota.mean())
         assert r.accuracy == pytest.approx(100 * g.correct.mean())
     nota_only = hb[hb.stress == "nota_only"]
-    assert (nota_only.nota_accuracy == nota_only.accuracy).all() and nota_only.non_nota_accuracy.isna().all()
+    assert (nota_only.n_nota_gold == nota_only.n).all() and nota_only.non_nota_accuracy.isna().all()
+    assert (nota_only.nota_hit_rate == nota_only.nota_share).all()
     kh = knowhal_table(df, FAST)
     rows = df[df.benchmark_kind == "knowhal"]
-    for _, r in kh[kh.dimension == "All"].iterrows():
+    for _, r in kh[kh.dimension == "pooled"].iterrows():
         g = rows[rows.model == r.model]
-        pos, neg = g[g.polarity == "positive"].correct.mean(), g[g.polarity == "negative"].correct.mean()
+        pos, neg = g[g.polarity == "positive"].score.mean(), g[g.polarity == "negative"].score.mean()
         assert r.hps == pytest.approx(100 * (1 - neg / pos))
         assert r.overall == pytest.approx(50 * (pos + neg))
-    assert set(kh.dimension) == {"Entity", "Attribute", "Relation", "Knowledge", "All"}
+    assert set(kh.dimension) == {"E", "A", "R", "K", "macro", "pooled"}
+    # macro = the mean over dimensions, as mmrag.metrics.knowhal_metrics (and summary.json) report it
+    from mmrag.metrics import Scored, knowhal_metrics
+    from mmrag.runs.frame import read_records
+
+    for model in MODELS:
+        items = [Scored(r.sample, r.prompt, r.response, r.verdict) for r in read_records(run_dir)
+                 if r.benchmark_kind == "knowhal" and r.model == model]
+        ref = knowhal_metrics(items, n_boot=100)
+        macro = kh[(kh.model == model) & (kh.dimension == "macro")].iloc[0]
+        assert macro.acc_pos == pytest.approx(ref["positive"]) and macro.acc_neg == pytest.approx(ref["negative"])
+        if ref["hps"] is not None:
+            assert macro.hps == pytest.approx(ref["hps"])
 
 
 def test_figures_png_and_svg_deterministic(df, tmp_path):

@@ -10,8 +10,11 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColum
                            TextColumn, TimeElapsedColumn, TimeRemainingColumn)
 from rich.table import Table
 
-console = Console()
-err_console = Console(stderr=True)
+import sys
+
+#: a pipe or CI log is not a terminal: give tables room instead of rich's 80-column default
+console = Console(width=None if sys.stdout.isatty() else 140)
+err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 140)
 
 
 class _RateColumn(TextColumn):

@@ -44,10 +44,16 @@ REFUSAL_PATTERNS: tuple[tuple[str, str], ...] = (
                     r"be (?:\S+ )?(?:sure|certain)|pinpoint|deduce|recogni[sz]e|find)\b"),
     ("not_sure", r"(?:\bnot|\bnever|n't)\s+(?:\S+\s+){0,2}?(?:sure|certain)\b"),
     ("unsure", r"\b(?:unsure|uncertain)\b"),
-    ("lack_of_info", r"\b(?:not enough|(?:do|does|did) not have enough|(?:don|doesn|didn)'t have enough|insufficient|no|lack of|lacks?|lacking|"
+    ("lack_of_info", r"\b(?:not enough|(?:is|are|was|were)n't enough|(?:do|does|did) not have enough|(?:don|doesn|didn)'t have enough|insufficient|no|lack of|lacks?|lacking|"
                      r"missing|limited|no specific|"
                      r"no relevant|no direct)\s+" + _GAP + _INFO + r"\b"),
     ("source_silent", r"\b" + _SOURCES + r"\s+" + _GAP + _NEG_AUX + r"\s+" + _GAP + _SAY_VERBS + r"\b"),
+    ("source_contains_no", r"\b" + _SOURCES + r"\s+" + _GAP + r"(?:contains?|includes?|gives?|provides?|mentions?|"
+                           r"says?|offers?|has)\s+no\b"),
+    ("cannot_see", r"\b(?:can ?not|can't|unable to|not able to)\s+(?:\S+\s+)?(?:see|read|make out|discern|"
+                   r"distinguish)\b.*\b(?:clearly|enough|well|properly|legibly)\b"),
+    ("too_poor", r"\btoo\s+(?:blurry|blurred|small|dark|grainy|unclear|low[- ]resolution|pixelated|far away|"
+                 r"distant|obscured)\b.*\bto\s+(?:read|see|tell|identify|say|determine|make out)\b"),
     ("none_of_sources", r"\bnone of the\s+" + _GAP + r"(?:passages|documents|contexts|sources|images|"
                         r"snippets|articles|texts|results|excerpts)\b"),
     ("dont_know", r"\b(?:i|we)\s+(?:really\s+|honestly\s+|simply\s+)?(?:do not|don't|dont)\s+know\b"),

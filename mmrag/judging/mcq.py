@@ -130,6 +130,8 @@ def extract_choice(text: str, choices: Sequence[Choice] | Sequence[str] = OFFICI
     """
     opts = [c if isinstance(c, Choice) else Choice(letter=c, text="") for c in choices]
     letters = {c.letter.upper() for c in opts}
+    if letters:  # a removed option's letter (NOTA-only keeps A, C, D, E) is still a readable choice
+        letters |= {chr(i) for i in range(ord("A"), ord(max(letters)) + 1)}
     body = strip_reasoning(text)
     if not body:
         return ChoiceExtraction(None, "empty")

@@ -70,6 +70,37 @@ class OpenAIOptions(BaseModel):
     send_seed: bool = True
     extra_body: dict[str, Any] = Field(default_factory=dict)
     max_images: int | None = None
+    pool_shard_size: int = Field(default=8, ge=1)
+
+
+class _ShardedClients:
+    """``ceil(cap / shard)`` httpx clients of ``shard`` connections each; a request takes the least
+    loaded one.  Why: httpcore's pool re-scans every connection for every queued request
+    (encode/httpx#3215, encode/httpcore#1035), so one pool of 64 connections costs several ms of
+    CPU per request; small pools keep that bookkeeping constant.  The limiter keeps the total in
+    flight <= cap, so the least-loaded shard always has a free connection (no pool waits)."""
+
+    def __init__(self, cap: int, shard: int, headers: dict[str, str], timeout: float, verify: Any) -> None:
+        n = max(1, -(-cap // shard))
+        size = -(-cap // n)
+        self.clients = [httpx.AsyncClient(headers=headers, timeout=httpx.Timeout(timeout), verify=verify,
+                                          limits=httpx.Limits(max_connections=size, max_keepalive_connections=size))
+                        for _ in range(n)]
+        self.load = [0] * n
+
+    def take(self) -> int:
+        i = min(range(len(self.load)), key=self.load.__getitem__)
+        self.load[i] += 1
+        return i
+
+    def give_back(self, i: int) -> None:
+        self.load[i] -= 1
+
+    async def __aenter__(self) -> "_ShardedClients":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await asyncio.gather(*(c.aclose() for c in self.clients))
 
 
 class _Retryable(Exception):
@@ -165,6 +196,7 @@ class OpenAICompatible:
         self.limiter = AIMDLimiter(o.max_concurrency, initial=o.initial_concurrency, decrease=o.aimd_decrease,
                                    latency_factor=o.latency_factor, adaptive=o.adaptive)
         self.meter = UsageMeter()
+        self._ssl: Any = None
         server = o.server_id or urlsplit(self.base_url).netloc
         self.fingerprint = f"openai:{model}" + (f"#{o.revision}" if o.revision else "") + f"@{server}"
         self.capabilities = Capabilities(max_images=o.max_images, system_prompt=True)
@@ -190,10 +222,25 @@ class OpenAICompatible:
         if not prompts:
             return []
         bodies = [self.payload(p, settings) for p in prompts]
-        cap = self.options.max_concurrency
-        async with httpx.AsyncClient(headers=self._headers, timeout=httpx.Timeout(self.options.timeout),
-                                     limits=httpx.Limits(max_connections=cap, max_keepalive_connections=cap)) as client:
-            return list(await asyncio.gather(*(self._one(client, p, b, settings) for p, b in zip(prompts, bodies))))
+        async with _ShardedClients(self.options.max_concurrency, self.options.pool_shard_size, self._headers,
+                                   self.options.timeout, self._tls()) as clients:
+            return list(await asyncio.gather(*(self._one(clients, p, b, settings) for p, b in zip(prompts, bodies))))
+
+    def _tls(self) -> Any:
+        """One TLS context per model, built on first use (loading the CA bundle costs ~50 ms, too
+        much to pay per client and per call); plain-HTTP servers need none."""
+        if not self.base_url.startswith("https://"):
+            return False
+        if self._ssl is None:
+            import ssl
+
+            try:
+                import certifi
+
+                self._ssl = ssl.create_default_context(cafile=certifi.where())
+            except ImportError:
+                self._ssl = ssl.create_default_context()
+        return self._ssl
 
     def payload(self, prompt: Prompt, settings: GenerationSettings) -> bytes:
         """The JSON body for one prompt (public so tests and tools can inspect what is sent)."""
@@ -212,7 +259,7 @@ class OpenAICompatible:
         return json.dumps(body, ensure_ascii=False).encode("utf-8")
 
     # -- one request -----------------------------------------------------------------------------
-    async def _one(self, client: httpx.AsyncClient, prompt: Prompt, body: bytes,
+    async def _one(self, clients: "_ShardedClients", prompt: Prompt, body: bytes,
                    settings: GenerationSettings) -> Response:
         t0 = time.monotonic()
         try:
@@ -220,7 +267,7 @@ class OpenAICompatible:
                 stop=tenacity.stop_after_attempt(self.options.max_retries + 1), wait=self._wait,
                 retry=tenacity.retry_if_exception_type(_Retryable), reraise=True,
                 before_sleep=self._on_retry)
-            data = await retrying(self._attempt, client, body)
+            data = await retrying(self._attempt, clients, body)
         except (_Retryable, _Fatal) as exc:
             self.meter.errors[exc.error] += 1
             return Response(prompt_id=prompt.id, model=self.fingerprint, latency_s=time.monotonic() - t0,
@@ -252,14 +299,15 @@ class OpenAICompatible:
         self.meter.cost_usd += cost
         return Usage(prompt_tokens=p, completion_tokens=c, cost_usd=cost)
 
-    async def _attempt(self, client: httpx.AsyncClient, body: bytes) -> dict[str, Any]:
+    async def _attempt(self, clients: "_ShardedClients", body: bytes) -> dict[str, Any]:
         ticket = await self.limiter.acquire()
         signal, latency = "neutral", None
         started = time.monotonic()
+        shard = clients.take()
         try:
             self.meter.requests += 1
             try:
-                r = await client.post(self.url, content=body)
+                r = await clients.clients[shard].post(self.url, content=body)
             except httpx.TimeoutException as exc:
                 signal = "overload"
                 raise _Retryable("timeout", f"{type(exc).__name__} after {self.options.timeout}s") from None
@@ -280,6 +328,7 @@ class OpenAICompatible:
                 signal = "overload"
             raise
         finally:
+            clients.give_back(shard)
             self.limiter.release(ticket, signal, latency)
 
     @staticmethod

@@ -30,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from mmrag.reports.tables import CIOptions, _order_key, rate_ci
+from mmrag.reports.tables import CIOptions, order_key, rate_ci
 
 
 def humblebench_panel(df: pd.DataFrame, opts: CIOptions = CIOptions()) -> pd.DataFrame:
@@ -54,7 +54,7 @@ def humblebench_panel(df: pd.DataFrame, opts: CIOptions = CIOptions()) -> pd.Dat
         rows.append(row)
     out = pd.DataFrame(rows)
     if not out.empty:
-        out = out.sort_values(["benchmark", "model", "stress"], key=_order_key, kind="stable", ignore_index=True)
+        out = out.sort_values(["benchmark", "model", "stress"], key=order_key, kind="stable", ignore_index=True)
     return out
 
 

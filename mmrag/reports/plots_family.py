@@ -17,7 +17,9 @@ from mmrag.reports.plotkit import STYLE, PlotSpec, color_of, register_plot
 from mmrag.reports.tables import CIOptions
 
 HB_METRICS = (("accuracy", "Overall accuracy"), ("nota_share", "NOTA chosen (share)"),
-              ("nota_accuracy", "Accuracy, NOTA gold"), ("non_nota_accuracy", "Accuracy, non-NOTA gold"))
+              ("nota_hit_rate", "NOTA chosen when NOTA is gold"), ("non_nota_accuracy", "Accuracy, non-NOTA gold"))
+#: KnowHal's dimensions as :mod:`mmrag.metrics.knowhal` names them (Entity, Attribute, Relation, Knowledge)
+DIMENSION_ORDER = ("E", "A", "R", "K", "Entity", "Attribute", "Relation", "Knowledge")
 _STRESS_ORDER = ("common", "noise_image", "nota_only", "shuffle_options", "cautious_prompt", "forced_grounding_prompt")
 
 
@@ -70,32 +72,34 @@ def _kh_applies(df: pd.DataFrame) -> bool:
 
 
 def draw_knowhal(df: pd.DataFrame, opts: CIOptions = CIOptions()) -> Figure:
+    """Per model: positive vs negative accuracy per dimension and pooled, HPS above each group."""
     t = knowhal_table(df, opts)
     if t["benchmark"].nunique() > 1:
         t = t.assign(model=t["benchmark"] + " · " + t["model"])
     models = sorted(t["model"].unique())
-    dims = [d for d in t["dimension"].unique() if d != "All"] + ["All"]
+    present = [d for d in t["dimension"].unique() if d not in ("macro", "pooled")]
+    dims = [d for d in DIMENSION_ORDER if d in present] + sorted(set(present) - set(DIMENSION_ORDER)) + ["pooled"]
     long = pd.concat([
         t.assign(polarity=p, acc=t[f"acc_{s}"], acc_lo=t[f"acc_{s}_lo"], acc_hi=t[f"acc_{s}_hi"])
         for p, s in (("positive", "pos"), ("negative", "neg"))], ignore_index=True)
     with rc_context(STYLE):
-        fig = Figure(figsize=(max(4.5, 1.0 * len(dims) * 1.6), 3.2 * len(models)), layout="constrained")
+        fig = Figure(figsize=(max(4.5, 1.3 * len(dims)), 3.0 * len(models) + 0.5), layout="constrained")
         axes = np.atleast_1d(fig.subplots(len(models), 1, sharex=True, squeeze=False)[:, 0])
         for ax, model in zip(axes, models):
             lm = long[long["model"] == model]
             _bars(ax, lm, "dimension", dims, "polarity", ["positive", "negative"], "acc", ["#0072B2", "#D55E00"],
                   ["positive questions", "negative (false premise)"])
-            tm = t[t["model"] == model].set_index("dimension").reindex(dims)
+            tm = t[t["model"] == model].set_index("dimension")
             for i, dim in enumerate(dims):
                 hps = tm.loc[dim, "hps"]
                 top = np.nanmax([tm.loc[dim, "acc_pos_hi"], tm.loc[dim, "acc_neg_hi"], 0.0])
-                label = "HPS n/a" if pd.isna(hps) else f"HPS {hps:.0f}"
-                if not pd.isna(tm.loc[dim, "hps_lo"]):
-                    label += f"\n[{tm.loc[dim, 'hps_lo']:.0f}, {tm.loc[dim, 'hps_hi']:.0f}]"
-                ax.text(i, min(top + 3, 104), label, ha="center", va="bottom", fontsize=7)
-            ax.set_ylim(0, 118)
+                ax.text(i, min(top + 3, 104), "HPS n/a" if pd.isna(hps) else f"HPS {hps:.0f}",
+                        ha="center", va="bottom", fontsize=7)
+            ax.set_ylim(0, 115)
             ax.set_yticks(range(0, 101, 20))
-            ax.set_title(f"KnowHal · {model}")
+            macro = tm.loc["macro"]
+            ax.set_title(f"KnowHal · {model}  (macro: overall {macro['overall']:.1f}, HPS "
+                         f"{'n/a' if pd.isna(macro['hps']) else format(macro['hps'], '.1f')})")
             ax.set_ylabel("accuracy % (95% CI)")
         handles, labels = axes[0].get_legend_handles_labels()
         fig.legend(handles, labels, loc="outside lower center", ncol=2, frameon=False)

@@ -77,9 +77,20 @@ def _manifest_lines(run_dirs: Sequence[Path], df: pd.DataFrame) -> list[str]:
     return lines
 
 
+#: columns of a paired-difference table shown in Markdown (the CSV keeps all of them)
+PAIRED_MD_COLUMNS = ("benchmark", "model", "scenario_id", "a", "b", "changed", "n_pairs", "correct_a", "correct_b",
+                     "d_correct", "d_correct_lo", "d_correct_hi", "d_deflection", "d_deflection_lo", "d_deflection_hi",
+                     "d_hallucination", "d_hallucination_lo", "d_hallucination_hi", "b01", "b10", "p_mcnemar",
+                     "p_holm", "p_boot")
+
+
+def _paired_view(df: pd.DataFrame) -> pd.DataFrame:
+    return df[[c for c in PAIRED_MD_COLUMNS if c in df.columns]]
+
+
 def _write_table(df: pd.DataFrame, tables_dir: Path, name: str, written: list[Path]) -> str:
     written.append(write_csv(df, tables_dir / f"{name}.csv"))
-    md = to_markdown(_with_labels(df))
+    md = to_markdown(_with_labels(_paired_view(df) if name.startswith("paired_") else df))
     atomic_write_text(tables_dir / f"{name}.md", md)
     written.append(tables_dir / f"{name}.md")
     return md
@@ -141,7 +152,7 @@ def report(run_dirs: str | Path | Sequence[str | Path], out_dir: str | Path | No
             more = f" (the {len(top)} smallest p-values of {len(table)} rows; all in " \
                    f"[MD](tables/{name}.md) / [CSV](tables/{name}.csv))" if len(table) > len(top) else \
                 f" ([CSV](tables/{name}.csv))"
-            md += [f"### {title}", "", f"Comparisons{more}.", "", to_markdown(_with_labels(top)), ""]
+            md += [f"### {title}", "", f"Comparisons{more}.", "", to_markdown(_with_labels(_paired_view(top))), ""]
         figures = make_plots(df, out / "figures", opts)
         if figures:
             md += ["## Figures", ""]

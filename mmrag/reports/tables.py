@@ -52,7 +52,7 @@ ORDERS: dict[str, tuple[str, ...]] = {
 }
 
 
-def _order_key(col: pd.Series) -> pd.Series:
+def order_key(col: pd.Series) -> pd.Series:
     order = ORDERS.get(str(col.name))
     if order is None:
         return col
@@ -92,7 +92,7 @@ def rate_table(df: pd.DataFrame, by: list[str], *, outcomes: tuple[str, ...] = O
             row[o], row[f"{o}_lo"], row[f"{o}_hi"] = rate_ci(g[o].to_numpy(), clusters, opts)
         rows.append(row)
     out = pd.DataFrame(rows, columns=cols)
-    out = out.sort_values(by, key=_order_key, kind="stable", na_position="first", ignore_index=True)
+    out = out.sort_values(by, key=order_key, kind="stable", na_position="first", ignore_index=True)
     return out.astype({"n": "int64", "n_questions": "int64"})
 
 

@@ -187,7 +187,9 @@ def deflection_records(entities: list[dict[str, Any]], seed: int) -> list[dict[s
                              "slot": slot, "answer_kind": ans["question_type"]}))
         if i % 2 == 0:
             # 2. image, entity named: the answer is only visible in the entity's own image
-            variants = ["emblem_colour", "emblem_shape"] + (["flag_charge_colour"] if e["flag"]["charge"] != "none" else [])
+            variants = ["emblem_colour", "emblem_shape"]
+            if e["flag"]["charge"] != "none":
+                variants.append("flag_charge_colour")
             variant = rng.choice(variants)
             q, vans, view, attr = _visual_question(e, variant, named)
             rows.append(_record(f"{eid}-i-{variant}", f"{eid}-i-{variant}", q, vans, [(ids[f"image-{view}"], "image")],
@@ -211,7 +213,8 @@ def deflection_records(entities: list[dict[str, Any]], seed: int) -> list[dict[s
                                      "answer_kind": ans["question_type"], "query_view": f"{view}_view"}))
         if i % 5 == 2:
             # 4. multimodal, image + image: flag shown, emblem colour asked
-            q = f"What is the main colour of the emblem of {UNNAMED[kind].replace('represented in', 'whose flag is shown in')}?"
+            shown = UNNAMED[kind].replace("represented in", "whose flag is shown in")
+            q = f"What is the main colour of the emblem of {shown}?"
             vans = {"answer": e["emblem"]["fill"], "aliases": [], "numeric_ranges": [], "question_type": "string"}
             rows.append(_record(f"{eid}-x-emblem_colour", f"{eid}-x-emblem_colour", q, vans,
                                 [(ids["mm-flag"], "multimodal"), (ids["image-emblem"], "image")],

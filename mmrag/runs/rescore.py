@@ -1,0 +1,40 @@
+"""Re-judge a saved run without calling the model again (``mmrag score RUN_DIR --judge ...``).
+
+The records already hold the sample, the exact prompt and the response, so a new judge (or a
+fixed judge) can be applied offline; the file is replaced atomically and the summary rebuilt.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from mmrag.errors import InputError
+from mmrag.runs.config import JudgeConfig, RunConfig
+from mmrag.runs.store import ResultStore
+from mmrag.runs.summary import write_summary
+from mmrag.runs.wiring import make_judge
+
+
+def rescore(run_dir: str | Path, judge: JudgeConfig) -> dict[str, Any]:
+    import json
+
+    run_dir = Path(run_dir)
+    mpath = run_dir / "manifest.json"
+    if not (run_dir / "samples.jsonl").exists() or not mpath.exists():
+        raise InputError("not a run directory (needs manifest.json and samples.jsonl)", path=run_dir)
+    cfg = RunConfig.model_validate(json.loads(mpath.read_text(encoding="utf-8"))["config"])
+    cfg = cfg.model_copy(update={"judge": judge})
+    store = ResultStore(run_dir / "samples.jsonl")
+    records = store.records()
+    judges: dict[str, Any] = {}
+    changed = 0
+    for rec in records:
+        j = judges.get(rec.benchmark_kind) or judges.setdefault(rec.benchmark_kind, make_judge(rec.benchmark_kind, cfg))
+        verdict = j.judge(rec.sample, rec.prompt, rec.response)
+        changed += verdict.outcome != rec.verdict.outcome
+        rec.verdict = verdict
+    store.rewrite(records)
+    summary = write_summary(run_dir, records)
+    summary["changed_outcomes"] = changed
+    return summary
