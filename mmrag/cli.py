@@ -45,7 +45,8 @@ _mount()
 
 def main(argv: list[str] | None = None) -> int:
     try:
-        app(args=argv, standalone_mode=False)
+        # with standalone_mode=False click *returns* the code of a typer.Exit instead of raising it
+        rc = app(args=argv, standalone_mode=False)
     except MmragError as exc:
         print(f"mmrag: error: {exc}", file=sys.stderr)
         return exc.exit_code
@@ -61,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(exc, click.exceptions.Exit):
             return exc.exit_code
         raise
-    return 0
+    return rc if isinstance(rc, int) else 0
 
 
 if __name__ == "__main__":

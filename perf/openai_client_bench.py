@@ -125,7 +125,7 @@ def bench_rate_limit(n: int, limit: int, grid: list[int], images: list[Path]) ->
     lim = m.limiter
     mean_limit = _mean_limit(lim.history, dt)
     print(f"    adaptive (cap 64): {adaptive:7.1f} req/s  429s {st['statuses'].get('429', 0):5d}  "
-          f"errors {sum(r.error is not None for r in rs)}  decreases {lim.decreases}  final limit {lim.limit:.1f}"
+          f"errors {sum(r.error is not None for r in rs)}  decreases {lim.decreases_by}  final limit {lim.limit:.1f}"
           f"  mean limit {mean_limit:.1f}")
     print(f"    best fixed: {best_c} at {results[best_c]:.1f} req/s -> adaptive/best = "
           f"{adaptive / results[best_c]:.3f} (target >= 0.80)")

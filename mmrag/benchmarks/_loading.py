@@ -27,7 +27,21 @@ def resolve_image(value: str, base: Path, *, file: str | Path, line: int | None,
         p = base / p
     if not p.is_file():
         raise InputError(f"image not found: {p} (record {record})", path=file, line=line, field=field)
+    _check_decodable(p, file=file, line=line, field=field, record=record)
     return ImageRef(path=str(p))
+
+
+def _check_decodable(p: Path, *, file: str | Path, line: int | None, field: str, record: str) -> None:
+    """Read the image header only (cheap: no pixel decoding), so a corrupt or non-image file fails
+    at load time naming its record, not deep inside a model call hours into a run."""
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(p) as im:
+            im.size  # noqa: B018 - header parsed
+    except (UnidentifiedImageError, OSError, SyntaxError) as exc:
+        raise InputError(f"image cannot be decoded: {p} ({type(exc).__name__}) (record {record})",
+                         path=file, line=line, field=field) from None
 
 
 def _image_ext(data: bytes, hint: str | None = None) -> str:

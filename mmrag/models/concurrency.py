@@ -9,7 +9,10 @@ number of requests in flight the way TCP adapts its window:
 * **additive increase** — afterwards it grows by ``increase / limit`` per success (about +1 per
   round trip);
 * **multiplicative decrease** — on a 429, a timeout, or latency rising above ``latency_factor`` x
-  the baseline (the smallest recent latency), the limit is multiplied by ``decrease``.  Only one
+  the baseline, the limit is multiplied by ``decrease``.  The latency test compares an EWMA of
+  recent latencies with the 10th percentile of the last ``latency_window`` ones; the default
+  factor 3 is deliberately loose because an LLM's latency also varies with answer length, and a
+  busy client's event loop adds its own delay.  Only one
   decrease per round trip: a signal from a request that was sent *before* the last decrease says
   nothing about the new limit (it belongs to the same burst), so it is ignored;
 * never above ``cap`` (the user's hard limit; tests assert the server never sees more) and never
@@ -43,7 +46,7 @@ class Ticket:
 
 class AIMDLimiter:
     def __init__(self, cap: int = 64, *, initial: int | None = None, min_limit: int = 1,
-                 increase: float = 1.0, decrease: float = 0.7, latency_factor: float | None = 2.0,
+                 increase: float = 1.0, decrease: float = 0.7, latency_factor: float | None = 3.0,
                  latency_window: int = 200, ewma_alpha: float = 0.1, adaptive: bool = True) -> None:
         if cap < 1:
             raise ValueError("cap must be >= 1")
@@ -63,6 +66,7 @@ class AIMDLimiter:
         self.max_in_flight = 0
         self.epoch = 0
         self.decreases = 0
+        self.decreases_by: dict[str, int] = {"overload": 0, "latency": 0}
         self._recent: deque[float] = deque(maxlen=latency_window)
         self._ewma: float | None = None
         self._waiters: deque[asyncio.Future[None]] = deque()
@@ -95,10 +99,10 @@ class AIMDLimiter:
         if self.adaptive:
             before = self.allowed
             if signal == "overload":
-                self._on_congestion(ticket)
+                self._on_congestion(ticket, "overload")
             elif signal == "ok":
                 if latency is not None and self._latency_rising(latency):
-                    self._on_congestion(ticket)
+                    self._on_congestion(ticket, "latency")
                 else:
                     self._grow()
             if self.allowed != before:
@@ -120,13 +124,14 @@ class AIMDLimiter:
         else:
             self.limit = min(float(self.cap), self.limit + self.increase / max(self.limit, 1.0))
 
-    def _on_congestion(self, ticket: Ticket) -> None:
+    def _on_congestion(self, ticket: Ticket, cause: str) -> None:
         if ticket.epoch != self.epoch:
             return   # same burst as a decrease already applied
         self.slow_start = False
         self.limit = max(float(self.min_limit), self.limit * self.decrease)
         self.epoch += 1
         self.decreases += 1
+        self.decreases_by[cause] += 1
         self._ewma = None   # the latency average restarts at the new operating point
 
     def _latency_rising(self, latency: float) -> bool:
@@ -134,7 +139,7 @@ class AIMDLimiter:
         self._ewma = latency if self._ewma is None else (1 - self.ewma_alpha) * self._ewma + self.ewma_alpha * latency
         if self.latency_factor is None or len(self._recent) < 10:
             return False
-        base = min(self._recent)
+        base = sorted(self._recent)[len(self._recent) // 10]
         return self._ewma > self.latency_factor * base
 
 

@@ -56,7 +56,7 @@ class OpenAIOptions(BaseModel):
     adaptive: bool = True
     initial_concurrency: int | None = Field(default=None, ge=1)
     aimd_decrease: float = Field(default=0.7, gt=0, lt=1)
-    latency_factor: float | None = Field(default=2.0, gt=1)
+    latency_factor: float | None = Field(default=3.0, gt=1)
     max_retries: int = Field(default=5, ge=0)
     backoff_initial: float = Field(default=0.5, ge=0)
     backoff_max: float = Field(default=30.0, ge=0)

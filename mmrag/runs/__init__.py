@@ -1,1 +1,14 @@
-"""mmrag.runs"""
+"""Executing a plan: run directory, manifest, append-only results, resume; and reading runs back.
+
+``mmrag.runs.load(RUN_DIR)`` gives one pandas row per sample x scenario x model, for Jupyter.
+"""
+
+from mmrag.runs.config import RunConfig, load_run_config
+from mmrag.runs.engine import RunResult, execute
+from mmrag.runs.frame import load, read_records
+from mmrag.runs.manifest import RunManifest
+from mmrag.runs.records import RunRecord
+from mmrag.runs.store import ResultStore
+
+__all__ = ["RunConfig", "RunManifest", "RunRecord", "RunResult", "ResultStore", "execute", "load",
+           "load_run_config", "read_records"]
