@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from mmrag.errors import InputError
+from mmrag.judging import judge_many
 from mmrag.models.base import GenerationSettings, ModelSpec
 from mmrag.runs.config import RunConfig
 from mmrag.runs.manifest import RunManifest
@@ -134,9 +135,10 @@ def execute(config: RunConfig, run_dir: str | Path, *, argv: list[str] | None = 
                 responses = vlm.generate(prompts, eff_settings)
                 calls += sum(1 for r in responses if not r.cached)
                 t2 = time.perf_counter()
+                # batched so an LLM judge sends one batch of requests, not one per record
+                verdicts = judge_many(judge, [(cell[1], p, r) for cell, p, r in zip(batch, prompts, responses)])
                 recs = []
-                for (key, sample, spec), prompt, resp in zip(batch, prompts, responses):
-                    verdict = judge.judge(sample, prompt, resp)
+                for (key, sample, spec), prompt, resp, verdict in zip(batch, prompts, responses, verdicts):
                     recs.append(RunRecord(
                         key=key, benchmark=plan.ref.name, benchmark_kind=plan.kind, scenario_id=spec.id,
                         scenario=spec.model_dump(mode="json"), model=mspec.label, model_fingerprint=vlm.fingerprint,

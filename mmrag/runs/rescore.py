@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from mmrag.errors import InputError
+from mmrag.judging import judge_many
 from mmrag.runs.config import JudgeConfig, RunConfig
 from mmrag.runs.store import ResultStore
 from mmrag.runs.summary import write_summary
@@ -27,13 +28,13 @@ def rescore(run_dir: str | Path, judge: JudgeConfig) -> dict[str, Any]:
     cfg = cfg.model_copy(update={"judge": judge})
     store = ResultStore(run_dir / "samples.jsonl")
     records = store.records()
-    judges: dict[str, Any] = {}
     changed = 0
-    for rec in records:
-        j = judges.get(rec.benchmark_kind) or judges.setdefault(rec.benchmark_kind, make_judge(rec.benchmark_kind, cfg))
-        verdict = j.judge(rec.sample, rec.prompt, rec.response)
-        changed += verdict.outcome != rec.verdict.outcome
-        rec.verdict = verdict
+    for kind in sorted({r.benchmark_kind for r in records}):
+        group = [r for r in records if r.benchmark_kind == kind]
+        verdicts = judge_many(make_judge(kind, cfg), [(r.sample, r.prompt, r.response) for r in group])
+        for rec, verdict in zip(group, verdicts):
+            changed += verdict.outcome != rec.verdict.outcome
+            rec.verdict = verdict
     store.rewrite(records)
     summary = write_summary(run_dir, records)
     summary["changed_outcomes"] = changed
