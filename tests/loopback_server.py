@@ -1,9 +1,7 @@
 """A real HTTP/1.1 server on 127.0.0.1 that speaks ``POST /v1/chat/completions``, scriptable per request.
 
-Used by the model-backend tests, the run-level fault tests and ``perf/openai_client_bench.py``.
-It is a raw ``asyncio`` server (no framework) so that, on a two-core machine, the server is never
-the bottleneck of a client benchmark.
-
+Used by the model-backend tests, the run-level fault tests and ``perf/openai_client_bench.py``; a
+raw ``asyncio`` server (no framework), so on two cores it is never the bottleneck of a client bench.
 Behaviour of a chat request, in order:
 
 1. the next scripted :class:`Action` if any (FIFO; ``script()`` in-process or ``POST /_script``);
@@ -14,15 +12,9 @@ Behaviour of a chat request, in order:
 
 Everything received is recorded (method, path, headers, parsed body, arrival time, status sent),
 with counters for requests, statuses, and the largest number of chat requests open at once.
-
-Use in a thread::
-
-    with LoopbackServer(latency=0.01) as srv:
-        srv.script(Action.status(429, retry_after=1), Action.answer("Paris"))
-        ... OpenAICompatible(base_url=srv.url) ...
-        assert srv.stats()["max_open"] <= 4
-
-or as a separate process (``ServerProcess`` starts this file and reads the port it prints)::
+In a thread: ``with LoopbackServer(latency=0.01) as srv: srv.script(Action.status(429, retry_after=1))``
+then point a client at ``srv.url`` and assert on ``srv.records`` / ``srv.stats()``.  As a separate
+process (``ServerProcess`` starts this file, reads the port it prints; ``.kill()`` for crash tests)::
 
     python tests/loopback_server.py --port 0 --latency 0.2 --max-concurrency 64
     # prints "LISTENING <port>"; GET /_stats, POST /_script (JSON list of actions), POST /_reset
@@ -68,21 +60,10 @@ class Action:
     def hang(cls, seconds: float) -> "Action":
         return cls("hang", delay=seconds)
 
-    @classmethod
-    def malformed(cls) -> "Action":
-        return cls("malformed")
-
-    @classmethod
-    def bad_shape(cls) -> "Action":
-        return cls("bad_shape")
-
-    @classmethod
-    def overflow(cls) -> "Action":
-        return cls("overflow", status=400)
-
-    @classmethod
-    def close(cls) -> "Action":
-        return cls("close")
+    malformed = classmethod(lambda cls: cls("malformed"))       # 200 with a truncated JSON body
+    bad_shape = classmethod(lambda cls: cls("bad_shape"))       # 200, valid JSON, no choices
+    overflow = classmethod(lambda cls: cls("overflow", status=400))   # a context-length 400
+    close = classmethod(lambda cls: cls("close"))               # drop the connection, no reply
 
 
 @dataclass
@@ -386,16 +367,10 @@ class ServerProcess:
                  retry_after_429: float | None = None, answer: str = "ok", echo: bool = False,
                  max_prompt_tokens: int | None = None, record_bodies: bool = False, port: int = 0) -> None:
         args = [sys.executable, __file__, "--port", str(port), "--latency", str(latency), "--answer", answer]
-        if max_concurrency is not None:
-            args += ["--max-concurrency", str(max_concurrency)]
-        if retry_after_429 is not None:
-            args += ["--retry-after", str(retry_after_429)]
-        if max_prompt_tokens is not None:
-            args += ["--max-prompt-tokens", str(max_prompt_tokens)]
-        if echo:
-            args.append("--echo")
-        if record_bodies:
-            args.append("--record-bodies")
+        for flag, v in (("--max-concurrency", max_concurrency), ("--retry-after", retry_after_429),
+                        ("--max-prompt-tokens", max_prompt_tokens)):
+            args += [flag, str(v)] if v is not None else []
+        args += (["--echo"] if echo else []) + (["--record-bodies"] if record_bodies else [])
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
         line = self.proc.stdout.readline() if self.proc.stdout else ""
         if not line.startswith("LISTENING "):
@@ -407,13 +382,10 @@ class ServerProcess:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
-    def _call(self, path: str, payload: Any = None) -> Any:
+    def _call(self, path: str, payload: Any = None, post: bool = False) -> Any:
         import httpx
 
-        if payload is None and path != "/_reset":
-            r = httpx.get(self.url + path, timeout=10)
-        else:
-            r = httpx.post(self.url + path, json=payload if payload is not None else {}, timeout=10)
+        r = httpx.post(self.url + path, json=payload or [], timeout=10) if post else httpx.get(self.url + path, timeout=10)
         r.raise_for_status()
         return r.json()
 
@@ -424,10 +396,15 @@ class ServerProcess:
         return self._call("/_records")
 
     def script(self, *actions: Action) -> None:
-        self._call("/_script", [asdict(a) for a in actions])
+        self._call("/_script", [asdict(a) for a in actions], post=True)
 
     def reset(self) -> None:
-        self._call("/_reset")
+        self._call("/_reset", post=True)
+
+    def kill(self) -> None:
+        """SIGKILL, for crash tests: connections drop mid-request."""
+        self.proc.kill()
+        self.proc.wait(5)
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -435,8 +412,7 @@ class ServerProcess:
             try:
                 self.proc.wait(5)
             except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
+                self.kill()
 
     def __enter__(self) -> "ServerProcess":
         return self

@@ -142,3 +142,27 @@ def test_world_miner_reuses_indices_keyed_by_kb_and_encoders(world):
     assert again.negatives(samples[1], 3, "any") == miner.negatives(samples[1], 3, "any")
     build_world_miner(docs[:-1], root / "cache")  # a changed KB gets its own indices
     assert len(list((root / "cache").glob("indices-*"))) == 2
+
+
+def test_prefetch_batches_query_embedding_and_bridge_for_text_only_samples(world, tmp_path):
+    docs, samples, _, root, _ = world
+    miner = build_world_miner(docs, root / "cache")
+    calls = []
+    enc = miner.retrievers["text"].encoder
+    orig = enc.encode_text
+    enc.encode_text = lambda texts: calls.append(len(texts)) or orig(texts)
+    try:
+        assert miner.prefetch(samples, ["text"]) == len(samples)
+        assert calls == [len(samples)]
+        before = [miner.negatives(s, 2, "text").documents for s in samples]
+        assert calls == [len(samples)]  # negatives reused the prefetched vectors
+    finally:
+        enc.encode_text = orig
+    fresh = build_world_miner(docs, root / "cache")
+    assert [fresh.negatives(s, 2, "text").documents for s in samples] == before
+    # a text-only sample (no gold image, no query image) still gets image negatives via the bridge
+    s = samples[3].model_copy(update={"gold_doc_ids": ["t3a"], "images": []})
+    q = miner.mining_query(s, "visual")
+    assert q is not None and q.images and "flag_3" not in q.images[0].path
+    res = miner.negatives(s, 2, "image")
+    assert res.shortfall == 0 and all(d.modality == "image" and d.entity_id != "E3" for d in res.documents)

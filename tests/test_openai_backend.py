@@ -229,6 +229,12 @@ def test_server_as_a_separate_process():
         assert r.text == "fixed answer"
         st = proc.stats()
         assert st["requests"] == 2 and st["statuses"] == {"503": 1, "200": 1}
+        assert [r["status"] for r in proc.records()] == [503, 200]
+        proc.reset()
+        assert proc.stats()["requests"] == 0
+        proc.kill()                                   # a crashed server: errors, not exceptions
+        [dead] = m.generate([text_prompt("x")], G)
+        assert dead.error == "server_error" and "Connect" in dead.error_detail
 
 
 def test_model_arg_parsing_and_factory(server):

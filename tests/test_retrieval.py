@@ -208,7 +208,7 @@ def test_cli_eval_on_the_demo_benchmark(tmp_path, monkeypatch):
     if kb is None or not kb.exists():
         pytest.skip("demo benchmark exposes no kb path")
     runner = CliRunner()
-    res = runner.invoke(app, ["build", "--kb", str(kb), "--kind", "text", "--out", str(tmp_path / "t")])
+    res = runner.invoke(app, ["build", "--kb", str(kb), "--kind", "visual", "--out", str(tmp_path / "t")])
     assert res.exit_code == 0, res.output
     res = runner.invoke(app, ["eval", str(tmp_path / "t"), "--benchmark", "demo", "--limit", "60",
                               "--json", str(tmp_path / "e.json")])

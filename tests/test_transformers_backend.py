@@ -147,3 +147,14 @@ def test_refuses_to_download(tmp_path):
         create_model(parse_model_arg("transformers:someone/not-cached-vlm"), cache=None)
     with pytest.raises(InputError, match="options.batch_size"):
         load(tmp_path, batch_size=0)
+
+
+def test_vllm_backend_is_import_guarded(ckpt):
+    pytest.importorskip("torch")
+    try:
+        import vllm  # noqa: F401
+        pytest.skip("vllm is installed here; the guard is for machines without it")
+    except ImportError:
+        pass
+    with pytest.raises(InputError, match=r"mmrag\[vllm\]"):
+        create_model(parse_model_arg(f"vllm:{ckpt}"), cache=None)

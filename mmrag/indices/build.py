@@ -63,6 +63,29 @@ def _new_index(dim: int, factory: str) -> Any:
                          field="factory") from None
 
 
+def reserve(index: Any, n: int) -> None:
+    """Pre-size the code storage (and an HNSW graph's neighbour table) of an empty index for ``n``
+    vectors.  FAISS grows these std::vectors on every ``add``, and a growth doubles the capacity
+    while the old buffer is still alive, so a chunked build would peak near 2-3x the index size;
+    growing once to the final size and shrinking the *size* back to 0 keeps the capacity."""
+    import faiss
+
+    sub = faiss.downcast_index(index.index) if hasattr(index, "id_map") else index
+    hnsw = getattr(sub, "hnsw", None)
+    storage = faiss.downcast_index(sub.storage) if hnsw is not None else sub
+    codes = getattr(storage, "codes", None)
+    if codes is not None and hasattr(codes, "resize") and storage.ntotal == 0:
+        codes.resize(int(n) * int(storage.code_size))
+        codes.resize(0)
+    if hnsw is not None and sub.ntotal == 0:
+        cum = [hnsw.cum_nneighbor_per_level.at(i) for i in range(min(3, hnsw.cum_nneighbor_per_level.size()))]
+        level0 = cum[1] if len(cum) > 1 else 32
+        upper = (cum[2] - cum[1]) if len(cum) > 2 else level0 // 2
+        total = int(n) * level0 + int(n * 1.3 / max(upper, 2) + 64) * upper
+        hnsw.neighbors.resize(total)
+        hnsw.neighbors.resize(0)
+
+
 def document_fits(doc: Document, kind: str) -> bool:
     """Which documents an index kind holds: text = passages and captions, visual = anything with an
     image, multimodal = image+text documents."""
@@ -214,6 +237,8 @@ def build_index_from_embeddings(batches: Iterable[tuple[Sequence[str], Sequence[
                 hi = min(count, lo + size)
                 idx = faiss.clone_index(template) if n_train else _new_index(dim, resolved)
                 idx, moved = to_gpu(idx) if gpu else (idx, False)
+                if not moved:
+                    reserve(idx, hi - lo)
                 for c in range(lo, hi, add_batch):
                     e = min(hi, c + add_batch)
                     idx.add_with_ids(spool.read(c, e), np.arange(c, e, dtype=np.int64))

@@ -69,6 +69,8 @@ class AIMDLimiter:
         self.decreases_by: dict[str, int] = {"overload": 0, "latency": 0}
         self._recent: deque[float] = deque(maxlen=latency_window)
         self._ewma: float | None = None
+        self._base: float | None = None
+        self._since_base = 0
         self._waiters: deque[asyncio.Future[None]] = deque()
         self.history: list[tuple[float, float]] = []   # (monotonic time, limit) at each change of floor
 
@@ -139,8 +141,11 @@ class AIMDLimiter:
         self._ewma = latency if self._ewma is None else (1 - self.ewma_alpha) * self._ewma + self.ewma_alpha * latency
         if self.latency_factor is None or len(self._recent) < 10:
             return False
-        base = sorted(self._recent)[len(self._recent) // 10]
-        return self._ewma > self.latency_factor * base
+        self._since_base += 1
+        if self._base is None or self._since_base >= 16:   # the percentile, refreshed every 16 samples
+            self._base = sorted(self._recent)[len(self._recent) // 10]
+            self._since_base = 0
+        return self._ewma > self.latency_factor * self._base
 
 
 def _resolve(fut: asyncio.Future[None]) -> None:

@@ -115,18 +115,31 @@ class _Fatal(Exception):
         self.error, self.detail = error, detail
 
 
-class _WaitRetryAfter(tenacity.wait.wait_base):
-    """The server's Retry-After when it sent one (plus up to 10 % jitter, capped), else ``fallback``."""
+class _Policy:
+    """The retry policy as plain functions for ``tenacity.AsyncRetrying``.
 
-    def __init__(self, fallback: tenacity.wait.wait_base, cap: float) -> None:
-        self.fallback, self.cap = fallback, cap
+    Plain functions rather than tenacity's ``wait_*``/``stop_*`` objects because tenacity asks
+    ``inspect.iscoroutinefunction`` of each callable on every attempt, which is slow for callable
+    objects (~0.2 ms of CPU per request, a fifth of the client's cost at 300 req/s)."""
 
-    def __call__(self, retry_state: tenacity.RetryCallState) -> float:
-        exc = retry_state.outcome.exception() if retry_state.outcome else None
+    def __init__(self, max_retries: int, initial: float, maximum: float, retry_after_cap: float) -> None:
+        self.attempts, self.initial, self.maximum, self.cap = max_retries + 1, initial, maximum, retry_after_cap
+
+    def stop(self, rs: tenacity.RetryCallState) -> bool:
+        return rs.attempt_number >= self.attempts
+
+    def retry(self, rs: tenacity.RetryCallState) -> bool:
+        return rs.outcome is not None and isinstance(rs.outcome.exception(), _Retryable)
+
+    def wait(self, rs: tenacity.RetryCallState) -> float:
+        """The server's Retry-After when sent (plus up to 10 % jitter, capped), else equal jitter:
+        half of ``initial * 2**(n-1)`` (capped at ``maximum``) fixed, half uniform."""
+        exc = rs.outcome.exception() if rs.outcome else None
         ra = getattr(exc, "retry_after", None)
         if ra is not None:
             return min(self.cap, ra + random.uniform(0, min(1.0, 0.1 * ra)))
-        return self.fallback(retry_state)
+        step = min(self.maximum, self.initial * 2.0 ** (rs.attempt_number - 1))
+        return step / 2 + random.uniform(0, step / 2)
 
 
 def parse_retry_after(headers: httpx.Headers) -> float | None:
@@ -200,10 +213,7 @@ class OpenAICompatible:
         server = o.server_id or urlsplit(self.base_url).netloc
         self.fingerprint = f"openai:{model}" + (f"#{o.revision}" if o.revision else "") + f"@{server}"
         self.capabilities = Capabilities(max_images=o.max_images, system_prompt=True)
-        self._wait = _WaitRetryAfter(
-            tenacity.wait_exponential(multiplier=o.backoff_initial / 2, max=o.backoff_max / 2)
-            + tenacity.wait_random_exponential(multiplier=o.backoff_initial / 2, max=o.backoff_max / 2),
-            cap=o.max_retry_after)
+        self._policy = _Policy(o.max_retries, o.backoff_initial, o.backoff_max, o.max_retry_after)
 
     @classmethod
     def from_spec(cls, spec: ModelSpec) -> "OpenAICompatible":
@@ -263,11 +273,10 @@ class OpenAICompatible:
                    settings: GenerationSettings) -> Response:
         t0 = time.monotonic()
         try:
-            retrying = tenacity.AsyncRetrying(
-                stop=tenacity.stop_after_attempt(self.options.max_retries + 1), wait=self._wait,
-                retry=tenacity.retry_if_exception_type(_Retryable), reraise=True,
-                before_sleep=self._on_retry)
-            data = await retrying(self._attempt, clients, body)
+            try:
+                data = await self._attempt(clients, body)
+            except _Retryable as first:   # the rare path: hand the failure to tenacity as attempt 1
+                data = await self._retry(first, clients, body)
         except (_Retryable, _Fatal) as exc:
             self.meter.errors[exc.error] += 1
             return Response(prompt_id=prompt.id, model=self.fingerprint, latency_s=time.monotonic() - t0,
@@ -285,6 +294,21 @@ class OpenAICompatible:
                 text = text[: text.index(s)]
         return Response(prompt_id=prompt.id, text=text, model=self.fingerprint, usage=self._usage(data),
                         latency_s=time.monotonic() - t0)
+
+    async def _retry(self, first: _Retryable, clients: "_ShardedClients", body: bytes) -> dict[str, Any]:
+        """Retries under tenacity.  The first attempt is made outside it (tenacity's per-call set-up
+        costs about as much CPU as the rest of the client), so tenacity's attempt 1 re-raises that
+        failure: waits and attempt counting are then exactly tenacity's."""
+        pending: list[_Retryable] = [first]
+
+        async def attempt() -> dict[str, Any]:
+            if pending:
+                raise pending.pop()
+            return await self._attempt(clients, body)
+
+        pol = self._policy
+        return await tenacity.AsyncRetrying(stop=pol.stop, wait=pol.wait, retry=pol.retry, reraise=True,
+                                            before_sleep=self._on_retry)(attempt)
 
     def _on_retry(self, state: tenacity.RetryCallState) -> None:
         self.meter.retries += 1
@@ -311,7 +335,9 @@ class OpenAICompatible:
             except httpx.TimeoutException as exc:
                 signal = "overload"
                 raise _Retryable("timeout", f"{type(exc).__name__} after {self.options.timeout}s") from None
-            except httpx.TransportError as exc:
+            except httpx.DecodingError as exc:
+                raise _Fatal("bad_response", f"undecodable body: {exc}") from None
+            except httpx.RequestError as exc:   # connect/read/write errors, dropped connections
                 raise _Retryable("server_error", f"{type(exc).__name__}: {exc}") from None
             if r.status_code == 200:
                 signal, latency = "ok", time.monotonic() - started

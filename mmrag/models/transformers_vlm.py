@@ -36,7 +36,6 @@ from typing import Any, Literal, Sequence
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from mmrag.errors import InputError, pydantic_field, pydantic_message
-from mmrag.models.aio import run_sync
 from mmrag.models.base import Capabilities, GenerationSettings, ModelSpec
 from mmrag.models.render import template_messages
 from mmrag.schema import Prompt, Response, Usage
@@ -156,7 +155,13 @@ class TransformersVLM:
             raise InputError(f"prompt has {len(refs)} images; this model accepts {o.max_images}",
                              field=f"prompt {prompt.id}")
         text = self.processor.apply_chat_template(msgs, add_generation_prompt=True, tokenize=False)
-        return text, [r.load() for r in refs]
+        images = []
+        for r in refs:
+            try:
+                images.append(r.load())
+            except OSError as exc:   # missing or unreadable file: bad input, not a model error
+                raise InputError(f"cannot load image: {exc}", path=r.path) from None
+        return text, images
 
     def _generate_all(self, prompts: list[Prompt], settings: GenerationSettings) -> list[Response]:
         rendered = [self.render(p) for p in prompts]

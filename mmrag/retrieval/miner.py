@@ -16,7 +16,9 @@ Mining queries (the paper mines text negatives with EVA-CLIP pages reranked by C
 visual negatives as the images most similar to the gold image; we do the analogue on one index):
 
 * text: the question followed by the gold documents' text (so negatives resemble the evidence);
-* visual: the first gold image, else the query image (else the question, if the encoder embeds text);
+* visual: the first gold image, else the query image, else the question (if the encoder embeds
+  text), else a *bridge*: the image of the best non-gold-entity document that the multimodal (else
+  text) index finds for the text query;
 * multimodal: question + gold text, with the gold (else query) image, fused by the index's encoder.
 
 Selection is stable for a seed: candidates are ranked by similarity with ties broken by a seeded
@@ -24,6 +26,10 @@ hash of the document id; the ``n`` hardest are taken, or, with ``pool_factor`` >
 (seeded) from the top ``n * pool_factor`` and returned in similarity order.  Modality ``"any"``
 takes candidates round-robin across the available kinds, starting at kind ``seed % kinds``.
 When fewer than ``n`` survive, ``shortfall`` says how many are missing.
+
+Query vectors are cached per (kind, query), so deeper searches and repeated calls (several
+scenarios, seeds or distractor counts for one sample) embed once; :meth:`IndexMiner.prefetch`
+embeds the mining queries of a whole benchmark in one batch per kind.
 """
 
 from __future__ import annotations
@@ -33,7 +39,7 @@ import math
 import random
 import re
 from collections import OrderedDict
-from typing import Mapping
+from typing import Any, Iterable, Mapping
 
 from mmrag.errors import InputError
 from mmrag.indices.build import document_text
@@ -63,7 +69,7 @@ class IndexMiner:
     """``IndexMiner(store, {"text": r1, "visual": r2, "multimodal": r3})``; any Retriever works."""
 
     def __init__(self, store: DocStore, retrievers: Mapping[str, Retriever], *, pool_factor: float = 1.0,
-                 strict_modality: bool = True, max_query_chars: int = 1000, cache_size: int = 4096) -> None:
+                 strict_modality: bool = True, max_query_chars: int = 512, cache_size: int = 16384) -> None:
         self.store = store
         self.retrievers = {KIND_OF.get(k, k): r for k, r in retrievers.items()}
         unknown = set(self.retrievers) - set(KIND_ORDER)
@@ -76,6 +82,7 @@ class IndexMiner:
         self.max_query_chars = int(max_query_chars)
         self._entity_docs: dict[str, list[str]] | None = None
         self._hits: OrderedDict[tuple, list[Hit]] = OrderedDict()
+        self._vecs: OrderedDict[tuple, Any] = OrderedDict()
         self._cache_size = cache_size
 
     @property
@@ -104,8 +111,25 @@ class IndexMiner:
             if image:
                 return Query(images=image)
             encoder = getattr(self.retrievers[kind], "encoder", None)
-            return Query(text=sample.question) if encoder is None or "text" in encoder_modalities(encoder) else None
+            if encoder is None or "text" in encoder_modalities(encoder):
+                return Query(text=sample.question)
+            bridge = self._bridge_image(sample, text)
+            return Query(images=[bridge]) if bridge is not None else None
         return Query(text=text, images=image)
+
+    def _bridge_image(self, sample: Sample, text: str):
+        """A text-only sample asking for image negatives against an image-only encoder: use the
+        image of the best non-gold-entity document the multimodal (else text) index finds for the
+        text query, so the visual negatives still sit near what the question is about."""
+        excluded = self.excluded(sample)
+        for kind in ("multimodal", "text"):
+            if kind not in self.retrievers:
+                continue
+            for h in self._search(sample, kind, Query(text=text), 32):
+                doc = self.store.get(h.doc_id) if h.doc_id in self.store else None
+                if doc is not None and doc.image is not None and doc.id not in excluded:
+                    return doc.image
+        return None
 
     # -- candidates ------------------------------------------------------------------------
     def _entity_index(self) -> dict[str, list[str]]:
@@ -124,13 +148,51 @@ class IndexMiner:
             out.update(self._entity_index().get(e, []))
         return out
 
+    def _remember(self, cache: OrderedDict, key: tuple, value: Any) -> Any:
+        cache[key] = value
+        while len(cache) > self._cache_size:
+            cache.popitem(last=False)
+        return value
+
     def _search(self, sample: Sample, kind: str, query: Query, depth: int) -> list[Hit]:
-        key = (sample.id, kind, query.model_dump_json(), depth)
+        """Search one kind; a dense retriever's query vector is cached (and deeper searches reuse it),
+        other retrievers' hit lists are cached per depth."""
+        r = self.retrievers[kind]
+        qkey = (kind, query.model_dump_json())
+        if hasattr(r, "encode") and hasattr(r, "retrieve_vectors"):
+            vec = self._vecs.get(qkey)
+            if vec is None:
+                vec = self._remember(self._vecs, qkey, r.encode([query])[0])
+            return r.retrieve_vectors(vec[None, :], depth)[0]
+        key = (*qkey, depth)
         if key not in self._hits:
-            self._hits[key] = self.retrievers[kind].retrieve([query], depth)[0]
-            while len(self._hits) > self._cache_size:
-                self._hits.popitem(last=False)
+            self._remember(self._hits, key, r.retrieve([query], depth)[0])
         return self._hits[key]
+
+    def prefetch(self, samples: Iterable[Sample], modalities: Iterable[str] = ("text", "image", "multimodal")) -> int:
+        """Embed the mining queries of many samples in one batch per index kind (what makes mining
+        for a whole benchmark fast: one encoder call instead of one per sample).  Returns how many
+        query vectors were computed.  Optional: ``negatives`` works without it."""
+        samples = list(samples)
+        done = 0
+        kinds = [KIND_OF[m] for m in modalities if m != "any"] if "any" not in modalities else self.kinds
+        for kind in sorted(set(kinds) & set(self.retrievers), key=lambda k: ("text", "multimodal", "visual").index(k)):
+            r = self.retrievers[kind]
+            if not (hasattr(r, "encode") and hasattr(r, "retrieve_vectors")):
+                continue
+            todo: dict[str, Query] = {}
+            for s in samples:
+                q = self.mining_query(s, kind)
+                if q is not None:
+                    key = q.model_dump_json()
+                    if (kind, key) not in self._vecs:
+                        todo[key] = q
+            if todo:
+                vecs = r.encode(list(todo.values()))
+                for key, v in zip(todo, vecs):
+                    self._remember(self._vecs, (kind, key), v)
+                done += len(todo)
+        return done
 
     def candidates(self, sample: Sample, kind: str, want: int, seed: int = 0) -> tuple[list[tuple[Document, float]], set[str]]:
         """Filtered candidates of one kind in similarity order (at least ``want`` when the index has

@@ -104,52 +104,58 @@ def execute(config: RunConfig, run_dir: str | Path, *, argv: list[str] | None = 
     not_applicable: dict[str, int] = {}
     for mspec, vlm in models:
         manifest.models[mspec.label] = vlm.fingerprint
-        for plan in plans:
-            judge = judges[plan.kind]
-            todo = []
-            for spec in plan.specs:
-                for sample in plan.samples:
-                    key = record_key(sample.id, spec.id, vlm.fingerprint)
-                    if key in store:
-                        skipped += 1
-                    elif plan.fits(sample, spec):
-                        todo.append((key, sample, spec))
-                    else:
-                        not_applicable[spec.id] = not_applicable.get(spec.id, 0) + 1
-            manifest.write(run_dir)
-            task = None
-            if progress is not None and todo:
-                task = progress.add_task(f"{mspec.label} on {plan.ref.name}", total=len(todo))
-            eff_settings = mspec.settings if mspec.settings != GenerationSettings() else settings
-            for batch in _chunks(todo, config.batch_size):
-                t0 = time.perf_counter()
-                composed = [(cell, plan.compose(cell[1], cell[2])) for cell in batch]
-                for cell, prompt in composed:
-                    if prompt is None:
-                        not_applicable[cell[2].id] = not_applicable.get(cell[2].id, 0) + 1
-                batch = [cell for cell, prompt in composed if prompt is not None]
-                prompts = [prompt for _, prompt in composed if prompt is not None]
-                if not batch:
+    manifest.write(run_dir)
+    for plan in plans:
+        # A cell (sample, spec) is composed once and shown to every model that still lacks it:
+        # mining and rendering are shared work, and every model sees the very same prompt.
+        cells = []
+        for spec in plan.specs:
+            for sample in plan.samples:
+                missing = [(mspec, vlm) for mspec, vlm in models
+                           if record_key(sample.id, spec.id, vlm.fingerprint) not in store]
+                skipped += len(models) - len(missing)
+                if not missing:
                     continue
+                if plan.fits(sample, spec):
+                    cells.append((sample, spec, missing))
+                else:
+                    not_applicable[spec.id] = not_applicable.get(spec.id, 0) + len(missing)
+        task = None
+        if progress is not None and cells:
+            task = progress.add_task(f"{plan.ref.name}: {len(cells)} prompts x {len(models)} model(s)",
+                                     total=sum(len(c[2]) for c in cells))
+        for batch in _chunks(cells, config.batch_size):
+            t0 = time.perf_counter()
+            composed = []
+            for sample, spec, missing in batch:
+                prompt = plan.compose(sample, spec)
+                if prompt is None:
+                    not_applicable[spec.id] = not_applicable.get(spec.id, 0) + len(missing)
+                else:
+                    composed.append((sample, spec, missing, prompt))
+            compose_s = (time.perf_counter() - t0) / max(len(batch), 1)
+            for mspec, vlm in models:
+                mine = [(sm, sp, pr) for sm, sp, missing, pr in composed if any(v is vlm for _, v in missing)]
+                if not mine:
+                    continue
+                eff_settings = mspec.settings if mspec.settings != GenerationSettings() else settings
                 t1 = time.perf_counter()
-                responses = vlm.generate(prompts, eff_settings)
+                responses = vlm.generate([pr for _, _, pr in mine], eff_settings)
                 calls += sum(1 for r in responses if not r.cached)
-                t2 = time.perf_counter()
+                gen_s = (time.perf_counter() - t1) / len(mine)
                 # batched so an LLM judge sends one batch of requests, not one per record
-                verdicts = judge_many(judge, [(cell[1], p, r) for cell, p, r in zip(batch, prompts, responses)])
-                recs = []
-                for (key, sample, spec), prompt, resp, verdict in zip(batch, prompts, responses, verdicts):
-                    recs.append(RunRecord(
-                        key=key, benchmark=plan.ref.name, benchmark_kind=plan.kind, scenario_id=spec.id,
-                        scenario=spec.model_dump(mode="json"), model=mspec.label, model_fingerprint=vlm.fingerprint,
-                        sample=sample, prompt=prompt, response=resp, verdict=verdict,
-                        mining=dict(prompt.metadata.get("mining", {})),
-                        timings={"compose_s": (t1 - t0) / len(batch), "generate_s": (t2 - t1) / len(batch)}))
+                verdicts = judge_many(judges[plan.kind], [(sm, pr, r) for (sm, _, pr), r in zip(mine, responses)])
+                recs = [RunRecord(
+                    key=record_key(sm.id, sp.id, vlm.fingerprint), benchmark=plan.ref.name, benchmark_kind=plan.kind,
+                    scenario_id=sp.id, scenario=sp.model_dump(mode="json"), model=mspec.label,
+                    model_fingerprint=vlm.fingerprint, sample=sm, prompt=pr, response=resp, verdict=verdict,
+                    mining=dict(pr.metadata.get("mining", {})), timings={"compose_s": compose_s, "generate_s": gen_s})
+                    for (sm, sp, pr), resp, verdict in zip(mine, responses, verdicts)]
                 new += store.append(recs)
-                if task is not None:
-                    progress.advance(task, len(composed))
                 if on_batch is not None:
                     on_batch(new)
+            if task is not None:
+                progress.advance(task, sum(len(c[2]) for c in batch))
     records = store.records()
     summary = write_summary(run_dir, records, extra={"not_applicable": not_applicable})
     for r in records:
