@@ -43,7 +43,17 @@ def _mount() -> None:
 _mount()
 
 
+def _quiet_libraries() -> None:
+    """transformers 5 draws a 'Loading weights' bar for every model load (MiniLM included): noise
+    between our own progress bars."""
+    import os
+
+    # read by huggingface_hub, whose switch transformers follows; set before either is imported
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+
+
 def main(argv: list[str] | None = None) -> int:
+    _quiet_libraries()
     try:
         # with standalone_mode=False click *returns* the code of a typer.Exit instead of raising it
         rc = app(args=argv, standalone_mode=False)

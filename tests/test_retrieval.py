@@ -62,6 +62,7 @@ def test_dense_text_visual_and_multimodal_queries(world):
     assert both.doc_id == "m5" and both.modality == "multimodal"
     assert mm.retrieve([Query(text=f"The flag of {name(7)}.")], 1)[0][0].doc_id == "m7"
     assert text.retrieve([], 3) == []
+    assert len(text.retrieve([Query(text="anything")], 500)[0]) == text.index.count  # fewer than k: no padding
     with pytest.raises(InputError, match="no text or image"):
         vis.retrieve([Query(text="only words")], 3)
 

@@ -36,6 +36,22 @@ def progress_bar() -> Iterator[Progress]:
         yield p
 
 
+def scenario_label(spec: dict[str, Any]) -> str:
+    """A short human label of a scenario spec (plain text: no rich markup)."""
+    kind = spec.get("kind", "?")
+    parts = [kind]
+    if kind in ("realistic", "adversarial"):
+        parts.append(f"n={spec.get('n_distractors')}")
+        parts.append(f"neg={spec.get('negative_modality')}")
+    if kind in ("oracle", "realistic") and spec.get("positive_modality", "any") != "any":
+        parts.append(f"pos={spec['positive_modality']}")
+    if spec.get("strictness", "none") != "none":
+        parts.append(f"strict={spec['strictness']}")
+    if spec.get("stress"):
+        parts.append("+".join(spec["stress"]))
+    return " ".join(parts)
+
+
 def results_table(summary: dict[str, Any], title: str = "Results") -> Table:
     t = Table(title=title)
     for col in ("benchmark", "scenario", "model", "n"):
@@ -44,13 +60,7 @@ def results_table(summary: dict[str, Any], title: str = "Results") -> Table:
         t.add_column(col, justify="right")
     for g in summary["groups"]:
         r = g["rates"]
-        scen = g["scenario"].get("kind", "?")
-        if g["scenario"].get("kind") in ("realistic", "adversarial"):
-            scen += f" n={g['scenario'].get('n_distractors')} neg={g['scenario'].get('negative_modality')}"
-        if g["scenario"].get("strictness", "none") != "none":
-            scen += f" [{g['scenario']['strictness']}]"
-        if g["scenario"].get("stress"):
-            scen += " " + "+".join(g["scenario"]["stress"])
+        scen = scenario_label(g["scenario"])
         t.add_row(g["benchmark"], scen, g["model"], str(g["n"]), f"{r['correct']:.1f}", f"{r['deflection']:.1f}",
                   f"{r['hallucination']:.1f}", f"{r['unparseable']:.1f}")
     return t

@@ -57,8 +57,15 @@ class DenseRetriever:
     def retrieve_vectors(self, vectors: np.ndarray, k: int) -> list[list[Hit]]:
         """Search with ready query vectors (one row per query)."""
         scores, rows = self.index.search(vectors, k)
-        ids, mods = self.index.doc_ids, self.index.modalities
+        missing = rows < 0
+        safe = np.where(missing, 0, rows)
+        ids, mods = self.index.doc_ids[safe].tolist(), self.index.modalities[safe].tolist()
+        validate = _HIT_VALIDATOR.validate_python  # one vectorised id lookup, then plain validation
         out = []
-        for srow, rrow in zip(scores.tolist(), rows.tolist()):
-            out.append([Hit(doc_id=ids[r], score=s, modality=mods[r]) for s, r in zip(srow, rrow) if r >= 0])
+        for i_row, m_row, s_row, miss in zip(ids, mods, scores.tolist(), missing.tolist()):
+            out.append([validate({"doc_id": d, "score": s, "modality": m})
+                        for d, m, s, x in zip(i_row, m_row, s_row, miss) if not x])
         return out
+
+
+_HIT_VALIDATOR = Hit.__pydantic_validator__

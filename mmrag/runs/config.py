@@ -38,10 +38,14 @@ class CacheConfig(_Cfg):
 
 
 class RetrievalConfig(_Cfg):
-    """Where negatives come from.  ``miner: world`` builds (and caches) text, image and multimodal
-    indices over the benchmark's own knowledge base with the default encoders."""
+    """Where negatives come from.  The world miner builds (and caches) text, visual and multimodal
+    indices over the benchmark's own knowledge base with the default encoders; ``retrievers``
+    replaces the retriever of any of those kinds with your own, named like any retriever spec
+    (``"bm25"``, ``"my_pkg.module:MyRetriever"``, an entry point of ``mmrag.retrievers``, or
+    ``{name: ..., **kwargs}``; factories that accept ``documents=`` / ``store=`` receive them)."""
 
-    miner: str = "world"
+    miner: Literal["world"] = "world"
+    retrievers: dict[Literal["text", "visual", "multimodal"], str | dict[str, Any]] = Field(default_factory=dict)
     cache_dir: str | None = None
     factory: str = "Flat"
 

@@ -69,7 +69,8 @@ class BenchmarkPlan:
             return None
 
 
-def _retrieval_for(bench, specs: list[ScenarioSpec], config: RunConfig, progress: Any) -> tuple[Any, Any, dict]:
+def _retrieval_for(bench, specs: list[ScenarioSpec], config: RunConfig, progress: Any,
+                   samples: list[Sample]) -> tuple[Any, Any, dict]:
     needs_neg = any(s.uses_negatives for s in specs)
     needs_gold = any(s.uses_gold for s in specs)
     if not (needs_neg or needs_gold):
@@ -81,12 +82,40 @@ def _retrieval_for(bench, specs: list[ScenarioSpec], config: RunConfig, progress
         from mmrag.retrieval import InMemoryDocStore
 
         return None, InMemoryDocStore(docs), {}
-    from mmrag.retrieval import build_world_miner
+    miner = build_miner(docs, config)
+    miner.prefetch(samples, _modalities(specs))  # one encoder call per index kind, not one per sample
+    return miner, miner.store, index_hashes(miner)
+
+
+def _modalities(specs: list[ScenarioSpec]) -> list[str]:
+    mods = {s.negative_modality for s in specs if s.uses_negatives}
+    return ["any"] if "any" in mods else sorted(mods)
+
+
+def build_miner(docs: list, config: RunConfig):
+    """The world miner over ``docs``, with any retriever the config names swapped in."""
+    from mmrag.retrieval import IndexMiner, build_world_miner, create_retriever
 
     cache_dir = Path(config.retrieval.cache_dir) if config.retrieval.cache_dir else mmrag_home() / "indices"
     miner = build_world_miner(docs, cache_dir, factory=config.retrieval.factory)
-    hashes = dict(getattr(miner, "manifest_hashes", {}) or {})
-    return miner, miner.store, hashes
+    if not config.retrieval.retrievers:
+        return miner
+    retrievers = dict(miner.retrievers)
+    for kind, spec in config.retrieval.retrievers.items():
+        retrievers[kind] = create_retriever(spec, documents=docs, store=miner.store)
+    return IndexMiner(miner.store, retrievers)
+
+
+def index_hashes(miner) -> dict[str, str]:
+    """kind -> hash of the index manifest (or the retriever fingerprint for custom retrievers)."""
+    from mmrag.schema import stable_id
+
+    out = {}
+    for kind, r in getattr(miner, "retrievers", {}).items():
+        index = getattr(r, "index", None)
+        manifest = getattr(index, "manifest", None)
+        out[kind] = stable_id(manifest.model_dump(mode="json")) if manifest is not None else f"retriever:{r.fingerprint}"
+    return out
 
 
 def prepare_benchmarks(config: RunConfig, progress: Any = None) -> list[BenchmarkPlan]:
@@ -100,7 +129,7 @@ def prepare_benchmarks(config: RunConfig, progress: Any = None) -> list[Benchmar
         samples = list(bench.samples())
         if config.limit is not None:
             samples = samples[: config.limit]
-        miner, store, hashes = _retrieval_for(bench, fitting, config, progress)
+        miner, store, hashes = _retrieval_for(bench, fitting, config, progress, samples)
         plans.append(BenchmarkPlan(ref=ref, kind=bench.kind, samples=samples, specs=fitting,
                                    fingerprint=bench.fingerprint(), miner=miner, store=store, index_hashes=hashes))
     return plans
