@@ -22,12 +22,19 @@ def mmrag_home() -> Path:
     return home
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     """Write to a temp file beside ``path``, fsync, then rename: readers never see half a file."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the file the usual mode
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
