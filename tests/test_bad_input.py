@@ -41,7 +41,7 @@ def _cases(t: Path) -> list[tuple[str, list[str], list[str], Path | None]]:
     img = t / "img.png"
     Image.new("RGB", (8, 8), "red").save(img)
     corrupt = _write(t / "corrupt.png", "definitely not a png")
-    kb = _jsonl(t / "defl" / "kb.jsonl", [GOOD_KB])
+    _jsonl(t / "defl" / "kb.jsonl", [GOOD_KB])  # the knowledge base beside the deflection files
     cases = [
         ("config misspelt field", ["run", "--config", str(_write(t / "c1.yaml", "benchmarks: [{name: demo}]\nmodels: [{backend: always-deflect}]\nlimitt: 3\n"))], ["c1.yaml", "limitt"], out),
         ("config invalid yaml", ["run", "--config", str(_write(t / "c2.yaml", "benchmarks: [\n"))], ["c2.yaml", "YAML"], out),

@@ -12,7 +12,8 @@ from typer.testing import CliRunner
 from mmrag.errors import InputError
 from mmrag.judging import (JUDGES, KnowHalJudge, LLMJudge, RuleJudge, RuleThenLLMJudge, extract_choice,
                            is_deflection, make_judge, parse_grade, rejects_premise)
-from mmrag.judging.records import agreement, judge_file, record_to_item
+from mmrag.judging.records import judge_file, record_to_item
+from mmrag.metrics.agreement import agreement
 from mmrag.metrics import cohen_kappa
 from mmrag.models.base import Capabilities
 from mmrag.schema import DEFLECTION_PHRASE, Choice, ContentPart, Message, Prompt, Response, Sample

@@ -5,7 +5,6 @@ from __future__ import annotations
 import itertools
 import json
 
-import numpy as np
 import pytest
 from typer.testing import CliRunner
 

@@ -16,7 +16,7 @@ import pytest  # noqa: E402
 from mmrag.errors import InputError  # noqa: E402
 from mmrag.retrieval import Hit, IndexMiner, InMemoryDocStore, NegativeMiner, build_world_miner  # noqa: E402
 from mmrag.retrieval.miner import leak_pattern  # noqa: E402
-from mmrag.schema import Document, Sample  # noqa: E402
+from mmrag.schema import Document  # noqa: E402
 from retrieval_world import capital, make_world  # noqa: E402
 
 

@@ -14,11 +14,10 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).parent / "plugins"))
 
-import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from mmrag.errors import InputError  # noqa: E402
-from mmrag.retrieval import (RETRIEVERS, BM25Retriever, CachedRetriever, DenseRetriever, Hit,  # noqa: E402
+from mmrag.retrieval import (RETRIEVERS, BM25Retriever, CachedRetriever, Hit,  # noqa: E402
                              HybridRetriever, InMemoryDocStore, Query, build_world_miner, create_retriever,
                              evaluate_retrieval)
 from retrieval_world import make_world, name  # noqa: E402

@@ -60,7 +60,7 @@ def judge_agreement_command(
     field_b: Optional[str] = typer.Option(None, "--field-b", help="Label field of B."),
 ) -> None:
     """Agreement and Cohen's kappa between two judgings (or a judge and human labels)."""
-    from mmrag.judging.records import agreement
+    from mmrag.metrics.agreement import agreement
 
     try:
         result = agreement(a, b, field_a=field_a, field_b=field_b)

@@ -12,7 +12,6 @@ Why it looks like this:
 
 from __future__ import annotations
 
-import asyncio
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
