@@ -89,3 +89,31 @@ def parse_record(model: type[M], obj: dict[str, Any], *, path: str | Path | None
 
 def read_jsonl_models(path: str | Path, model: type[M]) -> list[M]:
     return [parse_record(model, obj, path=path, line=ln) for ln, obj in iter_jsonl(path)]
+
+
+def read_yaml_mapping(path: str | Path, what: str = "file") -> dict[str, Any]:
+    """A YAML file that must hold a mapping; a missing file, a syntax error (with its line) or
+    another top-level type is one InputError naming the file."""
+    import yaml
+
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{what} not found", path=path)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise InputError(f"invalid YAML ({getattr(exc, 'problem', None) or exc})", path=path,
+                         line=mark.line + 1 if mark is not None else None) from None
+    if not isinstance(data, dict):
+        raise InputError(f"a {what} must hold a mapping", path=path)
+    return data
+
+
+def load_yaml_model(path: str | Path, model: type[M], what: str = "config file") -> M:
+    """Read a YAML mapping and validate it as ``model``; errors name the file and the field."""
+    data = read_yaml_mapping(path, what)
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise InputError(pydantic_message(exc), path=path, field=pydantic_field(exc)) from None

@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from mmrag.errors import InputError, pydantic_field, pydantic_message
 from mmrag.models.base import GenerationSettings, ModelSpec
 from mmrag.runs.config import BenchmarkRef, CacheConfig, JudgeConfig, RetrievalConfig
+from mmrag.util import load_yaml_model
 
 
 class CurateConfig(BaseModel):
@@ -36,18 +36,4 @@ class CurateConfig(BaseModel):
 
 
 def load_curate_config(path: str | Path) -> CurateConfig:
-    import yaml
-
-    path = Path(path)
-    if not path.exists():
-        raise InputError("config file not found", path=path)
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise InputError(f"invalid YAML: {exc}", path=path) from None
-    if not isinstance(data, dict):
-        raise InputError("a curation config must be a mapping", path=path)
-    try:
-        return CurateConfig.model_validate(data)
-    except ValidationError as exc:
-        raise InputError(pydantic_message(exc), path=path, field=pydantic_field(exc)) from None
+    return load_yaml_model(path, CurateConfig, "config file")

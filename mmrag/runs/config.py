@@ -9,11 +9,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from mmrag.errors import InputError, pydantic_field, pydantic_message
 from mmrag.models.base import GenerationSettings, ModelSpec
 from mmrag.scenarios.spec import ScenarioSpec
+from mmrag.util import load_yaml_model
 
 
 class _Cfg(BaseModel):
@@ -66,19 +66,4 @@ class RunConfig(_Cfg):
 
 
 def load_run_config(path: str | Path) -> RunConfig:
-    import yaml
-
-    path = Path(path)
-    if not path.exists():
-        raise InputError("config file not found", path=path)
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        line = getattr(getattr(exc, "problem_mark", None), "line", None)
-        raise InputError(f"invalid YAML: {exc}", path=path, line=None if line is None else line + 1) from None
-    if not isinstance(data, dict):
-        raise InputError("a run config must be a mapping", path=path)
-    try:
-        return RunConfig.model_validate(data)
-    except ValidationError as exc:
-        raise InputError(pydantic_message(exc), path=path, field=pydantic_field(exc)) from None
+    return load_yaml_model(path, RunConfig, "config file")

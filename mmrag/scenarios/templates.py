@@ -26,9 +26,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
+from mmrag.util import read_yaml_mapping
 from mmrag.errors import InputError, pydantic_field, pydantic_message
 from mmrag.schema import DEFLECTION_PHRASE, canonical_json
 
@@ -115,15 +115,7 @@ def parse_template(data: Any, path: str | Path | None = None) -> PromptTemplate:
 def load_template(path: str | Path) -> PromptTemplate:
     """Read one template YAML file; any problem is an InputError naming the file (and field)."""
     path = Path(path)
-    if not path.is_file():
-        raise InputError("template file not found", path=path)
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise InputError(f"invalid YAML ({getattr(exc, 'problem', exc)})", path=path,
-                         line=mark.line + 1 if mark is not None else None) from None
-    return parse_template(data, path)
+    return parse_template(read_yaml_mapping(path, "template file"), path)
 
 
 def _bundled_dir():
