@@ -63,13 +63,13 @@ def main(argv: list[str] | None = None) -> int:
     except typer.Abort:
         print("mmrag: aborted", file=sys.stderr)
         return 130
-    except Exception as exc:  # click usage errors carry their own exit code
-        import click
-
-        if isinstance(exc, click.ClickException):
+    except Exception as exc:
+        # usage errors (unknown option, bad value): typer raises its own vendored click classes,
+        # which are not subclasses of the installed click's, so recognise them by behaviour
+        if callable(getattr(exc, "show", None)) and isinstance(getattr(exc, "exit_code", None), int):
             exc.show()
             return exc.exit_code
-        if isinstance(exc, click.exceptions.Exit):
+        if type(exc).__name__ == "Exit" and isinstance(getattr(exc, "exit_code", None), int):
             return exc.exit_code
         raise
     return rc if isinstance(rc, int) else 0

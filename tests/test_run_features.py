@@ -116,8 +116,6 @@ def test_score_rejudges_saved_responses_without_model_calls(demo, tmp_path, caps
             100.0 * sum(r["verdict"]["outcome"] == "correct" for r in after.values()) / 8)
 
 
-@pytest.mark.xfail(strict=True, reason="rescore() rewrites samples.jsonl and summary.json but leaves manifest.json "
-                                       "(config.judge, judge_id) naming the old judge")
 def test_rescoring_updates_the_judge_named_in_the_manifest(demo, tmp_path):
     with LoopbackServer(answer="A") as grader:
         out = tmp_path / "run"
@@ -222,8 +220,6 @@ def test_a_retriever_named_in_the_config_changes_the_negatives(demo, tmp_path):
 
 
 # -- sweeps: idempotent, and growing one costs only the new cells ----------------------------------
-@pytest.mark.xfail(strict=True, reason="`mmrag sweep` has no --base-url option, so --model openai:... cannot be "
-                                       "used with it (and the usage error escapes cli.main as a traceback)")
 def test_sweep_command_takes_an_openai_model(demo, tmp_path):
     with LoopbackServer(answer=GUESS) as srv:
         assert main(["sweep", "--config", str(SWEEP), "--benchmark", "demo", "--model", "openai:m",
@@ -231,8 +227,6 @@ def test_sweep_command_takes_an_openai_model(demo, tmp_path):
         assert requests(srv) > 0
 
 
-@pytest.mark.xfail(strict=True, reason="cli.main checks click.ClickException, but typer 0.29 raises its vendored "
-                                       "typer._click exceptions: usage errors escape as tracebacks, not exit 2")
 def test_usage_errors_exit_with_code_2(capsys):
     assert main(["run", "--no-such-flag"]) == 2
 
@@ -352,7 +346,7 @@ def test_three_benchmark_families_in_one_run_and_the_report(demo, knower, tmp_pa
     kh = groups[("demo-knowhal", "knowhal", "openai:knower")]["metrics"]
     assert kh["positive"] == 100.0 and kh["per_dimension"]["E"]["negative"] == 100.0
     assert set(kh["per_dimension"]) == {"E", "A", "R", "K"}
-    # HPS = (1 - Acc_neg / Acc_pos) x 100; the rule judge's misses on negatives are the next test's xfail
+    # HPS = (1 - Acc_neg / Acc_pos) x 100; the next test checks the rule judge on the negatives
     assert kh["hps"] == pytest.approx((1 - kh["negative"] / kh["positive"]) * 100)
     assert kh["overall"] == pytest.approx((kh["positive"] + kh["negative"]) / 2)
     assert groups[("demo-knowhal", "knowhal", "always-deflect")]["metrics"]["hps"] is None   # positive accuracy 0
@@ -373,10 +367,6 @@ def test_three_benchmark_families_in_one_run_and_the_report(demo, knower, tmp_pa
     assert html.lstrip().lower().startswith("<!doctype html") and "openai:knower" in html
 
 
-@pytest.mark.xfail(strict=True, reason="PremiseRejectionDetector splits clauses at ', ' so 'The cross is brown, not "
-                                       "black.' leaves a bare 'not black' that no pattern matches, and it has no "
-                                       "pattern for 'Nobody/No one ...': the benchmark's own reference rejections "
-                                       "of A, R and K negatives are judged 'accepts' (hallucination)")
 def test_knowhal_rule_judge_counts_the_reference_rejections_as_correct(home):
     from mmrag.benchmarks import load_benchmark
     from mmrag.runs.config import RunConfig

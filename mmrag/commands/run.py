@@ -131,7 +131,9 @@ def sweep(
     config: Path = typer.Option(..., "--config", help="sweep.yaml: a run config with `sweeps:` or a Sweep file"),
     out: Optional[Path] = typer.Option(None, "--out"),
     benchmark: str = typer.Option("demo", "--benchmark"),
-    model: str = typer.Option("context-reader", "--model"),
+    model: str = typer.Option("context-reader", "--model", help="BACKEND:MODEL or baseline names, comma-separated"),
+    base_url: Optional[str] = typer.Option(None, "--base-url"),
+    api_key_env: Optional[str] = typer.Option(None, "--api-key-env", help="name of the env var holding the key"),
     limit: Optional[int] = typer.Option(None, "--limit", min=1),
 ) -> None:
     """Run every cell of a sweep; cells already in the run directory are not run again."""
@@ -149,7 +151,8 @@ def sweep(
 
         load_sweep(config)  # validates the file, naming file and field on error
         cfg = RunConfig(benchmarks=[BenchmarkRef(name=b) for b in _split([benchmark])],
-                        models=[parse_model_arg(m) for m in _split([model])], sweeps=[str(config)], limit=limit)
+                        models=[parse_model_arg(m, base_url=base_url, api_key_env=api_key_env) for m in _split([model])],
+                        sweeps=[str(config)], limit=limit)
     target = out or (Path(cfg.out) if cfg.out else default_run_dir("sweep"))
     run_and_print(cfg, target, title=f"Sweep {config.name}")
 

@@ -11,6 +11,7 @@ that ``mmrag run --benchmark deflection --source`` reads directly.
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -186,7 +187,8 @@ def _report(samples: list[Sample], *stages: list[dict[str, Any]]) -> dict[str, A
         for r in kept:
             src = r.get("source") or "?"
             per_source[src][name] = per_source[src].get(name, 0) + 1
-        reasons[name] = Counter(r["reason"].split(" by ")[0].split(" (")[0] for r in rows if not r["kept"])
+        # group reasons by their wording, not their numbers ("only 2 negatives ..." ~ "only 3 ...")
+        reasons[name] = Counter(re.sub(r"\d+", "N", r["reason"].split(" by ")[0]) for r in rows if not r["kept"])
     for src, row in per_source.items():
         row["retained_pct"] = round(100.0 * row.get("stage3_oracle", 0) / max(row.get("input", 0), 1), 2)
     return {"totals": totals, "per_source": dict(per_source), "removal_reasons": {k: dict(v) for k, v in reasons.items()}}

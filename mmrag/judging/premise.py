@@ -38,6 +38,10 @@ REJECTION_PATTERNS: tuple[tuple[str, str], ...] = (
     ("correction", r"^(?:actually|in fact|in reality|contrary to)\b|\brather than\b|\binstead of\b|"
                    r"\bnot true\b|\bthat is not correct\b|\bthat's not correct\b|\bis incorrect\b"),
     ("leading_no", r"^no\b(?!\s+(?:doubt|question)\b)"),
+    # a correction tacked on after a comma: "The cross is brown, not black." (clauses are split at
+    # commas, so the "not X" half stands alone)
+    ("contrast_not", r"^not\s+(?:an?\s+|the\s+|in\s+|on\s+|at\s+)?\w+"),
+    ("nobody", r"\b(?:nobody|no one|no-one|no person|no people|none of them)\b"),
 )
 
 

@@ -12,6 +12,7 @@ from typing import Any
 from mmrag.errors import InputError
 from mmrag.judging import judge_many
 from mmrag.runs.config import JudgeConfig, RunConfig
+from mmrag.runs.manifest import RunManifest
 from mmrag.runs.store import ResultStore
 from mmrag.runs.summary import write_summary
 from mmrag.runs.wiring import make_judge
@@ -37,5 +38,10 @@ def rescore(run_dir: str | Path, judge: JudgeConfig) -> dict[str, Any]:
             rec.verdict = verdict
     store.rewrite(records)
     summary = write_summary(run_dir, records)
+    # the manifest must name the judge the records now carry (a later --resume judges with it too)
+    manifest = RunManifest.model_validate(json.loads(mpath.read_text(encoding="utf-8")))
+    manifest.config = cfg.model_dump(mode="json")
+    manifest.judge_id = ", ".join(sorted({r.verdict.judge_id for r in records if r.verdict.judge_id}))
+    manifest.write(run_dir)
     summary["changed_outcomes"] = changed
     return summary
