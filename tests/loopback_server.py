@@ -43,7 +43,7 @@ class Action:
 
     kind: str = "answer"
     text: str = "ok"
-    status: int = 200
+    code: int = 200  # HTTP status of a "status" action (not named `status`: that is the constructor below)
     retry_after: float | str | None = None
     delay: float = 0.0
     body: str | None = None
@@ -54,7 +54,7 @@ class Action:
 
     @classmethod
     def status(cls, code: int, retry_after: float | str | None = None, body: str | None = None) -> "Action":
-        return cls("status", status=code, retry_after=retry_after, body=body)
+        return cls("status", code=code, retry_after=retry_after, body=body)
 
     @classmethod
     def hang(cls, seconds: float) -> "Action":
@@ -246,8 +246,8 @@ class _Core:
         if a.kind == "status":
             extra = {"Retry-After": _fmt(a.retry_after)} if a.retry_after is not None else {}
             payload = a.body.encode() if a.body is not None else json.dumps(
-                {"error": {"message": f"scripted status {a.status}"}}).encode()
-            return await self.reply(rec, writer, a.status, payload, extra)
+                {"error": {"message": f"scripted status {a.code}"}}).encode()
+            return await self.reply(rec, writer, a.code, payload, extra)
         if a.kind == "malformed":
             return await self.reply(rec, writer, 200, b'{"id": "x", "choices": [ {"message": ')
         if a.kind == "bad_shape":
