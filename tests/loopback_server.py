@@ -62,7 +62,7 @@ class Action:
 
     malformed = classmethod(lambda cls: cls("malformed"))       # 200 with a truncated JSON body
     bad_shape = classmethod(lambda cls: cls("bad_shape"))       # 200, valid JSON, no choices
-    overflow = classmethod(lambda cls: cls("overflow", status=400))   # a context-length 400
+    overflow = classmethod(lambda cls: cls("overflow", code=400))   # a context-length 400
     close = classmethod(lambda cls: cls("close"))               # drop the connection, no reply
 
 
