@@ -33,7 +33,10 @@ def progress_bar() -> Iterator[Progress]:
     with Progress(SpinnerColumn(), TextColumn("[progress.description]{task.description}"), BarColumn(),
                   MofNCompleteColumn(), TaskProgressColumn(), _RateColumn(), TimeElapsedColumn(),
                   TextColumn("eta"), TimeRemainingColumn(), console=err_console, transient=False) as p:
-        yield p
+        from mmrag.indices.progress import shared_progress
+
+        with shared_progress(p):  # index builds and encoders draw into this display
+            yield p
 
 
 def scenario_label(spec: dict[str, Any]) -> str:

@@ -26,6 +26,21 @@ class _Bar:
         self._p.advance(self._t, n)
 
 
+_SHARED: Progress | None = None
+
+
+@contextlib.contextmanager
+def shared_progress(progress: Progress) -> Iterator[Progress]:
+    """Make long encoder/index jobs add their bars to ``progress`` (an already live display, e.g.
+    the CLI's) instead of opening a second live display, which rich refuses."""
+    global _SHARED
+    previous, _SHARED = _SHARED, progress
+    try:
+        yield progress
+    finally:
+        _SHARED = previous
+
+
 @contextlib.contextmanager
 def progress_bar(description: str, total: int | None, enabled: bool | None = None,
                  min_items: int = 2048) -> Iterator[_Bar | _NullBar]:
@@ -33,6 +48,9 @@ def progress_bar(description: str, total: int | None, enabled: bool | None = Non
     show = enabled if enabled is not None else (total is None or total >= min_items)
     if not show:
         yield _NullBar()
+        return
+    if _SHARED is not None:
+        yield _Bar(_SHARED, _SHARED.add_task(description, total=total))
         return
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), transient=True) as p:

@@ -82,7 +82,7 @@ def _retrieval_for(bench, specs: list[ScenarioSpec], config: RunConfig, progress
         from mmrag.retrieval import InMemoryDocStore
 
         return None, InMemoryDocStore(docs), {}
-    miner = build_miner(docs, config)
+    miner = build_miner(docs, config, progress=progress is not None)
     miner.prefetch(samples, _modalities(specs))  # one encoder call per index kind, not one per sample
     return miner, miner.store, index_hashes(miner)
 
@@ -92,12 +92,12 @@ def _modalities(specs: list[ScenarioSpec]) -> list[str]:
     return ["any"] if "any" in mods else sorted(mods)
 
 
-def build_miner(docs: list, config: RunConfig):
+def build_miner(docs: list, config: RunConfig, progress: bool | None = None):
     """The world miner over ``docs``, with any retriever the config names swapped in."""
     from mmrag.retrieval import IndexMiner, build_world_miner, create_retriever
 
     cache_dir = Path(config.retrieval.cache_dir) if config.retrieval.cache_dir else mmrag_home() / "indices"
-    miner = build_world_miner(docs, cache_dir, factory=config.retrieval.factory)
+    miner = build_world_miner(docs, cache_dir, factory=config.retrieval.factory, progress=progress)
     if not config.retrieval.retrievers:
         return miner
     retrievers = dict(miner.retrievers)
