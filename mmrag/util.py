@@ -117,3 +117,18 @@ def load_yaml_model(path: str | Path, model: type[M], what: str = "config file")
         return model.model_validate(data)
     except ValidationError as exc:
         raise InputError(pydantic_message(exc), path=path, field=pydantic_field(exc)) from None
+
+
+def read_json_mapping(path: str | Path, expected: str = "a JSON object") -> dict[str, Any]:
+    """A whole-file JSON object (E-VQA-style knowledge bases); errors name the file and line."""
+    path = Path(path)
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except FileNotFoundError:
+        raise InputError("file not found", path=path) from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"invalid JSON ({exc.msg})", path=path, line=exc.lineno) from None
+    if not isinstance(data, dict):
+        raise InputError(f"expected {expected}", path=path)
+    return data

@@ -23,7 +23,6 @@ images named by their ``dataset_image_ids`` (any sub-folder layout).
 from __future__ import annotations
 
 import csv
-import json
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -32,6 +31,7 @@ from mmrag.benchmarks.sources.base import SOURCES, BuildContext, SourceBuilder
 from mmrag.benchmarks.sources.fields import Fields, dedupe
 from mmrag.errors import InputError
 from mmrag.schema import stable_id
+from mmrag.util import read_json_mapping
 
 REQUIRED_COLUMNS = ("question", "answer", "dataset_image_ids", "question_type", "wikipedia_url",
                     "evidence_section_id")
@@ -65,13 +65,7 @@ def iter_csv(path: Path) -> Iterator[tuple[int, dict[str, str]]]:
 
 
 def load_kb(path: Path, needed: set[str]) -> dict[str, Fields]:
-    try:
-        with open(path, encoding="utf-8") as fh:
-            data = json.load(fh)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"invalid JSON ({exc.msg})", path=path, line=exc.lineno) from None
-    if not isinstance(data, dict):
-        raise InputError("expected a JSON object keyed by wikipedia_url", path=path)
+    data = read_json_mapping(path, "a JSON object keyed by wikipedia_url")
     return {url: Fields(data[url], path, key=url) for url in needed if url in data}
 
 

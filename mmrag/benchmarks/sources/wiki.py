@@ -14,7 +14,6 @@ Accepted InfoSeek KB formats (see docs/sources.md):
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,8 +23,7 @@ from mmrag.benchmarks.formats import KBRecord
 from mmrag.benchmarks.sources.base import BuildContext
 from mmrag.benchmarks.sources.fields import Fields
 from mmrag.benchmarks.sources.text import GoldPolicy, select_gold, split_passages
-from mmrag.errors import InputError
-from mmrag.util import iter_jsonl
+from mmrag.util import iter_jsonl, read_json_mapping
 
 _QID = re.compile(r"^Q\d+$")
 
@@ -79,13 +77,7 @@ def load_wikidata_kb(path: Path, needed: Iterable[str]) -> dict[str, WikiPage]:
             if qid in needed:
                 pages[qid] = _page_from(f, qid)
         return pages
-    try:
-        with open(path, encoding="utf-8") as fh:
-            data = json.load(fh)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"invalid JSON ({exc.msg})", path=path, line=exc.lineno) from None
-    if not isinstance(data, dict):
-        raise InputError("expected a JSON object keyed by URL or Wikidata id", path=path)
+    data = read_json_mapping(path, "a JSON object keyed by URL or Wikidata id")
     for key, entry in data.items():
         f = Fields(entry, path, key=key)
         qid = f.str("wikidata_id", default=key if _QID.match(str(key)) else None)
