@@ -1,0 +1,41 @@
+"""A local transformers VLM inside a whole run: the tiny random Qwen2-VL the backend tests build,
+named on the command line as ``transformers:PATH``, answers real demo prompts with interleaved
+query images and image evidence, and every answer is judged and written."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mmrag.cli import main
+from test_transformers_backend import build_tiny_qwen2vl
+
+
+@pytest.fixture(scope="module")
+def ckpt(tmp_path_factory):
+    return build_tiny_qwen2vl(tmp_path_factory.mktemp("tiny_qwen2vl"))
+
+
+def test_transformers_model_runs_the_demo_scenarios(ckpt, tmp_path, capsys):
+    out = tmp_path / "run"
+    code = main(["run", "--benchmark", "demo", "--model", f"transformers:{ckpt}", "--scenarios",
+                 "parametric,oracle,adversarial", "--negative-modality", "image", "--distractors", "1",
+                 "--limit", "3", "--max-new-tokens", "8", "--batch-size", "4", "--out", str(out)])
+    assert code == 0, capsys.readouterr().err
+    recs = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
+    kinds = {r["scenario"]["kind"] for r in recs}
+    assert kinds == {"parametric", "oracle", "adversarial"}
+    assert all(r["response"]["error"] is None for r in recs)
+    assert all(r["verdict"]["outcome"] in {"correct", "deflection", "hallucination", "unparseable"} for r in recs)
+    # image evidence reached the prompt that the processor received
+    adversarial = [r for r in recs if r["scenario"]["kind"] == "adversarial"]
+    assert any(p["type"] == "image" for r in adversarial for m in r["prompt"]["messages"] for p in m["content"])
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert any(fp.startswith("transformers") or "transformers" in fp for fp in manifest["models"].values())
+    # greedy answers are cached: the same command into a new directory makes no model call
+    again = tmp_path / "again"
+    assert main(["run", "--benchmark", "demo", "--model", f"transformers:{ckpt}", "--scenarios",
+                 "parametric,oracle,adversarial", "--negative-modality", "image", "--distractors", "1",
+                 "--limit", "3", "--max-new-tokens", "8", "--batch-size", "4", "--out", str(again)]) == 0
+    assert json.loads((again / "manifest.json").read_text())["counts"]["model_calls"] == 0
