@@ -104,3 +104,28 @@ def test_cohen_kappa_matches_sklearn_when_available():
     a = rng.choice(["correct", "deflection", "hallucination", "unparseable"], 200)
     b = np.where(rng.random(200) < 0.7, a, rng.choice(["correct", "deflection", "hallucination"], 200))
     assert cohen_kappa(list(a), list(b)) == pytest.approx(sk.cohen_kappa_score(a, b))
+
+
+def test_hps_interval_brackets_the_point_value_and_narrows_with_data():
+    from mmrag.metrics import hps_ci
+
+    rng = np.random.default_rng(0)
+
+    def pairs(n):
+        pos = rng.random(n) < 0.8          # positives right 80 % of the time
+        neg = rng.random(n) < 0.4          # negatives right 40 %: HPS ~ 50
+        scores = np.concatenate([pos, neg]).astype(float)
+        positive = np.concatenate([np.ones(n, bool), np.zeros(n, bool)])
+        clusters = np.concatenate([np.arange(n), np.arange(n)])
+        return scores, positive, clusters
+
+    s, p, c = pairs(200)
+    point = 100 * (1 - s[~p].mean() / s[p].mean())
+    lo, hi = hps_ci(s, p, c, n_boot=2000, seed=1)
+    assert lo < point < hi
+    s2, p2, c2 = pairs(2000)
+    lo2, hi2 = hps_ci(s2, p2, c2, n_boot=2000, seed=1)
+    assert (hi2 - lo2) < (hi - lo)
+    assert hps_ci(s, p, c, seed=3) == hps_ci(s, p, c, seed=3)
+    nan_lo, nan_hi = hps_ci(s[p], p[p], c[p])          # no negatives at all
+    assert np.isnan(nan_lo) and np.isnan(nan_hi)

@@ -71,6 +71,40 @@ def bootstrap_ci(values: np.ndarray, clusters: np.ndarray | None = None, level: 
     return (float(lo), float(hi))
 
 
+def hps_ci(scores: np.ndarray, positive: np.ndarray, clusters: np.ndarray | None = None, level: float = 0.95,
+           n_boot: int = 1000, seed: int = 0) -> tuple[float, float]:
+    """Percentile interval of KnowHal's HPS = (1 - Acc_neg / Acc_pos) x 100, a ratio of two rates.
+
+    Clusters (KnowHal pairs: a positive and its false-premise twin) are resampled jointly, so each
+    replicate recomputes both accuracies on the same resampled pairs; replicates whose positive
+    accuracy is 0 are undefined and dropped.  ``(nan, nan)`` when either polarity is missing.
+    """
+    scores = np.asarray(scores, dtype=float)
+    pos = np.asarray(positive, dtype=bool)
+    if not 0 < level < 1:
+        raise ValueError(f"level must be in (0, 1), got {level}")
+    if len(scores) != len(pos) or (clusters is not None and len(clusters) != len(scores)):
+        raise ValueError("scores, positive and clusters must have the same length")
+    if not pos.any() or pos.all():
+        return (float("nan"), float("nan"))
+    ps, pc = _cluster_sums(scores, clusters, pos.astype(float))
+    ns, nc = _cluster_sums(scores, clusters, (~pos).astype(float))
+    rng = np.random.default_rng(seed)
+    reps = np.empty(n_boot)
+    for start in range(0, n_boot, _CHUNK):
+        stop = min(n_boot, start + _CHUNK)
+        idx = rng.integers(0, len(ps), size=(stop - start, len(ps)))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            acc_pos = ps[idx].sum(1) / pc[idx].sum(1)
+            acc_neg = ns[idx].sum(1) / nc[idx].sum(1)
+            reps[start:stop] = np.where(acc_pos > 0, 100.0 * (1.0 - acc_neg / acc_pos), np.nan)
+    if np.isnan(reps).all():
+        return (float("nan"), float("nan"))
+    alpha = (1 - level) / 2
+    lo, hi = np.nanquantile(reps, [alpha, 1 - alpha])
+    return (float(lo), float(hi))
+
+
 class PairedResult(NamedTuple):
     diff: float          # mean(a) - mean(b)
     ci: tuple[float, float]

@@ -30,6 +30,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from mmrag.metrics import hps_ci
 from mmrag.reports.tables import CIOptions, order_key, rate_ci
 
 
@@ -66,6 +67,8 @@ def _hps(acc_pos: float, acc_neg: float) -> float:
 
 def _pol_cells(g: pd.DataFrame, opts: CIOptions) -> dict[str, object]:
     row: dict[str, object] = {}
+    row["hps_lo"], row["hps_hi"] = hps_ci(g["score"].to_numpy(), (g["polarity"] == "positive").to_numpy(),
+                                          g["_cluster"].to_numpy(), level=opts.level, n_boot=opts.n_boot, seed=opts.seed)
     for name, pol in (("acc_pos", "positive"), ("acc_neg", "negative")):
         sub = g[g["polarity"] == pol]
         row[f"n_{pol[:3]}"] = len(sub)
@@ -91,6 +94,7 @@ def knowhal_table(df: pd.DataFrame, opts: CIOptions = CIOptions()) -> pd.DataFra
             vals = [float(r[name]) for r in dims if not pd.isna(r[name])]
             macro[name] = float(np.mean(vals)) if vals else float("nan")
             macro[f"{name}_lo"] = macro[f"{name}_hi"] = float("nan")
+        macro["hps_lo"] = macro["hps_hi"] = float("nan")
         pooled = {"benchmark": bench, "model": model, "dimension": "pooled", **_pol_cells(gm, opts)}
         for row in (*dims, macro, pooled):
             row["overall"] = (float(row["acc_pos"]) + float(row["acc_neg"])) / 2.0
