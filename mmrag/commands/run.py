@@ -128,7 +128,8 @@ def run(
 
 
 def sweep(
-    config: Path = typer.Option(..., "--config", help="sweep.yaml: a run config with `sweeps:` or a Sweep file"),
+    config: Path = typer.Option(..., "--config", help="sweep.yaml (a Sweep, or a run config with `sweeps:`), "
+                                                      "or a built-in sweep name"),
     out: Optional[Path] = typer.Option(None, "--out"),
     benchmark: str = typer.Option("demo", "--benchmark"),
     model: str = typer.Option("context-reader", "--model", help="BACKEND:MODEL or baseline names, comma-separated"),
@@ -141,9 +142,14 @@ def sweep(
 
     from mmrag.models import parse_model_arg
 
+    from mmrag.scenarios import builtin_sweeps
+
+    if not config.exists() and str(config) in builtin_sweeps():  # `--config distractor-curve`
+        config = builtin_sweeps()[str(config)]
     data = yaml.safe_load(config.read_text(encoding="utf-8")) if config.exists() else None
     if data is None:
-        raise InputError("sweep config not found or empty", path=config)
+        raise InputError(f"sweep config not found or empty (built-in sweeps: {', '.join(sorted(builtin_sweeps()))})",
+                         path=config)
     if isinstance(data, dict) and "benchmarks" in data:
         cfg = load_run_config(config)
     else:
