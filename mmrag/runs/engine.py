@@ -119,6 +119,7 @@ def execute(config: RunConfig, run_dir: str | Path, *, argv: list[str] | None = 
                     cells.append((sample, spec, missing))
                 else:
                     not_applicable[spec.id] = not_applicable.get(spec.id, 0) + len(missing)
+        plan.prefetch([(sample, spec) for sample, spec, _ in cells])
         task = None
         if progress is not None and cells:
             task = progress.add_task(f"{plan.ref.name}: {len(cells)} prompts x {len(models)} model(s)",

@@ -54,6 +54,13 @@ class BenchmarkPlan:
     store: Any = None
     index_hashes: dict[str, str] = field(default_factory=dict)
 
+    def prefetch(self, cells: list[tuple[Sample, ScenarioSpec]]) -> None:
+        """Embed the mining queries of the cells about to be composed in one encoder call per
+        index kind (not one per sample); cells already done on a resume cost nothing."""
+        todo = [(sm, sp) for sm, sp in cells if sp.uses_negatives]
+        if self.miner is not None and todo and hasattr(self.miner, "prefetch"):
+            self.miner.prefetch(list({sm.id: sm for sm, _ in todo}.values()), _modalities([sp for _, sp in todo]))
+
     def fits(self, sample: Sample, spec: ScenarioSpec) -> bool:
         from mmrag.scenarios import applicable
 
@@ -69,8 +76,7 @@ class BenchmarkPlan:
             return None
 
 
-def _retrieval_for(bench, specs: list[ScenarioSpec], config: RunConfig, progress: Any,
-                   samples: list[Sample]) -> tuple[Any, Any, dict]:
+def _retrieval_for(bench, specs: list[ScenarioSpec], config: RunConfig, progress: Any) -> tuple[Any, Any, dict]:
     needs_neg = any(s.uses_negatives for s in specs)
     needs_gold = any(s.uses_gold for s in specs)
     if not (needs_neg or needs_gold):
@@ -83,7 +89,6 @@ def _retrieval_for(bench, specs: list[ScenarioSpec], config: RunConfig, progress
 
         return None, InMemoryDocStore(docs), {}
     miner = build_miner(docs, config, progress=progress is not None)
-    miner.prefetch(samples, _modalities(specs))  # one encoder call per index kind, not one per sample
     return miner, miner.store, index_hashes(miner)
 
 
@@ -129,7 +134,7 @@ def prepare_benchmarks(config: RunConfig, progress: Any = None) -> list[Benchmar
         samples = list(bench.samples())
         if config.limit is not None:
             samples = samples[: config.limit]
-        miner, store, hashes = _retrieval_for(bench, fitting, config, progress, samples)
+        miner, store, hashes = _retrieval_for(bench, fitting, config, progress)
         plans.append(BenchmarkPlan(ref=ref, kind=bench.kind, samples=samples, specs=fitting,
                                    fingerprint=bench.fingerprint(), miner=miner, store=store, index_hashes=hashes))
     return plans
