@@ -132,3 +132,29 @@ def read_json_mapping(path: str | Path, expected: str = "a JSON object") -> dict
     if not isinstance(data, dict):
         raise InputError(f"expected {expected}", path=path)
     return data
+
+
+def open_sqlite_wal(path: str | Path, schema: str, *, synchronous: str = "FULL", timeout: float = 60.0):
+    """A SQLite connection in WAL mode with ``schema`` (one CREATE ... IF NOT EXISTS statement)
+    applied, shared safely by several processes.
+
+    Why the retry: two processes opening a *new* file at once race on switching it to WAL, and
+    SQLite reports that as "database is locked" at once, without waiting on the busy timeout.
+    Autocommit mode (``isolation_level=None``): callers group writes in explicit transactions."""
+    import sqlite3
+    import time
+
+    conn = sqlite3.connect(str(path), timeout=timeout, check_same_thread=False, isolation_level=None)
+    conn.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute(f"PRAGMA synchronous={synchronous}")
+            conn.execute(schema)
+            return conn
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                conn.close()
+                raise
+            time.sleep(0.05)

@@ -32,7 +32,7 @@ from typing import Any, Iterable, Sequence
 
 from mmrag.errors import InputError
 from mmrag.schema import Prompt, Response, canonical_json
-from mmrag.util import mmrag_home
+from mmrag.util import open_sqlite_wal, mmrag_home
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (
@@ -67,11 +67,7 @@ class ResponseCache:
         self.misses = 0
         self.writes = 0
         try:
-            self._conn = sqlite3.connect(str(self.path), timeout=60.0, check_same_thread=False, isolation_level=None)
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute("PRAGMA synchronous=FULL")
-            self._conn.execute("PRAGMA busy_timeout=60000")
-            self._conn.execute(_SCHEMA)
+            self._conn = open_sqlite_wal(self.path, _SCHEMA, synchronous="FULL")
         except sqlite3.DatabaseError as exc:
             raise InputError(f"not a usable response cache ({exc})", path=self.path) from None
 

@@ -9,12 +9,12 @@ and committed in one transaction before being returned.
 from __future__ import annotations
 
 import json
-import sqlite3
 import threading
 from pathlib import Path
 from typing import Sequence
 
 from mmrag.retrieval.base import Hit, Query, Retriever
+from mmrag.util import open_sqlite_wal
 from mmrag.schema import canonical_json, sha256_bytes
 
 
@@ -30,12 +30,9 @@ class CachedRetriever:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(str(self.path), check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute("CREATE TABLE IF NOT EXISTS hits (key TEXT PRIMARY KEY, retriever TEXT NOT NULL, "
-                         "k INTEGER NOT NULL, hits TEXT NOT NULL)")
-        self._db.commit()
+        self._db = open_sqlite_wal(self.path, "CREATE TABLE IF NOT EXISTS hits (key TEXT PRIMARY KEY, "
+                                   "retriever TEXT NOT NULL, k INTEGER NOT NULL, hits TEXT NOT NULL)",
+                                   synchronous="NORMAL")
         self.hits = 0
         self.misses = 0
 
@@ -54,11 +51,16 @@ class CachedRetriever:
         self.misses += len(miss_idx)
         if miss_idx:
             fresh = self.retriever.retrieve([queries[i] for i in miss_idx], k)
-            with self._lock, self._db:
-                self._db.executemany(
-                    "INSERT OR REPLACE INTO hits (key, retriever, k, hits) VALUES (?, ?, ?, ?)",
-                    [(keys[i], self.fingerprint, int(k), json.dumps([h.model_dump(mode="json") for h in hl]))
-                     for i, hl in zip(miss_idx, fresh)])
+            rows = [(keys[i], self.fingerprint, int(k), json.dumps([h.model_dump(mode="json") for h in hl]))
+                    for i, hl in zip(miss_idx, fresh)]
+            with self._lock:
+                self._db.execute("BEGIN IMMEDIATE")  # autocommit connection: one transaction per batch
+                try:
+                    self._db.executemany("INSERT OR REPLACE INTO hits (key, retriever, k, hits) VALUES (?, ?, ?, ?)", rows)
+                    self._db.execute("COMMIT")
+                except BaseException:
+                    self._db.execute("ROLLBACK")
+                    raise
             for i, hl in zip(miss_idx, fresh):
                 found[keys[i]] = hl
         return [found[key] for key in keys]
