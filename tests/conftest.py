@@ -18,3 +18,13 @@ def _session_mmrag_home(tmp_path_factory):
     if "MMRAG_TEST_KEEP_HOME" not in os.environ:
         os.environ["MMRAG_HOME"] = str(tmp_path_factory.mktemp("mmrag_home"))
     yield
+
+
+@pytest.fixture(scope="module")
+def module_home(tmp_path_factory, request):
+    """One MMRAG_HOME for a whole test module, so the demo world and its indices are built once."""
+    mp = pytest.MonkeyPatch()
+    path = tmp_path_factory.mktemp(request.module.__name__.rsplit(".", 1)[-1] + "_home")
+    mp.setenv("MMRAG_HOME", str(path))
+    yield path
+    mp.undo()

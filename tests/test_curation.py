@@ -29,12 +29,8 @@ FILES = ("stage1_parametric.jsonl", "stage2_mining.jsonl", "stage3_oracle.jsonl"
 
 # -- shared fixtures -------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def home(tmp_path_factory):
-    mp = pytest.MonkeyPatch()
-    path = tmp_path_factory.mktemp("curation_home")
-    mp.setenv("MMRAG_HOME", str(path))
-    yield path
-    mp.undo()
+def home(module_home):
+    return module_home
 
 
 @pytest.fixture(scope="module")

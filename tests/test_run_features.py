@@ -28,12 +28,8 @@ SWEEP = Path(mmrag.__file__).parent / "configs" / "sweeps" / "distractor-curve.y
 
 
 @pytest.fixture(scope="module")
-def home(tmp_path_factory):
-    mp = pytest.MonkeyPatch()
-    path = tmp_path_factory.mktemp("run_features_home")
-    mp.setenv("MMRAG_HOME", str(path))
-    yield path
-    mp.undo()
+def home(module_home):
+    return module_home
 
 
 @pytest.fixture(scope="module")

@@ -22,17 +22,23 @@ import numpy as np
 
 from mmrag.metrics.base import METRICS, Scored, outcome_counts
 from mmrag.metrics.stats import cohen_kappa, confusion, rate
+from mmrag.schema import Verdict
 
 DIMENSIONS = ("E", "A", "R", "K")
 
 
-def _acc(it: Scored) -> float:
-    v = it.verdict
+def graded_accuracy(v: Verdict) -> float:
+    """An item's graded accuracy: the verdict's ``score`` (e.g. VQA soft accuracy) when the judge
+    gave one, else 1 for correct and 0 otherwise; unparseable counts 0 (never skipped)."""
     if v.outcome == "unparseable":
         return 0.0
     if v.score is not None:
         return float(v.score)
     return 1.0 if v.outcome == "correct" else 0.0
+
+
+def _acc(it: Scored) -> float:
+    return graded_accuracy(it.verdict)
 
 
 def _summary(pos: float | None, neg: float | None) -> dict[str, float | None]:

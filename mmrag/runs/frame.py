@@ -30,6 +30,7 @@ from typing import Any, Iterable, Sequence
 import pandas as pd
 
 from mmrag.errors import InputError
+from mmrag.metrics.knowhal import graded_accuracy
 from mmrag.runs.records import RunRecord
 from mmrag.schema import OUTCOMES, is_nota_text
 from mmrag.util import parse_record
@@ -124,14 +125,8 @@ def _nota_letter(rec: RunRecord) -> str | None:
 
 
 def _score(rec: RunRecord) -> float:
-    """The item's graded accuracy as :mod:`mmrag.metrics` counts it: the verdict's ``score`` (e.g.
-    VQA soft accuracy) when the judge gave one, else 1 for correct and 0 otherwise; unparseable is 0."""
-    v = rec.verdict
-    if v.outcome == "unparseable":
-        return 0.0
-    if v.score is not None:
-        return float(v.score)
-    return 1.0 if v.outcome == "correct" else 0.0
+    """The item's graded accuracy exactly as :mod:`mmrag.metrics` counts it."""
+    return graded_accuracy(rec.verdict)
 
 
 def record_row(rec: RunRecord, run: str = "") -> dict[str, Any]:
