@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Iterable
 
 from mmrag.errors import InputError
 from mmrag.judging import judge_many
@@ -76,7 +76,7 @@ def _ensure_writable(run_dir: Path) -> None:
 
 
 def execute(config: RunConfig, run_dir: str | Path, *, argv: list[str] | None = None,
-            progress: Any = None, on_batch: Callable[[int], None] | None = None) -> RunResult:
+            progress: Any = None) -> RunResult:
     """Run (or resume) ``config`` into ``run_dir``.  Safe to call again on the same directory."""
     run_dir = Path(run_dir)
     if run_dir.exists() and not run_dir.is_dir():
@@ -152,8 +152,6 @@ def execute(config: RunConfig, run_dir: str | Path, *, argv: list[str] | None = 
                     mining=dict(pr.metadata.get("mining", {})), timings={"compose_s": compose_s, "generate_s": gen_s})
                     for (sm, sp, pr), resp, verdict in zip(mine, responses, verdicts)]
                 new += store.append(recs)
-                if on_batch is not None:
-                    on_batch(new)
             if task is not None:
                 progress.advance(task, sum(len(c[2]) for c in batch))
     records = store.records()
