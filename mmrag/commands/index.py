@@ -30,8 +30,7 @@ def iter_kb(path: str | Path) -> Iterator[Document]:
         if rec.image:
             p = Path(rec.image)
             image = ImageRef(path=str(p if p.is_absolute() else path.parent / p))
-        yield Document(id=rec.id, modality=rec.modality, text=rec.text, image=image, title=rec.title,
-                       source=rec.source, entity_id=rec.entity_id, metadata=rec.metadata)
+        yield rec.to_document(image)
 
 
 def _encoder_spec(name: Optional[str], kwargs: Optional[str], kind: str) -> dict:

@@ -13,10 +13,13 @@ import typer
 from mmrag.commands._console import console, progress_bar, results_table
 from mmrag.errors import InputError
 from mmrag.models.base import GenerationSettings
+from mmrag.registry import allow_code as trusting_code
 from mmrag.runs.config import BenchmarkRef, CacheConfig, JudgeConfig, RunConfig, load_run_config
 from mmrag.runs.engine import RunResult, default_run_dir, execute
 from mmrag.scenarios.spec import ScenarioSpec
 
+ALLOW_CODE_HELP = ("import plug-ins the config names by dotted path (pkg.module:Class); only for configs you "
+                   "trust, never taken from a run directory")
 SCENARIO_KINDS = ("parametric", "oracle", "realistic", "adversarial", "humblebench", "knowhal")
 
 
@@ -68,6 +71,35 @@ def config_from_flags(benchmark: list[str], model: list[str], base_url: Optional
                      cache=CacheConfig(enabled=not no_cache, path=cache_path), settings=settings)
 
 
+def config_from_manifest(run_dir: Path) -> RunConfig:
+    """The config of a run directory, read as data: a damaged manifest or one whose secrets were
+    redacted when it was written is one clear error (the dotted-path check in the registries
+    refuses any code it names, since ``--resume`` never runs inside ``allow_code``)."""
+    from pydantic import ValidationError
+
+    from mmrag.errors import pydantic_field, pydantic_message
+    from mmrag.redact import REDACTED, find_redacted
+
+    mpath = run_dir / "manifest.json"
+    if not mpath.is_file():
+        raise InputError("no manifest.json here: not a run directory", path=run_dir)
+    try:
+        data = json.loads(mpath.read_bytes().decode("utf-8"))
+        raw = data["config"]
+    except (UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
+        raise InputError(f"unreadable manifest ({type(exc).__name__}); start a new run with --config",
+                         path=mpath) from None
+    hidden = find_redacted(raw)
+    if hidden:
+        raise InputError(f"the manifest's config had a secret removed ({REDACTED} at '{hidden}'); resume with "
+                         "the original config: --config FILE --out DIR (keys belong in --api-key-env)",
+                         path=mpath, field=f"config.{hidden}")
+    try:
+        return RunConfig.model_validate(raw)
+    except ValidationError as exc:
+        raise InputError(pydantic_message(exc), path=mpath, field=f"config.{pydantic_field(exc)}") from None
+
+
 def run_and_print(config: RunConfig, out: Path, title: str = "Results") -> RunResult:
     t0 = time.perf_counter()
     with progress_bar() as progress:
@@ -100,14 +132,15 @@ def run(
     batch_size: int = typer.Option(32, "--batch-size", min=1),
     max_new_tokens: Optional[int] = typer.Option(None, "--max-new-tokens"),
     out: Optional[Path] = typer.Option(None, "--out", help="run directory"),
+    allow_code: bool = typer.Option(False, "--allow-code", help=ALLOW_CODE_HELP),
 ) -> None:
     """Run benchmarks x scenarios x models, judge every answer, write a run directory."""
     if resume is not None:
-        mpath = resume / "manifest.json"
-        if not mpath.exists():
-            raise InputError("no manifest.json here: not a run directory", path=resume)
-        cfg = RunConfig.model_validate(json.loads(mpath.read_text(encoding="utf-8"))["config"])
-        run_and_print(cfg, resume)
+        if allow_code:
+            raise InputError("--allow-code does not apply to --resume: a run directory is data and the code its "
+                             "manifest names is never imported; to continue a run that uses a plug-in by dotted "
+                             "path, give its config again: --config FILE --allow-code --out DIR", field="--allow-code")
+        run_and_print(config_from_manifest(resume), resume)
         return
     if config is not None:
         cfg = load_run_config(config)
@@ -124,7 +157,8 @@ def run(
                 raise InputError("--source applies to exactly one --benchmark", field="--source")
             cfg.benchmarks[0].source = source
     target = out or (Path(cfg.out) if cfg.out else default_run_dir("run"))
-    run_and_print(cfg, target)
+    with trusting_code(allow_code):
+        run_and_print(cfg, target)
 
 
 def sweep(
@@ -136,6 +170,7 @@ def sweep(
     base_url: Optional[str] = typer.Option(None, "--base-url"),
     api_key_env: Optional[str] = typer.Option(None, "--api-key-env", help="name of the env var holding the key"),
     limit: Optional[int] = typer.Option(None, "--limit", min=1),
+    allow_code: bool = typer.Option(False, "--allow-code", help=ALLOW_CODE_HELP),
 ) -> None:
     """Run every cell of a sweep; cells already in the run directory are not run again."""
     import yaml
@@ -160,7 +195,8 @@ def sweep(
                         models=[parse_model_arg(m, base_url=base_url, api_key_env=api_key_env) for m in _split([model])],
                         sweeps=[str(config)], limit=limit)
     target = out or (Path(cfg.out) if cfg.out else default_run_dir("sweep"))
-    run_and_print(cfg, target, title=f"Sweep {config.name}")
+    with trusting_code(allow_code):
+        run_and_print(cfg, target, title=f"Sweep {config.name}")
 
 
 def demo(

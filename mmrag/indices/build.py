@@ -90,7 +90,7 @@ def document_fits(doc: Document, kind: str) -> bool:
     """Which documents an index kind holds: text = passages and captions, visual = anything with an
     image, multimodal = image+text documents."""
     if doc.modality in ("image", "multimodal") and doc.image is None:
-        raise InputError(f"document '{doc.id}' of modality {doc.modality} has no image", field="image")
+        raise InputError(f"document '{doc.id}': {doc.content_problem()}", field="image")
     if kind == "text":
         return doc.modality in ("text", "multimodal") and bool(doc.text.strip())
     if kind == "visual":

@@ -65,4 +65,4 @@ class VLM(Protocol):
 
 
 #: ``MODELS.create(backend_name, spec: ModelSpec) -> VLM``; entry-point group ``mmrag.models``.
-MODELS: Registry[VLM] = Registry("model backend", group="mmrag.models")
+MODELS: Registry[VLM] = Registry("model backend", group="mmrag.models", requires=("agenerate",))

@@ -21,6 +21,7 @@ from mmrag.errors import InputError
 from mmrag.judging import judge_many
 from mmrag.models.base import GenerationSettings, ModelSpec
 from mmrag.runs.config import RunConfig
+from mmrag.redact import redact
 from mmrag.runs.manifest import RunManifest
 from mmrag.runs.plan import BenchmarkPlan, prepare_benchmarks
 from mmrag.runs.records import RunRecord, record_key
@@ -56,7 +57,7 @@ def _check_resume(run_dir: Path, config: RunConfig) -> None:
         old = json.loads(path.read_text(encoding="utf-8"))["config"]
     except (ValueError, KeyError):
         raise InputError("manifest is unreadable; use a new --out directory", path=path) from None
-    new = config.model_dump(mode="json")
+    new = redact(config.model_dump(mode="json"))   # the manifest holds the redacted config
     old.pop("out", None)
     new.pop("out", None)
     if old != new:
