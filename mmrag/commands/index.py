@@ -9,6 +9,7 @@ from typing import Iterator, Optional
 import typer
 
 from mmrag.errors import InputError
+from mmrag.registry import allow_code as trusting_code
 from mmrag.schema import Document, ImageRef
 from mmrag.util import iter_jsonl, parse_record
 
@@ -54,7 +55,9 @@ def build(kb: Path = typer.Option(..., "--kb", help="kb.jsonl (one KBRecord per 
           shard_size: Optional[int] = typer.Option(None, "--shard-size", help="vectors per shard file"),
           batch_size: int = typer.Option(256, "--batch-size"),
           threads: Optional[int] = typer.Option(None, "--threads", help="FAISS CPU threads"),
-          device: str = typer.Option("cpu", "--device", help="cpu | auto | gpu (FAISS)")) -> None:
+          device: str = typer.Option("cpu", "--device", help="cpu | auto | gpu (FAISS)"),
+          allow_code: bool = typer.Option(False, "--allow-code", help="allow --encoder pkg.mod:Class (trusted code only)"),
+          ) -> None:
     """Encode a knowledge base and write a FAISS index with its manifest."""
     from mmrag.indices import INDEX_KINDS, build_index, create_encoder
 
@@ -62,7 +65,18 @@ def build(kb: Path = typer.Option(..., "--kb", help="kb.jsonl (one KBRecord per 
         raise InputError(f"unknown index kind '{kind}' (text | visual | multimodal)", field="--kind")
     if not kb.is_file():
         raise InputError("knowledge base file not found", path=kb)
-    enc = create_encoder(_encoder_spec(encoder, encoder_kwargs, kind))
+    if shard_size is not None and shard_size < 1:
+        raise InputError(f"must be at least 1, got {shard_size}", field="--shard-size")
+    if batch_size < 1:
+        raise InputError(f"must be at least 1, got {batch_size}", field="--batch-size")
+    from mmrag.indices.spool import clean_stale_spools
+
+    removed, freed = clean_stale_spools(out)
+    if removed:
+        typer.echo(f"removed {removed} stale build folder(s) of {out} left by killed builds "
+                   f"({freed / 1e6:.1f} MB freed)", err=True)
+    with trusting_code(allow_code):
+        enc = create_encoder(_encoder_spec(encoder, encoder_kwargs, kind))
     m = build_index(iter_kb(kb), enc, kind, factory=factory, out=out, shard_size=shard_size,
                     batch_size=batch_size, threads=threads, device=device, source=kb)
     typer.echo(f"wrote {m.kind} index to {out}: {m.count} vectors, dim {m.dim}, factory {m.factory}, "

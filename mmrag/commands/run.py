@@ -64,7 +64,11 @@ def config_from_flags(benchmark: list[str], model: list[str], base_url: Optional
     if not model:
         raise InputError("give --model BACKEND:MODEL or a baseline name (or --config FILE)", field="--model")
     specs = specs_from_flags(scenarios, distractors, negative_modality, positive_modality, strictness, seed)
-    settings = GenerationSettings(max_new_tokens=max_new_tokens) if max_new_tokens else None
+    settings = None
+    if max_new_tokens is not None:
+        if max_new_tokens < 1:
+            raise InputError(f"must be at least 1, got {max_new_tokens}", field="--max-new-tokens")
+        settings = GenerationSettings(max_new_tokens=max_new_tokens)
     models = [parse_model_arg(m, base_url=base_url, api_key_env=api_key_env) for m in model]
     return RunConfig(benchmarks=[BenchmarkRef(name=b) for b in benchmark], scenarios=specs, models=models,
                      judge=JudgeConfig(mode=judge), limit=limit, seed=seed, batch_size=batch_size,
@@ -101,9 +105,18 @@ def config_from_manifest(run_dir: Path) -> RunConfig:
 
 
 def run_and_print(config: RunConfig, out: Path, title: str = "Results") -> RunResult:
+    import errno
+
+    from mmrag.util import disk_full
+
     t0 = time.perf_counter()
-    with progress_bar() as progress:
-        result = execute(config, out, argv=sys.argv, progress=progress)
+    try:
+        with progress_bar() as progress:
+            result = execute(config, out, argv=sys.argv, progress=progress)
+    except OSError as exc:
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        raise disk_full(exc.filename or out, f"free space and resume: mmrag run --resume {out}") from None
     console.print(results_table(result.summary, title=title))
     errs = ", ".join(f"{k}={v}" for k, v in sorted(result.errors.items())) or "none"
     console.print(f"run directory: {out}  |  new records: {result.new_records}  |  model calls: {result.model_calls}"

@@ -28,7 +28,7 @@ from mmrag.errors import InputError
 from mmrag.indices.gpu import set_threads, to_cpu, to_gpu, want_gpu
 from mmrag.indices.manifest import INDEX_KINDS, IndexManifest, KBHasher, file_info
 from mmrag.indices.progress import progress_bar
-from mmrag.indices.spool import EmbeddingSpool
+from mmrag.indices.spool import EmbeddingSpool, clean_stale_spools
 from mmrag.schema import Document
 
 AUTO_FLAT_MAX = 200_000
@@ -188,7 +188,10 @@ def build_index_from_embeddings(batches: Iterable[tuple[Sequence[str], Sequence[
     import faiss
 
     out = Path(out)
+    if shard_size is not None and (isinstance(shard_size, bool) or int(shard_size) < 1):
+        raise InputError(f"shard size must be at least 1, got {shard_size}", field="shard_size")
     out.parent.mkdir(parents=True, exist_ok=True)
+    clean_stale_spools(out)
     tmp = out.parent / f".{out.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     tmp.mkdir()
     set_threads(threads)

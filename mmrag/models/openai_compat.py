@@ -38,7 +38,7 @@ from mmrag.errors import InputError, pydantic_field, pydantic_message
 from mmrag.models.aio import run_sync
 from mmrag.models.base import Capabilities, GenerationSettings, ModelSpec
 from mmrag.models.concurrency import AIMDLimiter
-from mmrag.models.render import openai_messages
+from mmrag.models.render import DATA_URL_TYPES, openai_messages
 from mmrag.redact import redact_text, strip_userinfo
 from mmrag.schema import Prompt, Response, Usage
 
@@ -213,7 +213,7 @@ class OpenAICompatible:
         self._ssl: Any = None
         server = o.server_id or strip_userinfo(self.base_url)   # a key in user:KEY@host never reaches a file
         self.fingerprint = f"openai:{model}" + (f"#{o.revision}" if o.revision else "") + f"@{server}"
-        self.capabilities = Capabilities(max_images=o.max_images, system_prompt=True)
+        self.capabilities = Capabilities(max_images=o.max_images, system_prompt=True, image_formats=DATA_URL_TYPES)
         self._policy = _Policy(o.max_retries, o.backoff_initial, o.backoff_max, o.max_retry_after)
 
     @classmethod
