@@ -122,10 +122,3 @@ def create_model(spec: ModelSpec, cache: ResponseCache | str | Path | None = DEF
         cache = ResponseCache.default() if str(cache) == DEFAULT_CACHE else ResponseCache(Path(cache))
     return CachedVLM(model, cache)
 
-
-def check_model_specs(config: Any) -> None:
-    """:func:`check_model_spec` for every model of a run config, the judge's included."""
-    for i, spec in enumerate(config.models):
-        check_model_spec(spec, f"models.{i}")
-    if getattr(config.judge, "model", None) is not None:
-        check_model_spec(config.judge.model, "judge.model")

@@ -21,10 +21,10 @@ from mmrag.errors import InputError
 from mmrag.judging import judge_many
 from mmrag.models.base import GenerationSettings, ModelSpec
 from mmrag.runs.config import RunConfig
-from mmrag.models.factory import check_model_specs
 from mmrag.models.inputs import check_plan_inputs
 from mmrag.redact import redact
 from mmrag.runs.manifest import RunManifest
+from mmrag.runs.preflight import check_config
 from mmrag.runs.plan import BenchmarkPlan, prepare_benchmarks
 from mmrag.runs.records import RunRecord, record_key
 from mmrag.runs.store import ResultStore
@@ -85,7 +85,7 @@ def execute(config: RunConfig, run_dir: str | Path, *, argv: list[str] | None = 
     if run_dir.exists() and not run_dir.is_dir():
         raise InputError("output path exists and is not a directory", path=run_dir)
     _check_resume(run_dir, config)
-    check_model_specs(config)   # model-config errors before any index is built
+    check_config(config)   # model options, plug-in names: errors before any index is built
     # Everything that can fail on bad input happens before the run directory is touched.
     plans = prepare_benchmarks(config, progress=progress)
     models = [(mspec, make_model(mspec, config)) for mspec in config.models]
