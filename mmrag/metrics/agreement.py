@@ -29,6 +29,9 @@ def agreement(path_a: str | Path, path_b: str | Path, *, field_a: str | None = N
     label is ``outcome`` when present, else ``label`` (or the field given)."""
     ids_a, la = _labels(Path(path_a), field_a)
     ids_b, lb = _labels(Path(path_b), field_b)
+    for path, labels in ((path_a, la), (path_b, lb)):
+        if not labels:
+            raise InputError("no labelled records in this file", path=path)
     if all(i is not None for i in ids_a + ids_b):
         index_b = {i: k for k, i in enumerate(ids_b)}
         missing = [i for i in ids_a if i not in index_b]

@@ -27,6 +27,13 @@ def image_type(image: ImageRef) -> str:
     try:
         return sniff_mime(head)
     except InputError:
+        pass
+    from PIL import Image
+
+    try:
+        with Image.open(image.path) as im:
+            return Image.MIME.get(im.format or "", f"image/{(im.format or 'unknown').lower()}")
+    except Exception:   # not an image at all: the loaders reject those; say what we saw
         return "unknown"
 
 

@@ -1,7 +1,7 @@
 """Everything about a run config that can be checked in milliseconds, checked before anything slow.
 
 Why: a typo in a model's ``base_url`` or ``timeout``, or a retriever named by a dotted path without
-``--allow-code``, used to surface only after the knowledge-base indices were built (tens of
+``--allow-code``, or a damaged response cache, used to surface only after the knowledge-base indices were built (tens of
 seconds to hours).  :func:`check_config` resolves every plug-in name (without instantiating
 anything, so no weights load and no code named in a config runs) and validates every model's
 options; the engine calls it first.
@@ -36,3 +36,8 @@ def check_config(config: Any) -> None:
     for kind, spec in config.retrieval.retrievers.items():
         for name in _retriever_names(spec):
             RETRIEVERS.get(name)   # unknown names and refused dotted paths fail here
+    if config.cache.enabled:   # a damaged response cache: named now, not after the indices
+        from mmrag.models.cache import ResponseCache
+
+        cache = ResponseCache(config.cache.path) if config.cache.path else ResponseCache.default()
+        cache.close()
