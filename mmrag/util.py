@@ -72,12 +72,19 @@ def write_jsonl_atomic(path: str | Path, rows: list[dict[str, Any]]) -> None:
     atomic_write_text(path, text)
 
 
-def nonfinite_field(obj: Any, where: str = "") -> str | None:
-    """The dotted location of the first NaN/Infinity in a parsed JSON value, else None.  JSON has no
-    such numbers; Python's parser accepts them, and writing them back gives ``null`` (a record
-    that can never be read back), so every reader refuses them."""
+def invalid_value(obj: Any, where: str = "") -> tuple[str, str] | None:
+    """``(dotted field, why)`` for the first value of a parsed JSON/YAML document that mmrag could
+    not write back, else None: a NaN or Infinity (JSON has no such numbers; Python's parser takes
+    them and writing them gives ``null``, a record that can never be read back) or a string with a
+    lone surrogate (a ``\\ud800`` escape: valid JSON text, but not encodable as UTF-8)."""
     if isinstance(obj, float):
-        return None if math.isfinite(obj) else (where or "(value)")
+        return None if math.isfinite(obj) else (where or "(value)", "non-finite number (NaN or Infinity) is not allowed")
+    if isinstance(obj, str):
+        try:
+            obj.encode("utf-8")
+        except UnicodeEncodeError:
+            return where or "(value)", "invalid Unicode (a lone surrogate escape such as \\ud800)"
+        return None
     if isinstance(obj, dict):
         items: Any = obj.items()
     elif isinstance(obj, list):
@@ -85,10 +92,19 @@ def nonfinite_field(obj: Any, where: str = "") -> str | None:
     else:
         return None
     for k, v in items:
-        hit = nonfinite_field(v, f"{where}.{k}" if where else str(k))
+        key_bad = invalid_value(k, where) if isinstance(k, str) else None
+        if key_bad is not None:
+            return key_bad
+        hit = invalid_value(v, f"{where}.{k}" if where else str(k))
         if hit is not None:
             return hit
     return None
+
+
+def nonfinite_field(obj: Any) -> str | None:
+    """The dotted location of the first NaN/Infinity (or unwritable string) in ``obj``, else None."""
+    bad = invalid_value(obj)
+    return bad[0] if bad else None
 
 
 def _raise(exc: InputError) -> None:
@@ -116,9 +132,9 @@ def parse_json_line(raw: bytes, path: Path, lineno: int) -> dict[str, Any]:
         raise InputError("invalid JSON (nested too deeply)", path=path, line=lineno) from None
     if not isinstance(obj, dict):
         raise InputError(f"expected a JSON object, got {type(obj).__name__}", path=path, line=lineno)
-    bad = nonfinite_field(obj)
+    bad = invalid_value(obj)
     if bad is not None:
-        raise InputError("non-finite number (NaN or Infinity) is not allowed", path=path, line=lineno, field=bad)
+        raise InputError(bad[1], path=path, line=lineno, field=bad[0])
     return obj
 
 
@@ -243,9 +259,9 @@ def read_yaml_mapping(path: str | Path, what: str = "file") -> dict[str, Any]:
         raise InputError("invalid YAML (nested too deeply)", path=path) from None
     if not isinstance(data, dict):
         raise InputError(f"a {what} must hold a mapping", path=path)
-    bad = nonfinite_field(data)
+    bad = invalid_value(data)
     if bad is not None:
-        raise InputError("non-finite number (.nan or .inf) is not allowed", path=path, field=bad)
+        raise InputError(bad[1], path=path, field=bad[0])
     return data
 
 
@@ -276,9 +292,9 @@ def read_json_mapping(path: str | Path, expected: str = "a JSON object") -> dict
         raise InputError("invalid JSON (nested too deeply)", path=path) from None
     if not isinstance(data, dict):
         raise InputError(f"expected {expected}", path=path)
-    bad = nonfinite_field(data)
+    bad = invalid_value(data)
     if bad is not None:
-        raise InputError("non-finite number (NaN or Infinity) is not allowed", path=path, field=bad)
+        raise InputError(bad[1], path=path, field=bad[0])
     return data
 
 

@@ -23,10 +23,18 @@ def resolve_image(value: str, base: Path, *, file: str | Path, line: int | None,
                   record: str) -> ImageRef:
     """A record's image path (relative to ``base`` unless absolute) as an ImageRef; a missing file
     is an InputError naming the data file, line, field and the record's id."""
+    if not isinstance(value, str) or not value or "\0" in value or len(value) > 4096:
+        shown = value[:80] + "..." if isinstance(value, str) and len(value) > 80 else value
+        raise InputError(f"not a usable image path: {shown!r} (record {record})", path=file, line=line, field=field)
     p = Path(value)
     if not p.is_absolute():
         p = base / p
-    if not p.is_file():
+    try:
+        found = p.is_file()
+    except OSError as exc:   # a name too long for the filesystem, a loop of links...
+        raise InputError(f"image path unusable ({exc.strerror}) (record {record})", path=file, line=line,
+                         field=field) from None
+    if not found:
         raise InputError(f"image not found: {p} (record {record})", path=file, line=line, field=field)
     _check_decodable(p, file=file, line=line, field=field, record=record)
     return ImageRef(path=str(p))
