@@ -160,26 +160,40 @@ def open_data_file(path: str | Path, what: str = "JSONL file"):
     return fh
 
 
-def iter_jsonl(path: str | Path, *, on_error: Callable[[InputError], None] = _raise
+def iter_jsonl(path: str | Path, *, on_error: Callable[[InputError], None] = _raise,
+               on_truncated_tail: Callable[[InputError], None] | None = None
                ) -> Iterator[tuple[int, dict[str, Any]]]:
     """THE JSONL reader: yield ``(line_number, object)`` for each non-blank line.
 
     One error policy: every problem of a line (not UTF-8, not JSON, not an object, a NaN or
-    Infinity) is an :class:`InputError` naming file, line (and field where there is one), handed to
-    ``on_error`` — which raises by default (loaders stop at the first bad record) and collects in
-    ``mmrag benchmark validate`` (which lists every problem); the bad line is then skipped.
+    Infinity, a lone surrogate) is an :class:`InputError` naming file, line (and field where there
+    is one), handed to ``on_error`` — which raises by default (loaders stop at the first bad
+    record) and collects in ``mmrag benchmark validate`` (which lists every problem); the bad line
+    is then skipped.  Append-only files (a run's records) may end in a line cut short by a kill:
+    when ``on_truncated_tail`` is given, a last line that does not parse goes there instead.
     Problems with the file as a whole (missing, a folder, parquet) always raise."""
     path = Path(path)
+
+    def one(lineno: int, raw: bytes, last: bool) -> Iterator[tuple[int, dict[str, Any]]]:
+        try:
+            obj = parse_json_line(raw, path, lineno)
+        except InputError as exc:
+            cut = last and on_truncated_tail is not None and exc.field is None and (
+                exc.message.startswith("invalid JSON") or exc.message.startswith("not UTF-8"))
+            (on_truncated_tail if cut else on_error)(exc)   # type: ignore[misc]
+            return
+        yield lineno, obj
+
     with open_data_file(path) as fh:
+        pending: tuple[int, bytes] | None = None   # one line of lookahead: is this the last one?
         for lineno, raw in enumerate(fh, start=1):
             if not raw.strip():
                 continue
-            try:
-                obj = parse_json_line(raw, path, lineno)
-            except InputError as exc:
-                on_error(exc)
-                continue
-            yield lineno, obj
+            if pending is not None:
+                yield from one(*pending, last=False)
+            pending = (lineno, raw)
+        if pending is not None:
+            yield from one(*pending, last=True)
 
 
 def parse_record(model: type[M], obj: dict[str, Any], *, path: str | Path | None = None,

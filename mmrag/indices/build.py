@@ -16,6 +16,7 @@ clustered 1 M x 384 data that keeps recall@10 near 0.98 at thousands of queries/
 from __future__ import annotations
 
 import datetime as _dt
+import errno
 import os
 import shutil
 import uuid
@@ -30,6 +31,7 @@ from mmrag.indices.manifest import INDEX_KINDS, IndexManifest, KBHasher, file_in
 from mmrag.indices.progress import progress_bar
 from mmrag.indices.spool import EmbeddingSpool, clean_stale_spools
 from mmrag.schema import Document
+from mmrag.util import disk_full
 
 AUTO_FLAT_MAX = 200_000
 AUTO_LARGE = ("HNSW32", {"efSearch": 128})
@@ -265,8 +267,10 @@ def build_index_from_embeddings(batches: Iterable[tuple[Sequence[str], Sequence[
         (tmp / "manifest.json").write_text(manifest.model_dump_json(indent=2) + "\n", encoding="utf-8")
         _publish(tmp, out)
         return manifest
-    except BaseException:
+    except BaseException as exc:
         shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise disk_full(out, "free space and build again (the old index, if any, is untouched)") from None
         raise
 
 

@@ -146,11 +146,12 @@ class ResponseCache:
         rows = []
         audit = []
         now = time.time()
+        redacted: dict[str, str] = {}   # fingerprint -> its redacted form, computed once per batch
         for key, fp, resp in items:
             if resp.error is not None:
                 continue
             stored = resp.model_copy(update={"cached": False})
-            fp = redact_text(fp)
+            fp = redacted[fp] if fp in redacted else redacted.setdefault(fp, redact_text(fp))
             rows.append((key, fp, stored.model_dump_json(), now))
             audit.append(json.dumps({"ts": round(now, 3), "op": "put", "key": key, "fingerprint": fp,
                                      "prompt_id": resp.prompt_id, "chars": len(resp.text)}, ensure_ascii=False))
