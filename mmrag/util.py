@@ -6,6 +6,7 @@ import errno
 import json
 import math
 import os
+import re
 import tempfile
 from pathlib import Path
 from typing import Any, Callable, Iterator, TypeVar
@@ -120,11 +121,37 @@ def _decode_line(raw: bytes, path: Path, lineno: int) -> str:
     return text.lstrip("\ufeff") if lineno == 1 else text
 
 
+class _NonFinite(ValueError):
+    pass
+
+
+def _no_constant(token: str) -> float:
+    raise _NonFinite(token)
+
+
+def _finite_float(token: str) -> float:
+    value = float(token)
+    if not math.isfinite(value):   # 1e999 parses to inf
+        raise _NonFinite(token)
+    return value
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
 def parse_json_line(raw: bytes, path: Path, lineno: int) -> dict[str, Any]:
     """One JSONL line as a JSON object, or an InputError naming file, line (and field for
-    non-finite numbers)."""
+    non-finite numbers and lone surrogates).
+
+    Fast path: NaN/Infinity tokens and overflowing floats are caught by the parser's own hooks, and
+    the object is walked (:func:`invalid_value`, to name the field) only when one was found or the
+    text holds a surrogate escape — so a clean line costs one ``json.loads``."""
     text = _decode_line(raw, path, lineno)
+    suspicious = False
     try:
+        obj = json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
+    except _NonFinite:
+        suspicious = True
         obj = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(f"invalid JSON ({exc.msg} at column {exc.colno})", path=path, line=lineno) from None
@@ -132,9 +159,10 @@ def parse_json_line(raw: bytes, path: Path, lineno: int) -> dict[str, Any]:
         raise InputError("invalid JSON (nested too deeply)", path=path, line=lineno) from None
     if not isinstance(obj, dict):
         raise InputError(f"expected a JSON object, got {type(obj).__name__}", path=path, line=lineno)
-    bad = invalid_value(obj)
-    if bad is not None:
-        raise InputError(bad[1], path=path, line=lineno, field=bad[0])
+    if suspicious or ("\\u" in text and _SURROGATE_ESCAPE.search(text)):
+        bad = invalid_value(obj)
+        if bad is not None:
+            raise InputError(bad[1], path=path, line=lineno, field=bad[0])
     return obj
 
 
