@@ -160,3 +160,8 @@ def test_stale_build_folders_are_removed_and_reported(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "removed 1 stale build folder" in err and "2.0 MB" in err
     assert not stale.exists() and live.exists() and (tmp_path / "idx" / "manifest.json").is_file()
+    manifest = json.loads((tmp_path / "idx" / "manifest.json").read_text())
+    manifest["shards"] = []      # "an index of 0 shards" must not load as an empty index
+    (tmp_path / "idx" / "manifest.json").write_text(json.dumps(manifest))
+    assert main(["index", "info", str(tmp_path / "idx")]) != 0
+    assert "0 shard(s)" in capsys.readouterr().err
