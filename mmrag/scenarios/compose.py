@@ -14,8 +14,11 @@ The four VLM-DeflectionBench retrieval scenarios are built here:
 
 ``positive_modality`` keeps only the gold documents of that modality (``any`` keeps all); when none
 is left the sample does not fit the spec and :class:`ScenarioNotApplicable` is raised rather than
-showing an "oracle" without gold.  Negatives come from ``miner.negatives(sample, n, modality, seed)``;
-a shortfall is recorded in ``metadata["mining"]``, never padded.  The budget (see
+showing an "oracle" without gold.  Negatives are the sample's curated ones (``negatives: curated``,
+the default where a sample has them) with the miner filling a shortfall, or
+``miner.negatives(sample, n, modality, seed)`` (``negatives: regenerate``); see
+:mod:`mmrag.scenarios.negatives`.  A remaining shortfall is recorded in ``metadata["mining"]``, never
+padded.  The budget (see
 :mod:`mmrag.scenarios.budget`) then drops documents, negatives first, and records each drop.
 
 HumbleBench and KnowHal builders live in their own modules and register themselves here.
@@ -33,6 +36,7 @@ from mmrag.scenarios import knowhal as _knowhal  # noqa: F401  (registers "knowh
 from mmrag.scenarios.base import (SCENARIO_BUILDERS, ScenarioNotApplicable, copy_choices, finish_prompt,
                                   option_lines, seeded_rng)
 from mmrag.scenarios.budget import apply_budget
+from mmrag.scenarios.negatives import choose_negatives
 from mmrag.scenarios.render import build_messages
 from mmrag.scenarios.spec import RETRIEVAL_KINDS, ScenarioSpec
 from mmrag.scenarios.templates import get_template
@@ -82,24 +86,6 @@ def _gold_documents(sample: Sample, spec: ScenarioSpec, store: DocStore | None) 
     return matching, len(docs)
 
 
-def _negatives(sample: Sample, spec: ScenarioSpec, miner: NegativeMiner | None) -> tuple[list[Document], dict]:
-    if not spec.uses_negatives:
-        return [], {"requested": 0, "found": 0, "shortfall": 0, "dropped_leaks": 0}
-    if miner is None:
-        raise InputError(f"scenario '{spec.kind}' with n_distractors={spec.n_distractors} needs a negative miner",
-                         field="miner")
-    res = miner.negatives(sample, spec.n_distractors, spec.negative_modality, seed=spec.seed)
-    gold = set(sample.gold_doc_ids)
-    docs = [d for d in res.documents if d.id not in gold]
-    guard = len(res.documents) - len(docs)  # a miner that returned gold: dropped here, and counted
-    docs = docs[: spec.n_distractors]
-    info = {"requested": spec.n_distractors, "found": len(docs),
-            "shortfall": max(0, spec.n_distractors - len(docs)), "dropped_leaks": res.dropped_leaks}
-    if guard:
-        info["dropped_gold"] = guard
-    return docs, info
-
-
 def _arrange(spec: ScenarioSpec, sample: Sample, gold: list[Context], negs: list[Context],
              meta: dict[str, Any]) -> list[Context]:
     if spec.kind != "realistic":
@@ -132,7 +118,7 @@ def build_retrieval_prompt(sample: Sample, spec: ScenarioSpec, miner: NegativeMi
     if spec.uses_gold:
         gold_docs, n_all = _gold_documents(sample, spec, store)
         meta["positive"] = {"modality": spec.positive_modality, "gold_total": n_all, "gold_matching": len(gold_docs)}
-    neg_docs, meta["mining"] = _negatives(sample, spec, miner)
+    neg_docs, meta["mining"] = choose_negatives(sample, spec, miner, store)
 
     candidates = ([Context(document=d.model_copy(deep=True), role="gold") for d in gold_docs]
                   + [Context(document=d.model_copy(deep=True), role="negative") for d in neg_docs])
