@@ -50,7 +50,8 @@ def test_every_kind_modality_strictness(world, spec):
     negs = [c for c in prompt.contexts if c.role == "negative"]
     gold_mods = {"g-text": "text", "g-img": "image", "g-mm": "multimodal"}
     if spec.uses_gold:
-        want = [g for g, m in gold_mods.items() if spec.positive_modality in ("any", m)]
+        rows = {"any": set(gold_mods.values()), "image": {"image", "multimodal"}}  # image row: gold with an image
+        want = [g for g, m in gold_mods.items() if m in rows.get(spec.positive_modality, {spec.positive_modality})]
         assert sorted(c.document.id for c in gold) == sorted(want)
     else:
         assert gold == []
@@ -326,3 +327,20 @@ def test_curated_negatives_are_the_negatives_with_a_counted_flagged_fill(world):
     p = compose(s, ScenarioSpec(kind="adversarial", n_distractors=2, negatives="regenerate"), miner=miner)
     assert not {c.document.id for c in p.contexts} & set(curated) and p.metadata["mining"]["from_curated"] == 0
     assert ScenarioSpec(kind="oracle", negatives="regenerate").id == ScenarioSpec(kind="oracle").id
+
+
+def test_paper_preset_and_the_visual_positive_row(world):
+    from mmrag.scenarios import load_sweep
+
+    specs = load_sweep("deflectionbench-paper").expand()
+    assert [s.kind for s in specs] == ["parametric", "oracle", "realistic", "adversarial"]
+    assert all(s.strictness == "moderate" for s in specs)
+    assert [(s.n_distractors, s.negative_modality, s.negatives) for s in specs[2:]] == [(2, "any", "curated")] * 2
+    sample, store, miner = world
+    # Table 5's "visual positive" row: gold that carries an image, image+caption included
+    p = compose(sample, ScenarioSpec(kind="oracle", positive_modality="image"), miner=miner)
+    assert [c.document.id for c in p.contexts] == ["g-img", "g-mm"]
+    mm_only = sample.model_copy(update={"gold_doc_ids": ["g-text", "g-mm"]})
+    assert applicable(mm_only, ScenarioSpec(kind="realistic", positive_modality="image"), store) is None
+    assert [c.document.id for c in compose(mm_only, ScenarioSpec(kind="oracle", positive_modality="text"),
+                                           miner=miner).contexts] == ["g-text"]

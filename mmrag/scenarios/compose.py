@@ -12,7 +12,8 @@ The four VLM-DeflectionBench retrieval scenarios are built here:
   block at that index among the negatives (clamped to the end, and the clamp is recorded).
 - ``adversarial``: the N negatives only, in the miner's rank order.
 
-``positive_modality`` keeps only the gold documents of that modality (``any`` keeps all); when none
+``positive_modality`` keeps only the gold documents of that modality (``any`` keeps all; ``image``
+keeps every gold that carries an image, image+caption included — :func:`gold_matches`); when none
 is left the sample does not fit the spec and :class:`ScenarioNotApplicable` is raised rather than
 showing an "oracle" without gold.  Negatives are the sample's curated ones (``negatives: curated``,
 the default where a sample has them) with the miner filling a shortfall, or
@@ -60,11 +61,23 @@ def applicable(sample: Sample, spec: ScenarioSpec, store: DocStore | None = None
         if not sample.gold_doc_ids:
             return "the sample has no gold documents"
         if spec.positive_modality != "any" and store is not None:
-            if not any(i in store and store.get(i).modality == spec.positive_modality for i in sample.gold_doc_ids):
+            if not any(i in store and gold_matches(store.get(i), spec.positive_modality) for i in sample.gold_doc_ids):
                 return f"no gold document of modality '{spec.positive_modality}'"
     if spec.kind == "humblebench":
         return _humblebench.applicable(sample, spec)
     return None
+
+
+def gold_matches(doc: Document, positive: str) -> bool:
+    """Whether a gold document belongs to the ``positive_modality`` row.  ``image`` is the paper's
+    "visual positive" row of Table 5: every gold that carries an image, an image with its caption
+    (WebQA image facts, MMDocRAG image quotes) included — otherwise those sources would fall out of
+    both the textual and the visual row.  ``multimodal`` keeps only image+caption gold."""
+    if positive == "any":
+        return True
+    if positive == "image":
+        return doc.image is not None and doc.modality in ("image", "multimodal")
+    return doc.modality == positive
 
 
 def _gold_documents(sample: Sample, spec: ScenarioSpec, store: DocStore | None) -> tuple[list[Document], int]:
@@ -77,7 +90,7 @@ def _gold_documents(sample: Sample, spec: ScenarioSpec, store: DocStore | None) 
             raise InputError(f"gold document '{doc_id}' of sample '{sample.id}' is not in the knowledge base",
                              field="gold_doc_ids")
         docs.append(store.get(doc_id))
-    matching = [d for d in docs if spec.positive_modality in ("any", d.modality)]
+    matching = [d for d in docs if gold_matches(d, spec.positive_modality)]
     if not matching:
         reason = ("the sample has no gold documents" if not docs
                   else f"no gold document of modality '{spec.positive_modality}' "
