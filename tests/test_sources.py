@@ -40,7 +40,11 @@ def write_img(path: Path, seed: int) -> Path:
 
 
 def load(out: Path) -> tuple[list[DeflectionRecord], dict[str, KBRecord]]:
-    """Re-read both files with the models; check ids, references and images on disk."""
+    """Validate the build as `mmrag benchmark validate` does, re-read both files with the models,
+    check ids, references and images on disk."""
+    from mmrag.benchmarks.validate import validate_deflection, validate_kb
+
+    assert validate_deflection(out) == [] and validate_kb(kb_path_for(out)) == []
     recs = read_jsonl_models(out, DeflectionRecord)
     kb = {d.id: d for d in read_jsonl_models(kb_path_for(out), KBRecord)}
     assert len({r.sample_id for r in recs}) == len(recs)
