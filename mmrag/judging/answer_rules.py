@@ -133,6 +133,14 @@ class GenericRule:
             return Match("gives", ref, f"reply contains the reference {ref!r}", details={"match": "contains"})
         if negated_only:
             return Match("contradicts", reply, "reply negates the reference answer", decided=False)
+        # a short reply naming the tail of a multi-word name ("Obama" for "Barack Obama"): SimpleQA
+        # presumes the omitted part
+        if 0 < len(toks) <= 3:
+            for ref in refs:
+                rtoks = self.norm_tokens(ref)
+                if len(rtoks) > len(toks) and rtoks[-len(toks):] == toks and ref[:1].isupper():
+                    return Match("gives", ref, f"reply names the end of {ref!r}", decided=False,
+                                 details={"match": "name tail"})
         return None
 
     @staticmethod
@@ -169,6 +177,15 @@ class GenericRule:
         if best < 0:
             return None
         details = {"key_phrase": list(best_key), "key_recall": round(best, 3)}
+        key_numbers = {k for k in best_key if k[:1].isdigit()}
+        if key_numbers:  # a number in the key phrase is the answer: it must be the reply's number
+            q = set(words(ctx.question))
+            said = {t for t in reply_toks if t[:1].isdigit() and t not in q}
+            if said and not key_numbers & said:
+                return Match("contradicts", " ".join(sorted(said)), "reply gives another number than the reference",
+                             details=details)
+            if not said:
+                best = min(best, (len(best_key) - len(key_numbers)) / len(best_key) * 0.99)
         if best >= KEY_RECALL:
             idx = [i for i, t in enumerate(reply_toks) if t in best_key]
             if idx and all(negated_at(reply_toks, i) for i in idx):

@@ -60,7 +60,7 @@ class KnowHalJudge:
         return self.judge_many([(sample, prompt, response)])[0]
 
     def judge_many(self, items: Sequence[tuple[Sample, Prompt, Response]]) -> list[Verdict]:
-        self.open.rules.prime([r.text for _, _, r in items if not r.error])
+        self.open.rules.prime([(r.text, s.question) for s, _, r in items if not r.error])
         out: list[Verdict] = []
         to_llm: list[int] = []
         for i, (sample, prompt, response) in enumerate(items):

@@ -90,10 +90,10 @@ class OpenAnswerRules:
     def body_of(text: str) -> str:
         return _ANSWER_PREFIX.sub("", _MARKDOWN.sub("", text).strip())
 
-    def prime(self, texts: Sequence[str]) -> None:
-        """Embed, in one batch, the replies the semantic detector may need."""
+    def prime(self, items: Sequence[tuple[str, str]]) -> None:
+        """Embed, in one batch, the (reply, question) pairs the semantic detector may need."""
         if self.semantic is not None:
-            self.semantic.prime([self.body_of(t) for t in texts if t and t.strip()])
+            self.semantic.prime([(self.body_of(t), q) for t, q in items if t and t.strip()])
 
     def decide(self, sample: Sample, text: str) -> Decision:
         ctx = context_of(sample)
@@ -121,6 +121,8 @@ class OpenAnswerRules:
             return "hallucination", m.extracted or answer, m.reason, m.decided, details
         if m is None:
             return "unparseable", answer, "no reference answer to match against", True, details
+        if analysis.refusals and analysis.guess:
+            return "hallucination", answer, "a guess without the reference (after a refusal)", False, details
         return self._absent(sample, body, answer, details)
 
     def _absent(self, sample: Sample, body: str, answer: str, details: dict[str, Any]) -> Decision:
@@ -157,7 +159,7 @@ class OpenAnswerJudge:
                        score=score, details=details)
 
     def judge_many(self, items: Sequence[tuple[Sample, Prompt, Response]]) -> list[Verdict]:
-        self.rules.prime([r.text for _, _, r in items if not r.error])
+        self.rules.prime([(r.text, s.question) for s, _, r in items if not r.error])
         return [self.judge(*it) for it in items]
 
 

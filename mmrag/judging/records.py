@@ -111,8 +111,19 @@ def record_to_item(rec: dict[str, Any], path: Path, line: int) -> tuple[Sample, 
     return sample, prompt, response
 
 
-def judge_file(input_path: str | Path, output_path: str | Path, judge) -> dict[str, int]:
-    """Judge every record of ``input_path`` and write them to ``output_path``; returns counts."""
+def judge_stats(verdicts) -> dict[str, Any]:
+    """Outcome counts plus the LLM judge's share: items it graded, replies served from the cache,
+    and failed judge calls (counted like failed model calls, never folded into an outcome)."""
+    llm = [v for v in verdicts if "judge_reply" in v.details or v.reason.startswith("judge error")]
+    return {"counts": dict(Counter(v.outcome for v in verdicts)), "judged_by_llm": len(llm),
+            "judge_cached": sum(bool(v.details.get("judge_cached")) for v in llm),
+            "judge_failures": sum(v.reason.startswith("judge error") for v in llm),
+            "judge_unreadable": sum(v.reason == "judge reply states no single grade" for v in llm)}
+
+
+def judge_file(input_path: str | Path, output_path: str | Path, judge) -> dict[str, Any]:
+    """Judge every record of ``input_path`` and write them to ``output_path``; returns
+    :func:`judge_stats`."""
     input_path = Path(input_path)
     rows: list[dict[str, Any]] = []
     items = []
@@ -127,4 +138,4 @@ def judge_file(input_path: str | Path, output_path: str | Path, judge) -> dict[s
         out.append({**rec, "outcome": v.outcome, "extracted": v.extracted, "judge_id": v.judge_id,
                     "judge_reason": v.reason})
     write_jsonl_atomic(output_path, out)
-    return dict(Counter(v.outcome for v in verdicts))
+    return judge_stats(verdicts)

@@ -7,8 +7,11 @@ director.").  Each sentence of a reply is embedded with the bundled MiniLM (``gt
 the encoder :mod:`mmrag.indices.encoders` already ships) and compared with a labelled bank of
 *deflect* and *answer* prototypes (``data/deflection_prototypes.json``, plain text; the
 prototype embeddings are cached in ``$MMRAG_HOME/judge/`` as ``.npz`` keyed by the bank's hash and
-the encoder's fingerprint, never pickled).  A sentence's score is the mean cosine of its ``k``
-nearest deflect prototypes minus that of its ``k`` nearest answer prototypes.
+the encoder's fingerprint, never pickled).  A logistic regression (scikit-learn, which
+sentence-transformers already requires) is fitted on the prototype embeddings, deflect = 1 — its
+weights are cached in the same ``.npz`` — and a sentence's score is its logit.  Before embedding,
+the question's own content words are masked (:func:`mask_topic`): the classifier should read the
+reply's stance, not its topic.
 
 The embedding alone never makes a deflection: the reply must also **assert no candidate answer**
 (:func:`asserts_candidate`: no number, name or hedged guess that the question does not already
@@ -44,12 +47,45 @@ _PROPER_IGNORE = frozenset({"I", "I'm", "I've", "I'd", "Sorry", "Unfortunately",
 @dataclass
 class SentenceCall:
     text: str
-    score: float          # mean top-k similarity to deflect prototypes minus to answer prototypes
+    score: float          # classifier logit: > 0 declines, < 0 asserts
     candidate: bool       # asserts a candidate answer (number, new name, hedged guess)
+
+
+_CLAUSES = re.compile(r"\s*(?:,\s*|\s)(?=(?:but|however|although|though|whereas|yet)\b)|;\s*", re.I)
 
 
 def split_sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCES.split(text.strip()) if s.strip()]
+
+
+def units(text: str) -> list[str]:
+    """Sentences, and the clauses of a sentence cut before a contrast ("X, but never Y"): a reply
+    declines when one part declines and no part offers a candidate."""
+    out: list[str] = []
+    for sent in split_sentences(text):
+        out.append(sent)
+        parts = [_LEAD.sub("", p.strip(" ,")) for p in _CLAUSES.split(sent) if p.strip(" ,")]
+        if len(parts) > 1:
+            out.extend(p for p in parts if p)
+    return out
+
+
+_LEAD = re.compile(r"^(?:but|however|although|though|whereas|yet)\b[\s,]*", re.I)
+
+
+def mask_topic(text: str, question: str) -> str:
+    """The unit with the question's own content words replaced by "something": the embedding
+    should see the reply's stance (declining or asserting), not its topic, which the question and
+    the reply share either way."""
+    q = {stem(w) for w in words(question) if w not in STOPWORDS}
+    if not q:
+        return text
+
+    def sub(m: re.Match[str]) -> str:
+        w = m.group(0)
+        return "something" if stem(w.lower()) in q and w.lower() not in STOPWORDS else w
+
+    return re.sub(r"[A-Za-z]+", sub, text)
 
 
 def asserts_candidate(sentence: str, question: str) -> bool:
@@ -71,6 +107,8 @@ def asserts_candidate(sentence: str, question: str) -> bool:
 class PrototypeBank:
     """Deflect/answer prototypes and their embeddings (computed once per bank and encoder)."""
 
+    C = 1.0  # inverse regularisation of the classifier
+
     def __init__(self, path: str | Path = BANK_PATH, encoder=None, k: int = 3,
                  cache_dir: str | Path | None = None) -> None:
         self.path = Path(path)
@@ -81,7 +119,7 @@ class PrototypeBank:
         self._encoder = encoder
         self._cache_dir = Path(cache_dir) if cache_dir else None
         self._memo: dict[str, np.ndarray] = {}
-        self._protos: tuple[np.ndarray, np.ndarray] | None = None
+        self._protos: tuple[np.ndarray, np.ndarray, np.ndarray, float] | None = None
         self.bank_hash = hashlib.sha256(self.path.read_bytes()).hexdigest()[:16]
 
     @property
@@ -96,20 +134,26 @@ class PrototypeBank:
         from mmrag.util import mmrag_home
 
         fp = hashlib.sha256(self.encoder.fingerprint.encode()).hexdigest()[:12]
-        return (self._cache_dir or mmrag_home() / "judge") / f"deflection-bank-{self.bank_hash}-{fp}.npz"
+        return (self._cache_dir or mmrag_home() / "judge") / f"deflection-bank-{self.bank_hash}-{fp}-lr{self.C:g}.npz"
 
-    def prototypes(self) -> tuple[np.ndarray, np.ndarray]:
+    def prototypes(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+        """(deflect embeddings, answer embeddings, classifier weights, bias), cached as .npz."""
         if self._protos is None:
             f = self._cache_file()
             if f.exists():
                 with np.load(f, allow_pickle=False) as z:
-                    self._protos = (z["deflect"], z["answer"])
+                    self._protos = (z["deflect"], z["answer"], z["coef"], float(z["intercept"]))
             else:
+                from sklearn.linear_model import LogisticRegression
+
                 vecs = self.encoder.encode_text(self.deflect + self.answer)
-                self._protos = (vecs[:len(self.deflect)], vecs[len(self.deflect):])
+                d, a = vecs[:len(self.deflect)], vecs[len(self.deflect):]
+                lr = LogisticRegression(C=self.C, max_iter=2000).fit(
+                    vecs, np.r_[np.ones(len(d)), np.zeros(len(a))])
+                self._protos = (d, a, lr.coef_[0].astype(np.float32), float(lr.intercept_[0]))
                 f.parent.mkdir(parents=True, exist_ok=True)
-                tmp = f.with_suffix(".tmp.npz")
-                np.savez(tmp, deflect=self._protos[0], answer=self._protos[1])
+                tmp = f.with_name(f.stem + ".tmp.npz")
+                np.savez(tmp, deflect=d, answer=a, coef=self._protos[2], intercept=np.float32(self._protos[3]))
                 tmp.replace(f)
         return self._protos
 
@@ -124,12 +168,9 @@ class PrototypeBank:
         self.prime(texts)
         if not texts:
             return []
-        d, a = self.prototypes()
+        _, _, coef, bias = self.prototypes()
         x = np.stack([self._memo[t] for t in texts])
-        k = min(self.k, len(d), len(a))
-        sd = np.sort(x @ d.T, axis=1)[:, -k:].mean(axis=1)
-        sa = np.sort(x @ a.T, axis=1)[:, -k:].mean(axis=1)
-        return [float(v) for v in sd - sa]
+        return [float(v) for v in x @ coef + bias]
 
 
 @dataclass
@@ -144,22 +185,30 @@ class SemanticCall:
 
 class SemanticDeflectionDetector:
     """Sentence-level calls against a :class:`PrototypeBank`; ``margin`` is the score band around 0
-    inside which a sentence is undecided (tuned on tests/data/judge_tuning.jsonl only)."""
+    inside which a sentence is undecided, in logit units (tuned on tests/data/judge_tuning.jsonl and
+    hand_labelled.jsonl only)."""
 
-    def __init__(self, bank: PrototypeBank | None = None, margin: float = 0.03) -> None:
+    def __init__(self, bank: PrototypeBank | None = None, margin: float = 0.3) -> None:
         self.bank = bank or PrototypeBank()
         self.margin = margin
 
-    def prime(self, replies: Sequence[str]) -> None:
-        self.bank.prime([s for r in replies for s in split_sentences(r)])
+    def prime(self, pairs: Sequence[tuple[str, str]]) -> None:
+        """Embed, in one batch, the units of each (reply, question)."""
+        self.bank.prime([mask_topic(u, q) for r, q in pairs for u in units(r)])
 
     def analyse(self, reply: str, question: str) -> SemanticCall:
-        sents = split_sentences(reply)
-        if not sents:
+        parts = units(reply)
+        if not parts:
             return SemanticCall(False, False, [])
-        calls = [SentenceCall(s, sc, asserts_candidate(s, question)) for s, sc in zip(sents, self.bank.scores(sents))]
-        asserts = any(c.candidate or c.score < -self.margin for c in calls)
-        deflects = not asserts and any(c.score > self.margin for c in calls)
+        sentences = set(split_sentences(reply))
+        calls = []
+        for u, sc in zip(parts, self.bank.scores([mask_topic(u, question) for u in parts])):
+            # a bare short sentence that does not decline ("The hardware segment.") is an answer
+            short = u in sentences and len(words(u)) <= 4 and sc <= self.margin
+            calls.append(SentenceCall(u, sc, short or asserts_candidate(u, question)))
+        candidate = any(c.candidate for c in calls)
+        deflects = not candidate and max(c.score for c in calls) > self.margin
+        asserts = not deflects and (candidate or min(c.score for c in calls) < -self.margin)
         return SemanticCall(deflects, asserts, calls)
 
 

@@ -48,6 +48,10 @@ class WebQARule(GenericRule):
         data = json.loads(self.vocab_path.read_text(encoding="utf-8"))
         return {k: frozenset(v) for k, v in data.items() if isinstance(v, list)}
 
+    @cached_property
+    def canonical(self) -> dict[str, str]:
+        return dict(json.loads(self.vocab_path.read_text(encoding="utf-8")).get("canonical", {}))
+
     def category(self, ctx: AnswerContext) -> str:
         return str(ctx.question_type or ctx.metadata.get("Qcate") or ctx.metadata.get("question_type") or "Others")
 
@@ -87,7 +91,8 @@ class WebQARule(GenericRule):
         said = set(_free(words(reply), lambda t: t in domain and t != "yes")) - (q - gold)
         if not gold or not said:
             return None
-        return self._overlap(gold, said, f"{cat} words")
+        canon = self.canonical
+        return self._overlap({canon.get(t, t) for t in gold}, {canon.get(t, t) for t in said}, f"{cat} words")
 
     def _number(self, ctx: AnswerContext, reply: str, cat: str) -> Match | None:
         q = set(words(ctx.question))
