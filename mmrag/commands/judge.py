@@ -122,3 +122,22 @@ def register(app: typer.Typer, *, score: typer.Typer | None = None) -> None:
         app.add_typer(score_app, name="score")
     else:
         score.command("humblebench")(score_humblebench_command)
+
+
+def judge_config(mode: str | None, model: str | None, base_url: str | None, api_key_env: str | None, base=None):
+    """A run's JudgeConfig from the judge flags, over ``base`` (a config file's) when given: flags
+    that are set win.  Modes ``llm`` and ``rule+llm`` need a judge model."""
+    from mmrag.runs.config import JudgeConfig
+
+    cfg = base.model_copy() if base is not None else JudgeConfig()
+    if mode:
+        if mode not in ("rule", "llm", "rule+llm"):
+            raise InputError(f"unknown judge mode {mode!r}; one of rule, llm, rule+llm", field="--judge")
+        cfg.mode = mode
+    spec = judge_model_spec(model, base_url, api_key_env)
+    if spec is not None:
+        cfg.model = spec
+    if cfg.mode != "rule" and cfg.model is None:
+        raise InputError(f"judge mode '{cfg.mode}' needs a judge model (--judge-model BACKEND:MODEL)",
+                         field="--judge-model")
+    return cfg
