@@ -98,7 +98,7 @@ class KnowHalJudge:
             return self._negative(sample, response, base)
         if not sample.answers:
             raise ValueError(f"KnowHal positive sample {sample.id} has no reference answers")
-        v = self.open.judge(sample, prompt, response)
+        v = self.open.judge(sample, prompt, response, rule_name="knowhal")
         v.judge_id = self.judge_id
         v.details.update(base)
         return v

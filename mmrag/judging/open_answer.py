@@ -95,7 +95,7 @@ class OpenAnswerRules:
         if self.semantic is not None:
             self.semantic.prime([(self.body_of(t), q) for t, q in items if t and t.strip()])
 
-    def decide(self, sample: Sample, text: str) -> Decision:
+    def decide(self, sample: Sample, text: str, rule_name: str | None = None) -> Decision:
         ctx = context_of(sample)
         refs = [a for a in ctx.answers if a and a.strip()]
         if not text.strip():
@@ -108,7 +108,7 @@ class OpenAnswerRules:
         if analysis.is_deflection and not analysis.explained:
             return "deflection", None, "refusal", True, details
         answer = analysis.answer_text if analysis.refusals else body
-        rule = rule_for(sample.source)
+        rule = rule_for(rule_name or sample.source)
         details["answer_rule"] = rule.rule_id
         m: Match | None = rule.match(ctx, answer) if (refs or ctx.numeric_ranges) else None
         if m is not None:
@@ -147,10 +147,12 @@ class OpenAnswerJudge:
                  semantic=None) -> None:
         self.rules = OpenAnswerRules(config, detector, semantic)
 
-    def judge(self, sample: Sample, prompt: Prompt, response: Response) -> Verdict:
+    def judge(self, sample: Sample, prompt: Prompt, response: Response, rule_name: str | None = None) -> Verdict:
+        """``rule_name`` overrides the answer rule the sample's source picks (KnowHal's judge
+        always scores positives with the ``knowhal`` VQA rule)."""
         if response.error:
             return error_verdict(response, self.judge_id)
-        outcome, extracted, reason, decided, details = self.rules.decide(sample, response.text)
+        outcome, extracted, reason, decided, details = self.rules.decide(sample, response.text, rule_name)
         details["decided"] = decided
         score = 1.0 if outcome == "correct" else 0.0 if outcome != "unparseable" else None
         if "vqa_score" in details and outcome == "correct":
