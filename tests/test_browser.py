@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from mmrag.reports.browser import browser_html, scenario_label, write_browser
+from mmrag.reports.browser import browser_html, write_browser
+from mmrag.scenarios.kinds import scenario_label
 from mmrag.runs.frame import read_records
 from mmrag.schema import sha256_file
 from runfactory import XSS, build_run
@@ -95,7 +96,7 @@ def test_filters_change_the_visible_rows(page, run):
     assert set(visible_keys(page)) == expected and 0 < len(expected) < len(records)
     # the scenario selector shows readable labels, not hashes
     label = page.eval_on_selector(f"#f-scenario option[value='{scen}']", "o => o.textContent")
-    assert label == scenario_label(scen) and not re.search(r"-[0-9a-f]{8}$", label)
+    assert label == scenario_label(records[0].scenario) and not re.search(r"-[0-9a-f]{8}$", label)
     page.select_option("#f-scenario", "")
     page.select_option("#f-model", "")
     page.fill("#f-search", "kh-1-negative")

@@ -10,6 +10,8 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColum
                            TextColumn, TimeElapsedColumn, TimeRemainingColumn)
 from rich.table import Table
 
+from mmrag.scenarios.kinds import scenario_label
+
 import sys
 
 #: a pipe or CI log is not a terminal: give tables room instead of rich's 80-column default
@@ -37,22 +39,6 @@ def progress_bar() -> Iterator[Progress]:
 
         with shared_progress(p):  # index builds and encoders draw into this display
             yield p
-
-
-def scenario_label(spec: dict[str, Any]) -> str:
-    """A short human label of a scenario spec (plain text: no rich markup)."""
-    kind = spec.get("kind", "?")
-    parts = [kind]
-    if kind in ("realistic", "adversarial"):
-        parts.append(f"n={spec.get('n_distractors')}")
-        parts.append(f"neg={spec.get('negative_modality')}")
-    if kind in ("oracle", "realistic") and spec.get("positive_modality", "any") != "any":
-        parts.append(f"pos={spec['positive_modality']}")
-    if spec.get("strictness", "none") != "none":
-        parts.append(f"strict={spec['strictness']}")
-    if spec.get("stress"):
-        parts.append("+".join(spec["stress"]))
-    return " ".join(parts)
 
 
 def results_table(summary: dict[str, Any], title: str = "Results") -> Table:

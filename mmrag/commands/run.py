@@ -15,9 +15,9 @@ from mmrag.errors import InputError
 from mmrag.models.base import GenerationSettings
 from mmrag.runs.config import BenchmarkRef, CacheConfig, JudgeConfig, RunConfig, load_run_config
 from mmrag.runs.engine import RunResult, default_run_dir, execute
+from mmrag.benchmarks.family import DEFLECTION
+from mmrag.scenarios.kinds import get_kind, kind_ids
 from mmrag.scenarios.spec import ScenarioSpec
-
-SCENARIO_KINDS = ("parametric", "oracle", "realistic", "adversarial", "humblebench", "knowhal")
 
 
 def _split(values: list[str] | None) -> list[str]:
@@ -33,11 +33,12 @@ def specs_from_flags(kinds: list[str], distractors: list[int], negative: list[st
 
     specs = []
     for kind in kinds:
-        if kind not in SCENARIO_KINDS:
-            raise InputError(f"unknown scenario '{kind}'; known: {', '.join(SCENARIO_KINDS)}", field="--scenarios")
+        if kind not in kind_ids():
+            raise InputError(f"unknown scenario '{kind}'; known: {', '.join(kind_ids())}", field="--scenarios")
+        knobs = get_kind(kind).knobs
         for strict in strictness:
-            ns = distractors if kind in ("realistic", "adversarial") else [0]
-            negs = negative if kind in ("realistic", "adversarial") else ["text"]
+            ns = distractors if "n_distractors" in knobs else [0]
+            negs = negative if "negative_modality" in knobs else ["text"]
             for n in ns:
                 for neg in negs:
                     try:
@@ -87,7 +88,7 @@ def run(
     model: list[str] = typer.Option(None, "--model", "-m", help="BACKEND:MODEL or a baseline name"),
     base_url: Optional[str] = typer.Option(None, "--base-url"),
     api_key_env: Optional[str] = typer.Option(None, "--api-key-env", help="name of the env var holding the key"),
-    scenarios: str = typer.Option("parametric,oracle,realistic,adversarial", "--scenarios"),
+    scenarios: str = typer.Option(",".join(DEFLECTION.scenario_kinds), "--scenarios"),
     distractors: str = typer.Option("2", "--distractors", help="comma-separated counts"),
     negative_modality: str = typer.Option("text", "--negative-modality"),
     positive_modality: str = typer.Option("any", "--positive-modality"),
@@ -172,7 +173,7 @@ def demo(
     """The embedded default: the generated demo world, four DeflectionBench scenarios, two baselines."""
     from mmrag.models import parse_model_arg
 
-    specs = specs_from_flags(["parametric", "oracle", "realistic", "adversarial"], [distractors], ["text"], "any",
+    specs = specs_from_flags(list(DEFLECTION.scenario_kinds), [distractors], ["text"], "any",
                              ["none"], seed)
     cfg = RunConfig(benchmarks=[BenchmarkRef(name="demo", options={"seed": seed})], scenarios=specs,
                     models=[parse_model_arg("always-deflect"), parse_model_arg("context-reader")],

@@ -30,6 +30,7 @@ from matplotlib.figure import Figure
 from mmrag.reports.plotkit import (OUTCOME_COLORS, OUTCOME_LABELS, PLOTS, STRICTNESS, STYLE, PlotSpec, color_of,
                                    rate_series, register_plot, save_figure)
 from mmrag.reports.tables import CIOptions, rate_ci, strictness_rows
+from mmrag.scenarios.kinds import kinds_where
 
 def _one_strictness(df: pd.DataFrame) -> pd.DataFrame:
     if df.empty:
@@ -40,14 +41,25 @@ def _one_strictness(df: pd.DataFrame) -> pd.DataFrame:
 
 # -- accuracy / deflection / hallucination vs distractor count ---------------------------------
 
+def _line_kinds(df: pd.DataFrame) -> list[str]:
+    """Kinds drawn as lines over the distractor count: those that show negatives."""
+    return kinds_where(lambda k: k.uses_negatives, df["kind"].unique())
+
+
 def _curve_rows(df: pd.DataFrame) -> pd.DataFrame:
-    d = _one_strictness(df[(df["benchmark_kind"] == "deflection") & df["kind"].isin(["oracle", "realistic", "adversarial"])])
+    """Rows of the kinds with negatives, plus gold-only rows as the n = 0 point of the gold +
+    negatives line (an oracle is a realistic prompt with no distractors), unless that line has its
+    own n = 0 rows."""
+    d = _one_strictness(df[df["kind"].isin(kinds_where(lambda k: k.uses_contexts, df["kind"].unique()))])
     if d.empty:
         return d
     d = d.copy()
-    has_real0 = ((d["kind"] == "realistic") & (d["n_distractors"] == 0)).any()
-    # oracle = realistic with no distractors: the n = 0 point of the realistic line
-    d.loc[d["kind"] == "oracle", "kind"] = "__drop__" if has_real0 else "realistic"
+    gold_lines = kinds_where(lambda k: k.uses_gold and k.uses_negatives, d["kind"].unique())
+    gold_only = kinds_where(lambda k: k.uses_gold and not k.uses_negatives, d["kind"].unique())
+    target = gold_lines[0] if gold_lines else None
+    has_zero = target is not None and ((d["kind"] == target) & (d["n_distractors"] == 0)).any()
+    mask = d["kind"].isin(gold_only)
+    d.loc[mask, "kind"] = "__drop__" if (target is None or has_zero) else target
     return d[d["kind"] != "__drop__"]
 
 
@@ -65,7 +77,7 @@ def draw_distractor_curve(df: pd.DataFrame, opts: CIOptions = CIOptions()) -> Fi
         models = sorted(d["model"].unique())
         for ax, outcome in zip(axes, outcomes):
             for mi, model in enumerate(models):
-                for kind, ls, marker in (("realistic", "-", "o"), ("adversarial", "--", "s")):
+                for kind, ls, marker in zip(_line_kinds(d), ("-", "--", ":", "-."), "osD^"):
                     g = d[(d["model"] == model) & (d["kind"] == kind)]
                     if g["n_distractors"].nunique() < 1:
                         continue
@@ -86,7 +98,9 @@ def draw_distractor_curve(df: pd.DataFrame, opts: CIOptions = CIOptions()) -> Fi
 # -- positive x negative modality matrix -------------------------------------------------------
 
 def _matrix_rows(df: pd.DataFrame) -> pd.DataFrame:
-    return _one_strictness(df[(df["benchmark_kind"] == "deflection") & (df["kind"] == "realistic")])
+    """Rows of the kinds that show gold and negatives (a positive x negative modality cell)."""
+    return _one_strictness(df[df["kind"].isin(kinds_where(lambda k: k.uses_gold and k.uses_negatives,
+                                                           df["kind"].unique()))])
 
 
 def _matrix_applies(df: pd.DataFrame) -> bool:
@@ -137,7 +151,7 @@ def draw_modality_matrix(df: pd.DataFrame, opts: CIOptions = CIOptions()) -> Fig
 
 def _strict_kinds(df: pd.DataFrame) -> list[str]:
     d = strictness_rows(df)
-    return [k for k in ("parametric", "oracle", "realistic", "adversarial") if (d["kind"] == k).any()]
+    return kinds_where(lambda k: True, d["kind"].unique())
 
 
 def draw_strictness(df: pd.DataFrame, opts: CIOptions = CIOptions()) -> Figure:

@@ -26,10 +26,12 @@ def group_records(records: list[RunRecord]) -> dict[tuple[str, str, str], list[R
 
 
 def family_metrics(kind: str, recs: list[RunRecord]) -> dict[str, Any]:
-    from mmrag.metrics import METRICS, Scored
+    """The metrics the benchmark family declares (``BenchmarkFamily.metrics``)."""
+    from mmrag.benchmarks.family import get_family
+    from mmrag.metrics import Scored
 
     items = [Scored(r.sample, r.prompt, r.response, r.verdict) for r in recs]
-    return METRICS.get(kind)(items)
+    return get_family(kind).metric_function()(items)
 
 
 def build_summary(records: list[RunRecord]) -> dict[str, Any]:
