@@ -181,7 +181,7 @@ def test_figures_png_and_svg_deterministic(df, tmp_path):
             assert len(im.convert("RGB").getcolors(maxcolors=1 << 20)) > 20
         root = ET.parse(svg).getroot()
         assert root.tag.endswith("svg")
-    assert "Hallucination" in out["distractor_curve"][1].read_text()
+    assert "hallucination % all" in out["distractor_curve"][1].read_text()
     again = make_plots(df, tmp_path / "b", FAST, names=["distractor_curve", "knowhal"])
     for name in again:
         assert out[name][1].read_bytes() == again[name][1].read_bytes()

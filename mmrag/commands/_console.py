@@ -10,6 +10,7 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColum
                            TextColumn, TimeElapsedColumn, TimeRemainingColumn)
 from rich.table import Table
 
+from mmrag.metrics.rates import RATES
 from mmrag.scenarios.kinds import scenario_label
 
 import sys
@@ -45,11 +46,10 @@ def results_table(summary: dict[str, Any], title: str = "Results") -> Table:
     t = Table(title=title)
     for col in ("benchmark", "scenario", "model", "n"):
         t.add_column(col, justify="right" if col == "n" else "left")
-    for col in ("Accuracy", "Deflection", "Hallucination", "Unparseable"):
-        t.add_column(col, justify="right")
+    for rate in RATES:
+        t.add_column(rate.header, justify="right")
     for g in summary["groups"]:
         r = g["rates"]
         scen = scenario_label(g["scenario"])
-        t.add_row(g["benchmark"], scen, g["model"], str(g["n"]), f"{r['correct']:.1f}", f"{r['deflection']:.1f}",
-                  f"{r['hallucination']:.1f}", f"{r['unparseable']:.1f}")
+        t.add_row(g["benchmark"], scen, g["model"], str(g["n"]), *(f"{r[x.id]:.1f}" for x in RATES))
     return t

@@ -15,14 +15,15 @@ import pandas as pd
 from matplotlib import rc_context
 from matplotlib.figure import Figure
 
+from mmrag.metrics.rates import RATES, header
 from mmrag.reports.tables import CIOptions, rate_ci
 from mmrag.util import atomic_write_bytes
 
 #: Okabe-Ito: distinguishable with the common colour-vision deficiencies and in greyscale print.
 PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000")
 OUTCOME_COLORS = {"correct": "#009E73", "deflection": "#0072B2", "hallucination": "#D55E00", "unparseable": "#999999"}
-OUTCOME_LABELS = {"correct": "Accuracy", "deflection": "Deflection", "hallucination": "Hallucination",
-                  "unparseable": "Unparseable"}
+#: panel titles: the rate's one name and its denominator (mmrag.metrics.rates)
+OUTCOME_LABELS = {r.id: header(r.id) for r in RATES}
 STRICTNESS = ("none", "soft", "moderate", "severe")
 STYLE = {"font.size": 9, "axes.titlesize": 10, "axes.labelsize": 9, "legend.fontsize": 8,
          "axes.spines.top": False, "axes.spines.right": False, "axes.grid": True, "grid.alpha": 0.3,
