@@ -168,7 +168,7 @@ def report(run_dirs: str | Path | Sequence[str | Path], out_dir: str | Path | No
         for name, paths in figures.items():
             written += paths
             md += [f"### {PLOTS[name].title}", "", f"![{PLOTS[name].title}](figures/{name}.png)", "",
-                   f"[SVG](figures/{name}.svg)", ""]
+                   f"[SVG](figures/{name}.svg) · [the numbers drawn (CSV)](figures/{name}.csv)", ""]
     if browser:
         md += ["## Sample browser", ""]
         names = [d.name for d in dirs]
