@@ -10,7 +10,9 @@ import typer
 from mmrag.commands._console import console
 
 
-def curate(config: Path = typer.Option(..., "--config"), out: Optional[Path] = typer.Option(None, "--out")) -> None:
+def curate(config: Path = typer.Option(..., "--config", help="curate.yaml (CurateConfig; e.g. mmrag/configs/curate.demo.yaml)"),
+           out: Optional[Path] = typer.Option(None, "--out", "-o", help="folder for the curated benchmark "
+                                              "(default: the config's out, else a new folder under MMRAG_HOME)")) -> None:
     """Re-curate a DeflectionBench-format benchmark: keep only samples that truly need retrieval."""
     from mmrag.curation import curate as run_curation, load_curate_config
     from mmrag.runs.engine import default_run_dir

@@ -53,7 +53,7 @@ def build(kb: Path = typer.Option(..., "--kb", help="kb.jsonl (one KBRecord per 
                                                 "open-clip | color-layout | fusion | pkg.mod:Factory"),
           encoder_kwargs: Optional[str] = typer.Option(None, "--encoder-kwargs", help='JSON, e.g. {"arch": "ViT-S-32-alt"}'),
           shard_size: Optional[int] = typer.Option(None, "--shard-size", help="vectors per shard file"),
-          batch_size: int = typer.Option(256, "--batch-size"),
+          batch_size: int = typer.Option(256, "--batch-size", min=1, help="documents encoded per batch"),
           threads: Optional[int] = typer.Option(None, "--threads", help="FAISS CPU threads"),
           device: str = typer.Option("cpu", "--device", help="cpu | auto | gpu (FAISS)")) -> None:
     """Encode a knowledge base and write a FAISS index with its manifest."""
