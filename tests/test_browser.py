@@ -187,3 +187,30 @@ def test_missing_image_file_shows_a_placeholder(browser, tmp_path):
     finally:
         page.close()
     assert errors == []
+
+
+def test_list_shows_responses_scrolls_to_the_selection_and_tables_metadata(page, run):
+    _, records, _ = run
+    # every row shows its own response (or says it is empty / failed)
+    cells = dict(zip(visible_keys(page), page.eval_on_selector_all("tr.row td.resp", "cs => cs.map(c => c.title)")))
+    for r in records:
+        want = f"(failed: {r.response.error})" if r.response.error else (r.response.text or "(empty)")
+        assert cells[r.key] == want
+    # selecting the last record (a deep link, or ↓ from the top) brings its row into the list's view
+    page.set_viewport_size({"width": 1100, "height": 400})
+    last = visible_keys(page)[-1]
+    page.goto(page.url.split("#")[0] + "#" + last)
+    page.reload()
+    page.wait_for_selector(f"#detail[data-key='{last}']")
+    inside = page.eval_on_selector(
+        f"tr.row[data-key='{last}']",
+        "tr => { const l = document.getElementById('list').getBoundingClientRect(), r = tr.getBoundingClientRect();"
+        " return r.top >= l.top - 1 && r.bottom <= l.bottom + 1 && document.getElementById('list').scrollTop > 0; }")
+    assert inside
+    # metadata and verdict details are tables with one row per key, not a JSON line
+    rec = next(r for r in records if r.sample.metadata)
+    page.click(f"tr.row[data-key='{rec.key}']")
+    page.wait_for_selector(f"#detail[data-key='{rec.key}']")
+    heads = page.eval_on_selector_all("#d-question table.meta th", "hs => hs.map(h => h.textContent)")
+    assert heads == sorted(rec.sample.metadata)
+    assert page.errors == []
