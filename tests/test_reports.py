@@ -145,7 +145,7 @@ def test_humblebench_panel_and_knowhal_numbers(df, run_dir):
     for _, r in hb.iterrows():
         g = rows[(rows.model == r.model) & (rows.stress == r.stress)]
         assert r.nota_share == pytest.approx(100 * g.chose_nota.mean())
-        assert r.accuracy == pytest.approx(100 * g.correct.mean())
+        assert r.correct == pytest.approx(100 * g.correct.mean())
     nota_only = hb[hb.stress == "nota_only"]
     assert (nota_only.n_nota_gold == nota_only.n).all() and nota_only.non_nota_accuracy.isna().all()
     assert (nota_only.nota_hit_rate == nota_only.nota_share).all()

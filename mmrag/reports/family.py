@@ -5,7 +5,7 @@ work on the pandas frame, per model and setting, with question-clustered interva
 
 HumbleBench (per model and stress setting), every value a percent with its CI:
 
-* ``accuracy`` -- the share judged correct;
+* ``correct`` -- the share judged correct (the rate of :mod:`mmrag.metrics.rates`, one name everywhere);
 * ``nota_share`` -- the share of responses that chose the prompt's NOTA option, found by its text
   after shuffling (the official ``E_proportion``; on the noise-image setting it *is* the paper's
   "accuracy on HumbleBench-GN");
@@ -43,7 +43,7 @@ def humblebench_panel(df: pd.DataFrame, opts: CIOptions = CIOptions()) -> pd.Dat
         row: dict[str, object] = {"benchmark": bench, "model": model, "stress": stress, "n": len(g),
                                   "n_nota_gold": len(gold)}
         cells = {
-            "accuracy": (g, "correct"),
+            "correct": (g, "correct"),
             "nota_share": (g, "chose_nota"),
             "nota_hit_rate": (gold, "chose_nota"),
             "non_nota_accuracy": (other, "correct"),

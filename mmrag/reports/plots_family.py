@@ -17,7 +17,7 @@ from mmrag.reports.family import humblebench_panel, knowhal_table
 from mmrag.reports.plotkit import STYLE, DrawnFigure, PlotSpec, color_of, drawn, failures, model_label, register_plot
 from mmrag.reports.tables import CIOptions
 
-HB_METRICS = (("accuracy", "correct % all"), ("nota_share", "NOTA chosen (share)"),
+HB_METRICS = (("correct", "correct % all"), ("nota_share", "NOTA chosen (share)"),
               ("nota_hit_rate", "NOTA chosen when NOTA is gold"), ("non_nota_accuracy", "Accuracy, non-NOTA gold"))
 #: KnowHal's dimensions as :mod:`mmrag.metrics.knowhal` names them (Entity, Attribute, Relation, Knowledge)
 DIMENSION_ORDER = ("E", "A", "R", "K", "Entity", "Attribute", "Relation", "Knowledge")
@@ -64,7 +64,7 @@ def draw_humblebench_stress(df: pd.DataFrame, opts: CIOptions = CIOptions()) -> 
             _bars(ax, t, "stress", stresses, "model", models, metric, [color_of(i) for i in range(len(models))])
             ax.set_title(title)
             ax.set_ylim(0, 100)
-            if metric in ("accuracy", "non_nota_accuracy"):
+            if metric in ("correct", "non_nota_accuracy"):
                 ax.axhline(20, color="grey", ls=":", lw=1)
                 ax.text(len(stresses) - 0.5, 21, "random guess (20%)", ha="right", va="bottom", fontsize=7, color="grey")
             ax.tick_params(axis="x", labelrotation=20)
