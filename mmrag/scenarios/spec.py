@@ -21,7 +21,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validat
 
 from mmrag.errors import InputError
 from mmrag.schema import stable_id
-from mmrag.scenarios.kinds import ORACLE, ScenarioKind, get_kind, kind_ids
+from mmrag.scenarios.kinds import ORACLE, ScenarioKind, get_kind, kind_ids, kinds_where
 
 ModalityChoice = Literal["text", "image", "multimodal", "any"]
 Strictness = Literal["none", "soft", "moderate", "severe"]
@@ -130,7 +130,8 @@ class ScenarioSpec(BaseModel):
             raise ValueError("stress: cautious_prompt cannot be combined with forced_grounding_prompt")
         kind = self.kind_def
         if self.stress and "stress" not in kind.knobs:
-            raise ValueError(f"stress settings do not apply to kind '{self.kind}'")
+            takers = " | ".join(f"'{k}'" for k in kinds_where(lambda k: "stress" in k.knobs))
+            raise ValueError(f"stress settings apply only to kind {takers} (not '{self.kind}')")
         if not kind.takes_strictness and self.strictness != "none":
             raise ValueError(f"strictness does not apply to kind '{self.kind}' (use the cautious_prompt stress)")
         if self.n_distractors < kind.min_distractors:
