@@ -46,7 +46,9 @@ def _encoder_spec(name: Optional[str], kwargs: Optional[str], kind: str) -> dict
 
 @app.command("build")
 def build(kb: Path = typer.Option(..., "--kb", help="kb.jsonl (one KBRecord per line)"),
-          kind: str = typer.Option(..., "--kind", help="text | visual | multimodal"),
+          kind: str = typer.Option(..., "--kind", "--modality",
+                                   help="what to index, named as the scenario modalities are: text | image | "
+                                        "multimodal ('visual', the index kind of image documents, is accepted)"),
           out: Path = typer.Option(..., "--out", help="index folder to write (replaced atomically)"),
           factory: str = typer.Option("auto", "--factory", help="FAISS index_factory string, or 'auto'"),
           encoder: Optional[str] = typer.Option(None, "--encoder", help="minilm | sentence-transformers | "
@@ -59,8 +61,9 @@ def build(kb: Path = typer.Option(..., "--kb", help="kb.jsonl (one KBRecord per 
     """Encode a knowledge base and write a FAISS index with its manifest."""
     from mmrag.indices import INDEX_KINDS, build_index, create_encoder
 
+    kind = {"image": "visual"}.get(kind, kind)  # one vocabulary with --negative-modality / --positive-modality
     if kind not in INDEX_KINDS:
-        raise InputError(f"unknown index kind '{kind}' (text | visual | multimodal)", field="--kind")
+        raise InputError(f"unknown index kind '{kind}' (text | image | multimodal)", field="--kind")
     if not kb.is_file():
         raise InputError("knowledge base file not found", path=kb)
     enc = create_encoder(_encoder_spec(encoder, encoder_kwargs, kind))

@@ -34,9 +34,19 @@ def family_metrics(kind: str, recs: list[RunRecord]) -> dict[str, Any]:
     return get_family(kind).metric_function()(items)
 
 
+def _paper_order(item: tuple[tuple[str, str, str], list[RunRecord]]) -> tuple:
+    """Benchmark, then scenario kinds in the paper's order (parametric, oracle, realistic,
+    adversarial, ...: ``ScenarioKind.order``), then distractor count, then model."""
+    from mmrag.scenarios.kinds import kind_order
+
+    (bench, sid, model), recs = item
+    spec = recs[0].scenario
+    return (bench, kind_order(spec.get("kind")), int(spec.get("n_distractors") or 0), sid, model)
+
+
 def build_summary(records: list[RunRecord]) -> dict[str, Any]:
     groups = []
-    for (bench, sid, model), recs in sorted(group_records(records).items()):
+    for (bench, sid, model), recs in sorted(group_records(records).items(), key=_paper_order):
         groups.append({
             "benchmark": bench, "benchmark_kind": recs[0].benchmark_kind, "scenario_id": sid,
             "scenario": recs[0].scenario, "model": model, "n": len(recs), "rates": _rates(recs),
