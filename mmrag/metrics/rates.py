@@ -48,7 +48,8 @@ RATES: tuple[Rate, ...] = (
     Rate("hallucination", "the model answered, wrongly"),
     Rate("unparseable", "the judge could not decide (counted, never folded into another class)"),
 )
-assert tuple(r.id for r in RATES) == OUTCOMES  # one rate per outcome, in the same order
+if tuple(r.id for r in RATES) != OUTCOMES:  # pragma: no cover - one rate per outcome, in the same order
+    raise RuntimeError("mmrag.metrics.rates.RATES must list every outcome of mmrag.schema.OUTCOMES, in order")
 
 #: CRAG / CRAG-MM truthfulness weights (correct +1, deflection 0, hallucination -1); an unparseable
 #: reply is a missing answer and weighs 0, like a deflection (documented in docs/metrics.md).
