@@ -30,13 +30,14 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from mmrag.benchmarks.family import HUMBLEBENCH, KNOWHAL
 from mmrag.metrics import hps_ci
 from mmrag.reports.tables import CIOptions, order_key, rate_ci
 
 
 def humblebench_panel(df: pd.DataFrame, opts: CIOptions = CIOptions()) -> pd.DataFrame:
     """One row per (benchmark, model, stress) of the HumbleBench rows of ``df``."""
-    hb = df[df["benchmark_kind"] == "humblebench"]
+    hb = df[df["benchmark_kind"] == HUMBLEBENCH.id]
     rows = []
     for (bench, model, stress), g in hb.groupby(["benchmark", "model", "stress"], sort=True):
         gold, other = g[g["label_is_nota"]], g[~g["label_is_nota"]]
@@ -78,7 +79,7 @@ def _pol_cells(g: pd.DataFrame, opts: CIOptions) -> dict[str, object]:
 
 def knowhal_table(df: pd.DataFrame, opts: CIOptions = CIOptions()) -> pd.DataFrame:
     """One row per (benchmark, model, dimension), then ``macro`` and ``pooled`` rows per model."""
-    kh = df[(df["benchmark_kind"] == "knowhal") & df["polarity"].isin(["positive", "negative"])]
+    kh = df[(df["benchmark_kind"] == KNOWHAL.id) & df["polarity"].isin(["positive", "negative"])]
     if kh.empty:
         return pd.DataFrame()
     kh = kh.assign(_cluster=kh["pair_id"].where(kh["pair_id"].notna(), kh["question_id"]).astype(str))

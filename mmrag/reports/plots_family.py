@@ -13,6 +13,7 @@ import pandas as pd
 from matplotlib import rc_context
 from matplotlib.figure import Figure
 
+from mmrag.benchmarks.family import HUMBLEBENCH, KNOWHAL
 from mmrag.reports.family import humblebench_panel, knowhal_table
 from mmrag.reports.plotkit import STYLE, DrawnFigure, PlotSpec, color_of, drawn, failures, model_label, register_plot
 from mmrag.reports.tables import CIOptions
@@ -39,7 +40,7 @@ def _bars(ax, table: pd.DataFrame, x_col: str, x_values: list[str], group_col: s
 
 
 def _hb_applies(df: pd.DataFrame) -> bool:
-    hb = df[df["benchmark_kind"] == "humblebench"]
+    hb = df[df["benchmark_kind"] == HUMBLEBENCH.id]
     return bool(len(hb)) and hb["stress"].nunique() > 1
 
 
@@ -76,7 +77,7 @@ def draw_humblebench_stress(df: pd.DataFrame, opts: CIOptions = CIOptions()) -> 
 
 
 def _kh_applies(df: pd.DataFrame) -> bool:
-    kh = df[df["benchmark_kind"] == "knowhal"]
+    kh = df[df["benchmark_kind"] == KNOWHAL.id]
     return bool(len(kh)) and {"positive", "negative"} <= set(kh["polarity"].dropna())
 
 

@@ -25,6 +25,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
+from mmrag.benchmarks.family import HUMBLEBENCH, KNOWHAL
 from mmrag.errors import InputError
 from mmrag.schema import OUTCOMES
 from mmrag.scenarios.kinds import kind_order, kinds_where
@@ -180,9 +181,9 @@ for _spec in (
     TableSpec("source", "Source dataset", ("benchmark", "model", "kind", "strictness", "source"), _all,
               varies="source"),
     TableSpec("humblebench_type", "HumbleBench question type per stress setting",
-              ("benchmark", "model", "stress", "type"), lambda d: d["benchmark_kind"] == "humblebench", varies="type"),
+              ("benchmark", "model", "stress", "type"), lambda d: d["benchmark_kind"] == HUMBLEBENCH.id, varies="type"),
     TableSpec("knowhal_dimension", "KnowHal dimension and polarity", ("benchmark", "model", "dimension", "polarity"),
-              lambda d: d["benchmark_kind"] == "knowhal", varies="dimension"),
+              lambda d: d["benchmark_kind"] == KNOWHAL.id, varies="dimension"),
 ):
     register_table(_spec)
 
