@@ -111,7 +111,9 @@ def model_differences(df: pd.DataFrame, pairs: list[tuple[str, str]] | None = No
     rows = []
     models = sorted(df["model"].unique())
     for a_name, b_name in pairs if pairs is not None else list(combinations(models, 2)):
-        for (bench, sid), g in df.groupby(["benchmark", "scenario_id"], sort=True):
+        cells = sorted(df.groupby(["benchmark", "scenario_id"], sort=True),
+                       key=lambda kv: (kv[0][0], _order(_knobs(kv[1])), kv[0][1]))  # the paper's order
+        for (bench, sid), g in cells:
             a, b = g[g.model == a_name], g[g.model == b_name]
             if a.empty or b.empty:
                 continue
