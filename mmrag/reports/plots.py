@@ -191,7 +191,8 @@ def draw_modality_matrix(df: pd.DataFrame, opts: CIOptions = CIOptions(),
                 for i, p in enumerate(pos):
                     for j, q in enumerate(neg):
                         c = cells[(cells["positive_modality"] == p) & (cells["negative_modality"] == q)]
-                        txt = "n/a" if c.empty else f"{c['rate'].iloc[0]:.0f}\n[{c['lo'].iloc[0]:.0f}–{c['hi'].iloc[0]:.0f}]"
+                        txt = "n/a" if c.empty else (f"{c['rate'].iloc[0]:.0f}\n[{c['lo'].iloc[0]:.0f}–{c['hi'].iloc[0]:.0f}]"
+                                                      f"\nn={c['n'].iloc[0]}")
                         dark = not np.isnan(mat[i, j]) and mat[i, j] > 60
                         ax.text(j, i, txt, ha="center", va="center", fontsize=7, color="white" if dark else "black")
                 ax.set_xticks(range(len(neg)), neg)

@@ -27,8 +27,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 #: The spec fields a kind may read besides the ones every kind reads (strictness, seed, template,
 #: max_images).  A field outside a kind's ``knobs`` is reset to its default on construction.
-KNOBS = ("n_distractors", "positive_modality", "negative_modality", "gold_position", "max_context_tokens",
-         "stress", "shuffle_seed", "noise_seed")
+KNOBS = ("n_distractors", "positive_modality", "negative_modality", "negatives", "gold_position",
+         "max_context_tokens", "stress", "shuffle_seed", "noise_seed")
 
 #: How stacked HumbleBench stress settings are joined in ids, labels, tables and frames (the joiner
 #: of the official ``build_setting_name``).
@@ -189,11 +189,12 @@ ORACLE = register_kind(ScenarioKind(
 REALISTIC = register_kind(ScenarioKind(
     id="realistic", label="realistic", order=2, builder=_RETRIEVAL_BUILDER, uses_gold=True, uses_negatives=True,
     applicability=_GOLD_RULE,
-    knobs=frozenset({"n_distractors", "positive_modality", "negative_modality", "gold_position", "max_context_tokens"}),
+    knobs=frozenset({"n_distractors", "positive_modality", "negative_modality", "negatives", "gold_position",
+                     "max_context_tokens"}),
     description="gold + N hard negatives: answer, ignoring the negatives"))
 ADVERSARIAL = register_kind(ScenarioKind(
     id="adversarial", label="adversarial", order=3, builder=_RETRIEVAL_BUILDER, uses_negatives=True,
-    min_distractors=1, knobs=frozenset({"n_distractors", "negative_modality", "max_context_tokens"}),
+    min_distractors=1, knobs=frozenset({"n_distractors", "negative_modality", "negatives", "max_context_tokens"}),
     description="N hard negatives only: deflect"))
 HUMBLEBENCH = register_kind(ScenarioKind(
     id="humblebench", label="humblebench", order=10, builder="mmrag.scenarios.humblebench:build_humblebench_prompt",

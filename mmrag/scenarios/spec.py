@@ -25,6 +25,7 @@ from mmrag.scenarios.kinds import ORACLE, ScenarioKind, get_kind, kind_ids, kind
 
 ModalityChoice = Literal["text", "image", "multimodal", "any"]
 Strictness = Literal["none", "soft", "moderate", "severe"]
+NegativesFrom = Literal["curated", "regenerate"]
 HumbleStress = Literal["noise_image", "nota_only", "shuffle_options", "cautious_prompt", "forced_grounding_prompt"]
 
 #: The order in which the official HumbleBench code names (``build_setting_name``) and applies the
@@ -49,7 +50,7 @@ def _known_kind(v: str) -> str:
 KindId = Annotated[str, AfterValidator(_known_kind)]
 
 _DEFAULTS: dict[str, object] = {"n_distractors": 0, "positive_modality": "any", "negative_modality": "text",
-                                "gold_position": "random", "max_context_tokens": None, "shuffle_seed": 42,
+                                "gold_position": "random", "max_context_tokens": None, "negatives": "curated", "shuffle_seed": 42,
                                 "noise_seed": OFFICIAL_NOISE_SEED}
 
 
@@ -89,6 +90,9 @@ class ScenarioSpec(BaseModel):
     n_distractors: int = Field(default=2, ge=0, le=64)
     positive_modality: ModalityChoice = "any"
     negative_modality: ModalityChoice = "text"
+    #: "curated": the sample's own negatives (Stage III survivors, WebQA negFacts, ...), the miner
+    #: only filling a shortfall; "regenerate": always mine from the indices (mmrag.scenarios.negatives)
+    negatives: NegativesFrom = "curated"
     strictness: Strictness = "none"
     #: "random" | "first" | "last" | an integer index among the contexts (clamped to the end)
     gold_position: Literal["random", "first", "last"] | int = "random"
