@@ -111,8 +111,9 @@ def model_differences(df: pd.DataFrame, pairs: list[tuple[str, str]] | None = No
     rows = []
     models = sorted(df["model"].unique())
     for a_name, b_name in pairs if pairs is not None else list(combinations(models, 2)):
-        cells = sorted(df.groupby(["benchmark", "scenario_id"], sort=True),
-                       key=lambda kv: (kv[0][0], _order(_knobs(kv[1])), kv[0][1]))  # the paper's order
+        cells = list(df.groupby(["benchmark", "scenario_id"], sort=True))
+        if set(KNOBS) <= set(df.columns):  # the paper's order of scenarios (a bare frame keeps id order)
+            cells.sort(key=lambda kv: (kv[0][0], _order(_knobs(kv[1])), kv[0][1]))
         for (bench, sid), g in cells:
             a, b = g[g.model == a_name], g[g.model == b_name]
             if a.empty or b.empty:
