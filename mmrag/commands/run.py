@@ -11,6 +11,7 @@ from typing import Literal, Optional
 import typer
 
 from mmrag.commands._console import choices, console, progress_bar, refuse_extra_flags, results_table
+from mmrag.commands.judge import JudgeBaseUrlOpt, JudgeKeyEnvOpt, JudgeModelOpt, judge_config
 from mmrag.errors import InputError
 from mmrag.models.base import GenerationSettings
 from mmrag.runs.config import BenchmarkRef, CacheConfig, JudgeConfig, RunConfig, load_run_config
@@ -31,8 +32,10 @@ BASE_URL_HELP = "base URL of an OpenAI-compatible server, for openai:NAME models
 KEY_HELP = "name of the environment variable holding the API key (the key itself is never written anywhere)"
 LIMIT_HELP = "use only the first N samples of each benchmark"
 OUT_HELP = "run directory to write (default: a new folder under MMRAG_HOME/runs)"
-JUDGE_HELP = "judge of open answers: rule | llm | rule+llm (or a registered judge name); HumbleBench and KnowHal " \
-             "use their family's judge"
+JUDGE_HELP = "judge of open answers: rule | llm | rule+llm (or a registered judge name; default rule, or the " \
+             "config's); HumbleBench and KnowHal use their family's judge"
+#: flags that --config still honours (they are applied over the file's values, not dropped)
+CONFIG_OVERRIDES = ("--out", "--judge", "--judge-model", "--judge-base-url", "--judge-api-key-env")
 
 
 def _builtin_sweep_names() -> list[str]:
@@ -75,7 +78,7 @@ def config_from_flags(benchmark: list[str], model: list[str], base_url: Optional
                       scenarios: list[str], distractors: list[int], negative_modality: list[str],
                       positive_modality: str, strictness: list[str], limit: Optional[int], seed: int,
                       judge: str, no_cache: bool, cache_path: Optional[str], batch_size: int,
-                      max_new_tokens: Optional[int]) -> RunConfig:
+                      max_new_tokens: Optional[int], judge_cfg: JudgeConfig | None = None) -> RunConfig:
     from mmrag.models import parse_model_arg
 
     if not benchmark:
@@ -86,7 +89,7 @@ def config_from_flags(benchmark: list[str], model: list[str], base_url: Optional
     settings = GenerationSettings(max_new_tokens=max_new_tokens) if max_new_tokens else None
     models = [parse_model_arg(m, base_url=base_url, api_key_env=api_key_env) for m in model]
     return RunConfig(benchmarks=[BenchmarkRef(name=b) for b in benchmark], scenarios=specs, models=models,
-                     judge=JudgeConfig(mode=judge), limit=limit, seed=seed, batch_size=batch_size,
+                     judge=judge_cfg or JudgeConfig(mode=judge), limit=limit, seed=seed, batch_size=batch_size,
                      cache=CacheConfig(enabled=not no_cache, path=cache_path), settings=settings)
 
 
@@ -104,7 +107,7 @@ def run_and_print(config: RunConfig, out: Path, title: str = "Results") -> RunRe
 def run(
     ctx: typer.Context,
     config: Optional[Path] = typer.Option(None, "--config", help="run.yaml (RunConfig); takes every setting from "
-                                          "the file (other flags are refused, --out excepted)"),
+                                          "the file (other flags are refused; --out and the --judge* flags apply over it)"),
     resume: Optional[Path] = typer.Option(None, "--resume", help="continue the run in this directory with its "
                                           "own config (other flags are refused)"),
     benchmark: list[str] = typer.Option(None, "--benchmark", "-b", help=BENCHMARK_HELP),
@@ -124,7 +127,10 @@ def run(
                                    help=f"comma-separated prompt strictness levels: {choices(STRICTNESS_LEVELS)}"),
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help=LIMIT_HELP),
     seed: int = typer.Option(0, "--seed", help="seed of the scenario composer (shuffles, negatives)"),
-    judge: str = typer.Option("rule", "--judge", help=JUDGE_HELP),
+    judge: Optional[str] = typer.Option(None, "--judge", help=JUDGE_HELP),
+    judge_model: Optional[str] = JudgeModelOpt,
+    judge_base_url: Optional[str] = JudgeBaseUrlOpt,
+    judge_api_key_env: Optional[str] = JudgeKeyEnvOpt,
     no_cache: bool = typer.Option(False, "--no-cache", help="do not read or write the response cache"),
     cache_path: Optional[str] = typer.Option(None, "--cache-path", help="SQLite response cache to use (default: "
                                              "MMRAG_HOME's shared cache)"),
@@ -137,7 +143,7 @@ def run(
     if resume is not None:
         refuse_extra_flags(ctx, "--resume")
     elif config is not None:
-        refuse_extra_flags(ctx, "--config", allowed=("--out",))
+        refuse_extra_flags(ctx, "--config", allowed=CONFIG_OVERRIDES)
     if resume is not None:
         mpath = resume / "manifest.json"
         if not mpath.exists():
@@ -147,6 +153,7 @@ def run(
         return
     if config is not None:
         cfg = load_run_config(config)
+        cfg.judge = judge_config(judge, judge_model, judge_base_url, judge_api_key_env, base=cfg.judge)
     else:
         try:
             ns = [int(x) for x in _split([distractors])]
@@ -154,7 +161,8 @@ def run(
             raise InputError(f"'{distractors}' is not a comma-separated list of integers", field="--distractors") from None
         cfg = config_from_flags(_split(benchmark), _split(model), base_url, api_key_env, _split([scenarios]), ns,
                                 _split([negative_modality]), positive_modality, _split([strictness]), limit, seed,
-                                judge, no_cache, cache_path, batch_size, max_new_tokens)
+                                judge or "rule", no_cache, cache_path, batch_size, max_new_tokens,
+                                judge_config(judge, judge_model, judge_base_url, judge_api_key_env))
         if source is not None:
             if len(cfg.benchmarks) != 1:
                 raise InputError("--source applies to exactly one --benchmark", field="--source")
@@ -174,6 +182,10 @@ def sweep(
     base_url: Optional[str] = typer.Option(None, "--base-url", help=BASE_URL_HELP),
     api_key_env: Optional[str] = typer.Option(None, "--api-key-env", help=KEY_HELP),
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help=LIMIT_HELP),
+    judge: Optional[str] = typer.Option(None, "--judge", help=JUDGE_HELP),
+    judge_model: Optional[str] = JudgeModelOpt,
+    judge_base_url: Optional[str] = JudgeBaseUrlOpt,
+    judge_api_key_env: Optional[str] = JudgeKeyEnvOpt,
 ) -> None:
     """Run every cell of a sweep; cells already in the run directory are not run again."""
     import yaml
@@ -189,7 +201,7 @@ def sweep(
         raise InputError(f"sweep config not found or empty (built-in sweeps: {', '.join(sorted(builtin_sweeps()))})",
                          path=config)
     if isinstance(data, dict) and "benchmarks" in data:
-        refuse_extra_flags(ctx, "--config", allowed=("--out",))
+        refuse_extra_flags(ctx, "--config", allowed=CONFIG_OVERRIDES)
         cfg = load_run_config(config)
     else:
         from mmrag.scenarios import load_sweep
@@ -198,6 +210,7 @@ def sweep(
         cfg = RunConfig(benchmarks=[BenchmarkRef(name=b) for b in _split(benchmark)],
                         models=[parse_model_arg(m, base_url=base_url, api_key_env=api_key_env) for m in _split(model)],
                         sweeps=[str(config)], limit=limit)
+    cfg.judge = judge_config(judge, judge_model, judge_base_url, judge_api_key_env, base=cfg.judge)
     target = out or (Path(cfg.out) if cfg.out else default_run_dir("sweep"))
     run_and_print(cfg, target, title=f"Sweep {config.name}")
 
