@@ -27,6 +27,18 @@ def _split(values: list[str] | None) -> list[str]:
     return out
 
 
+def _split_models(values: list[str] | None) -> list[str]:
+    """Like :func:`_split`, but a ``name=value`` piece continues the model before it, so
+    ``sim-vlm:text_prior=0.9,vision=0.8`` stays one model while ``a,b`` are two."""
+    out: list[str] = []
+    for piece in _split(values):
+        if out and "=" in piece and ":" not in piece:
+            out[-1] += "," + piece
+        else:
+            out.append(piece)
+    return out
+
+
 def specs_from_flags(kinds: list[str], distractors: list[int], negative: list[str], positive: str,
                      strictness: list[str], seed: int) -> list[ScenarioSpec]:
     from pydantic import ValidationError
@@ -116,7 +128,7 @@ def run(
             ns = [int(x) for x in _split([distractors])]
         except ValueError:
             raise InputError(f"'{distractors}' is not a comma-separated list of integers", field="--distractors") from None
-        cfg = config_from_flags(_split(benchmark), _split(model), base_url, api_key_env, _split([scenarios]), ns,
+        cfg = config_from_flags(_split(benchmark), _split_models(model), base_url, api_key_env, _split([scenarios]), ns,
                                 _split([negative_modality]), positive_modality, _split([strictness]), limit, seed,
                                 judge, no_cache, cache_path, batch_size, max_new_tokens)
         if source is not None:
@@ -157,7 +169,7 @@ def sweep(
 
         load_sweep(config)  # validates the file, naming file and field on error
         cfg = RunConfig(benchmarks=[BenchmarkRef(name=b) for b in _split([benchmark])],
-                        models=[parse_model_arg(m, base_url=base_url, api_key_env=api_key_env) for m in _split([model])],
+                        models=[parse_model_arg(m, base_url=base_url, api_key_env=api_key_env) for m in _split_models([model])],
                         sweeps=[str(config)], limit=limit)
     target = out or (Path(cfg.out) if cfg.out else default_run_dir("sweep"))
     run_and_print(cfg, target, title=f"Sweep {config.name}")
