@@ -26,6 +26,7 @@ from mmrag.models.sim_vlm import SimVLM, strictness_level
 from mmrag.runs import RunConfig, execute, load
 from mmrag.scenarios import ScenarioSpec
 from mmrag.scenarios.templates import get_template
+from mmrag.schema import DEFLECTION_PHRASE
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -146,7 +147,8 @@ def test_humblebench_and_knowhal_items(module_home, tmp_path):
               limit=60, benchmark="demo-humblebench")
     sharp, blind = (_rate(hb[hb["model"] == m], "correct")[0] for m in ("sim-vlm:vision=1", "sim-vlm:vision=0"))
     assert sharp >= 90 and blind < sharp - 30, (sharp, blind)
-    assert hb["response"].str.fullmatch(r"[A-E]").all()
+    assert (hb["response"].str.fullmatch(r"[A-E]") | (hb["response"] == DEFLECTION_PHRASE)).all()
+    assert hb[hb["model"] == "sim-vlm:vision=1"]["response"].str.fullmatch(r"[A-E]").all()
     kh = _run(tmp_path / "kh", [ScenarioSpec(kind="knowhal")], ["sim-vlm:vision=1,text_prior=0.2",
                                                              "sim-vlm:vision=1,text_prior=0.8"],
               limit=80, benchmark="demo-knowhal")
