@@ -21,7 +21,7 @@ import pytest
 
 from mmrag.errors import InputError
 from mmrag.metrics import bootstrap_ci
-from mmrag.models import create_model, parse_model_arg
+from mmrag.models import GenerationSettings, create_model, parse_model_arg
 from mmrag.models.sim_vlm import SimVLM, strictness_level
 from mmrag.runs import RunConfig, execute, load
 from mmrag.scenarios import ScenarioSpec
@@ -69,6 +69,19 @@ def test_strictness_is_read_from_the_rendered_templates():
               ("none", "soft", "moderate", "severe")]
     assert levels == sorted(levels) and len(set(levels)) == 4
     assert strictness_level("Answer only if completely certain; if in any doubt, say you cannot answer.") == 1.0
+
+
+def test_outside_the_demo_world_it_deflects(module_home, tmp_path):
+    from mmrag.benchmarks.demo import ensure_world
+    from mmrag.schema import ContentPart, Message, Prompt
+
+    prompt = Prompt(sample_id="x", metadata={"question": "Who painted the Mona Lisa?"},
+                    messages=[Message(role="user", content=[ContentPart(type="text", text="Who painted the Mona Lisa?")])])
+    model = create_model(parse_model_arg("sim-vlm", world=str(ensure_world(0))), cache=None)
+    assert model.generate([prompt], GenerationSettings())[0].text == DEFLECTION_PHRASE
+    with pytest.raises(InputError, match="entities.json"):
+        create_model(parse_model_arg("sim-vlm", world=str(tmp_path)), cache=None).generate([prompt],
+                                                                                          GenerationSettings())
 
 
 # -- recovery through the real run path --------------------------------------------------------------

@@ -290,6 +290,8 @@ class SimVLM(Baseline):
             self.params = SimParams(**options)
         except ValidationError as exc:
             raise InputError(pydantic_message(exc), field="options." + pydantic_field(exc)) from None
+        if self.params.world:
+            find_world([], self.params.world)  # a bad folder is an error now, not at the first prompt
         super().__init__(**self.params.model_dump(exclude_none=True))
 
     @classmethod
@@ -303,8 +305,10 @@ class SimVLM(Baseline):
 
     def answer(self, prompt: Prompt, settings: GenerationSettings | None = None) -> str:
         seed = settings.seed if settings is not None and settings.seed is not None else 0
-        images = prompt.images()
-        s = Situation(world_for(find_world(images, self.params.world)), self.params, prompt, seed)
+        root = find_world(prompt.images(), self.params.world)
+        if root is None:
+            return self.say(None, "I know nothing of this world.")
+        s = Situation(world_for(root), self.params, prompt, seed)
         ans = next((a for reader in READERS if (a := reader(s)) is not None), None)
         threshold = self.params.deflect_threshold + self.params.strictness_gain * strictness_level(_instruction(prompt))
         if ans is None or ans.value is None:

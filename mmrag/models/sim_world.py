@@ -69,9 +69,10 @@ def _question_patterns() -> list[tuple[re.Pattern[str], str]]:
     return out
 
 
-def find_world(images: list[ImageRef], explicit: str | None) -> Path:
+def find_world(images: list[ImageRef], explicit: str | None) -> Path | None:
     """The demo world a prompt belongs to: the ``world`` option, else the folder above one of its
-    images that holds ``entities.json``, else the default world (seed 0) under MMRAG_HOME."""
+    images that holds ``entities.json``, else the default world (seed 0) under MMRAG_HOME if it has
+    been generated (None otherwise: the model then knows nothing and deflects)."""
     if explicit:
         p = Path(explicit)
         if not (p / "entities.json").is_file():
@@ -81,9 +82,10 @@ def find_world(images: list[ImageRef], explicit: str | None) -> Path:
         for parent in list(Path(ref.path).resolve().parents)[:5]:
             if (parent / "entities.json").is_file() and (parent / "MANIFEST.json").is_file():
                 return parent
-    from mmrag.benchmarks.demo.world import ensure_world
+    from mmrag.benchmarks.demo.world import MANIFEST, world_dir
 
-    return ensure_world(0)
+    default = world_dir(0)
+    return default if (default / MANIFEST).is_file() else None
 
 
 def world_for(path: Path) -> "World":
