@@ -84,6 +84,23 @@ def test_outside_the_demo_world_it_deflects(module_home, tmp_path):
                                                                                           GenerationSettings())
 
 
+def test_behind_the_response_cache(module_home, tmp_path):
+    """Same protocol and cache as every backend: a repeat is served from the cache, a different
+    parameter is a different fingerprint (never a stale answer)."""
+    from mmrag.benchmarks.base import BENCHMARKS
+    from mmrag.scenarios import compose
+
+    bench = BENCHMARKS.create("demo")
+    store = {d.id: d for d in bench.documents()}
+    prompts = [compose(s, ScenarioSpec(kind="oracle"), store=store) for s in list(bench.samples())[:6]]
+    cache = tmp_path / "responses.sqlite"
+    first = create_model(parse_model_arg("sim-vlm:vision=0.9"), cache=cache).generate(prompts, GenerationSettings())
+    again = create_model(parse_model_arg("sim-vlm:vision=0.9"), cache=cache).generate(prompts, GenerationSettings())
+    assert [r.text for r in first] == [r.text for r in again] and all(r.cached for r in again)
+    other = create_model(parse_model_arg("sim-vlm:vision=0.1"), cache=cache)
+    assert not any(r.cached for r in other.generate(prompts, GenerationSettings()))
+
+
 # -- recovery through the real run path --------------------------------------------------------------
 
 def test_table5_gap_grows_with_text_prior(module_home, tmp_path):
