@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Literal, Sequence
+from typing import Any, Callable, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -328,6 +328,3 @@ class SimVLM(Baseline):
         if v == "sentence":
             return f"The answer is {value}."
         return f"{why} Answer: {value}"
-
-    def answer_batch(self, prompts: Sequence[Prompt], settings: GenerationSettings | None = None) -> list[str]:
-        return [self.answer(p, settings) for p in prompts]
