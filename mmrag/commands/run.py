@@ -26,8 +26,8 @@ Modality = Literal[MODALITIES]  # type: ignore[valid-type]  (typer lists the cho
 BENCHMARK_HELP = "benchmark name(s): a registered loader, an mmrag.benchmarks entry point or pkg.module:Name; " \
                  "repeatable, comma-separated ok"
 SOURCE_HELP = "data path of the benchmark (a file or folder; one --benchmark only)"
-MODEL_HELP = "BACKEND:MODEL (e.g. openai:NAME, transformers:PATH, vllm:PATH) or a baseline name; repeatable, " \
-             "comma-separated ok"
+MODEL_HELP = "BACKEND:MODEL (e.g. openai:NAME, transformers:PATH, vllm:PATH), a baseline name, or the " \
+             "simulated VLM sim-vlm[:param=value,...]; repeatable, comma-separated ok"
 BASE_URL_HELP = "base URL of an OpenAI-compatible server, for openai:NAME models"
 KEY_HELP = "name of the environment variable holding the API key (the key itself is never written anywhere)"
 LIMIT_HELP = "use only the first N samples of each benchmark"
