@@ -29,8 +29,8 @@ Modality = Literal[MODALITIES]  # type: ignore[valid-type]  (typer lists the cho
 BENCHMARK_HELP = "benchmark name(s): a registered loader, an mmrag.benchmarks entry point or pkg.module:Name; " \
                  "repeatable, comma-separated ok"
 SOURCE_HELP = "data path of the benchmark (a file or folder; one --benchmark only)"
-MODEL_HELP = "BACKEND:MODEL (e.g. openai:NAME, transformers:PATH, vllm:PATH) or a baseline name; repeatable, " \
-             "comma-separated ok"
+MODEL_HELP = "BACKEND:MODEL (e.g. openai:NAME, transformers:PATH, vllm:PATH), a baseline name, or the " \
+             "simulated VLM sim-vlm[:param=value,...]; repeatable, comma-separated ok"
 BASE_URL_HELP = "base URL of an OpenAI-compatible server, for openai:NAME models"
 KEY_HELP = "name of the environment variable holding the API key (the key itself is never written anywhere)"
 LIMIT_HELP = "use only the first N samples of each benchmark"
@@ -51,6 +51,18 @@ def _split(values: list[str] | None) -> list[str]:
     out: list[str] = []
     for v in values or []:
         out.extend(x.strip() for x in v.split(",") if x.strip())
+    return out
+
+
+def _split_models(values: list[str] | None) -> list[str]:
+    """Like :func:`_split`, but a ``name=value`` piece continues the model before it, so
+    ``sim-vlm:text_prior=0.9,vision=0.8`` stays one model while ``a,b`` are two."""
+    out: list[str] = []
+    for piece in _split(values):
+        if out and "=" in piece and ":" not in piece:
+            out[-1] += "," + piece
+        else:
+            out.append(piece)
     return out
 
 
@@ -205,7 +217,7 @@ def run(
             ns = [int(x) for x in _split([distractors])]
         except ValueError:
             raise InputError(f"'{distractors}' is not a comma-separated list of integers", field="--distractors") from None
-        cfg = config_from_flags(_split(benchmark), _split(model), base_url, api_key_env, _split([scenarios]), ns,
+        cfg = config_from_flags(_split(benchmark), _split_models(model), base_url, api_key_env, _split([scenarios]), ns,
                                 _split([negative_modality]), positive_modality, _split([strictness]), limit, seed,
                                 judge or "rule", no_cache, cache_path, batch_size, max_new_tokens,
                                 judge_config(judge, judge_model, judge_base_url, judge_api_key_env))
@@ -256,7 +268,7 @@ def sweep(
 
         load_sweep(config)  # validates the file, naming file and field on error
         cfg = RunConfig(benchmarks=[BenchmarkRef(name=b) for b in _split(benchmark)],
-                        models=[parse_model_arg(m, base_url=base_url, api_key_env=api_key_env) for m in _split(model)],
+                        models=[parse_model_arg(m, base_url=base_url, api_key_env=api_key_env) for m in _split_models(model)],
                         sweeps=[str(config)], limit=limit)
     cfg.judge = judge_config(judge, judge_model, judge_base_url, judge_api_key_env, base=cfg.judge)
     target = out or (Path(cfg.out) if cfg.out else default_run_dir("sweep"))

@@ -59,6 +59,7 @@ def _register_builtins() -> None:
                       ("always-nota", "AlwaysNota"), ("first-option", "FirstOption")):
         MODELS.register(name, _lazy(f"mmrag.models.baselines:{cls}"))
     MODELS.register("context-reader", _lazy("mmrag.models.context_reader:ContextReader"))
+    MODELS.register("sim-vlm", _lazy("mmrag.models.sim_vlm:SimVLM"))
 
 
 _register_builtins()
