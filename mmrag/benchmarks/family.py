@@ -38,8 +38,14 @@ class BenchmarkFamily:
     description: str = ""
 
     def metric_function(self) -> Callable[..., dict[str, Any]]:
+        """The family's metric.  A ``pkg.module:function`` path here is part of the family object,
+        which only code defines (a built-in or an installed entry point), never a config or a run
+        directory; so it resolves like a scenario kind's builder, not through the guarded
+        registry path that refuses dotted names read from configs."""
         from mmrag.metrics import METRICS
 
+        if ":" in self.metrics:
+            return _kinds._resolve(self.metrics)
         return METRICS.get(self.metrics)
 
     def judge_name(self, run_mode: str) -> str:
