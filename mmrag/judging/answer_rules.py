@@ -178,11 +178,15 @@ class GenericRule:
         ref_yn = {yes_no(words(r)[:3]) for r in refs} - {None}
         if len(ref_yn) != 1:
             return None
-        said = first_yes_no(words(reply)) or implied_yes_no(question, reply)
+        said, implied = first_yes_no(words(reply)), False
+        if said is None:
+            said, implied = implied_yes_no(question, reply), True
         if said is None:
             return None
         gold = ref_yn.pop()
-        return Match("gives" if said == gold else "contradicts", said, f"reply says {said!r}, reference {gold!r}")
+        # an implied yes/no is a weak reading: the judge asks the deflection detector before it counts
+        return Match("gives" if said == gold else "contradicts", said, f"reply says {said!r}, reference {gold!r}",
+                     decided=not implied, details={"match": "implied yes/no"} if implied else {})
 
     def key_phrase_rule(self, ctx: AnswerContext, refs: list[str], reply: str) -> Match | None:
         sentences = [r for r in refs if is_sentence(r)]
@@ -239,9 +243,17 @@ def _capitalised(text: str) -> set[str]:
     return {m.group(1) for m in re.finditer(r"(?<![.!?]\s)(?<!^)\b([A-Z][\w'-]+)", text.strip())}
 
 
+_ECHO = re.compile(r"^\s*(?:it|they|he|she|there|both|this|that)\s+(?:does|do|is|are|was|were|did|has|have|can|"
+                   r"could|will)(n't|\s+not)?\s*[,.!]", re.I)
+
+
 def implied_yes_no(question: str, reply: str) -> str | None:
     """A yes/no reply without the word: "Both are granite." to "Are both made of granite?" restates
-    the question (yes); a negator restating it says no.  None when the reply does not restate it."""
+    the question (yes); a negator restating it says no; an auxiliary echo ("It does, ...", "They
+    aren't.") says yes or no.  None when the reply does neither."""
+    echo = _ECHO.match(reply)
+    if echo:
+        return "no" if echo.group(1) else "yes"
     q = {stem(w) for w in words(question)} - {"is", "are", "was", "were", "do", "doe", "did"}
     r = words(reply)
     overlap = len(q & {stem(w) for w in r}) / max(1, len(q))

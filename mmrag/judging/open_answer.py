@@ -144,6 +144,9 @@ class OpenAnswerRules:
             if blocked:
                 m = Match("contradicts", answer, f"reply carries the key phrase but with the {blocked}",
                           decided=False)
+        if m is not None and m.details.get("match") == "implied yes/no" and self.semantic is not None:
+            if self.semantic.analyse(body, sample.question).deflects:  # restates the topic, declines
+                return "deflection", None, "declines in its own words (semantic), no yes or no", False, details
         if m is not None and m.status == "gives":
             return "correct", m.extracted, m.reason, m.decided and not analysis.is_deflection, details
         if analysis.is_deflection:

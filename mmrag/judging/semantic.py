@@ -88,11 +88,16 @@ def mask_topic(text: str, question: str) -> str:
     return re.sub(r"[A-Za-z]+", sub, text)
 
 
+# "the two images", "both passages": a count of the evidence, not an answer
+_EVIDENCE_COUNT = re.compile(r"\b(?:\d+|two|three|four|five)\s+(?:\w+\s+)?(?:images?|pictures?|photos?|photographs?|"
+                             r"passages?|documents?|sources?|snippets?|articles?|pages?|excerpts?|views?)\b", re.I)
+
+
 def asserts_candidate(sentence: str, question: str) -> bool:
     """Whether a sentence offers something that could answer the question: a number or a proper
     name the question does not hold, or a hedged guess ("probably ...", "it looks like ...")."""
     qwords = {stem(w) for w in words(question)}
-    for w in words(sentence):
+    for w in words(_EVIDENCE_COUNT.sub(" ", sentence)):
         if w[0].isdigit() and w not in qwords:
             return True
     for m in _PROPER.finditer(sentence):
