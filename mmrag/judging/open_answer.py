@@ -111,10 +111,15 @@ class OpenAnswerRules:
     def body_of(text: str) -> str:
         return _ANSWER_PREFIX.sub("", _MARKDOWN.sub("", text).strip())
 
-    def prime(self, items: Sequence[tuple[str, str]]) -> None:
-        """Embed, in one batch, the (reply, question) pairs the semantic detector may need."""
-        if self.semantic is not None:
-            self.semantic.prime([(self.body_of(t), q) for t, q in items if t and t.strip()])
+    def prime(self, items: Sequence[tuple]) -> None:
+        """Embed, in one batch, what the semantic detector and the paraphrase signal may need:
+        items are (reply, question) or (reply, question, answers)."""
+        if self.semantic is None:
+            return
+        live = [it for it in items if it[0] and it[0].strip()]
+        self.semantic.prime([(self.body_of(it[0]), it[1]) for it in live])
+        if self.paraphrase is not None:
+            self.paraphrase.prime([(self.body_of(it[0]), it[1], alternatives_of(it[2])) for it in live if len(it) > 2])
 
     def decide(self, sample: Sample, text: str, rule_name: str | None = None) -> Decision:
         ctx = context_of(sample)
@@ -209,7 +214,7 @@ class OpenAnswerJudge:
                        score=score, details=details)
 
     def judge_many(self, items: Sequence[tuple[Sample, Prompt, Response]]) -> list[Verdict]:
-        self.rules.prime([(r.text, s.question) for s, _, r in items if not r.error])
+        self.rules.prime([(r.text, s.question, s.answers) for s, _, r in items if not r.error])
         return [self.judge(*it) for it in items]
 
 

@@ -95,6 +95,19 @@ class ParaphraseSignal:
     def guards(self) -> Guards:
         return self._guards or Guards()
 
+    def prime(self, items: Sequence[tuple[str, str, Sequence[str]]]) -> None:
+        """Embed, in one batch, the masked replies and key-phrase targets of (reply, question,
+        references) items that have a sentence reference."""
+        from mmrag.judging.semantic import mask_topic
+
+        texts: list[str] = []
+        for reply, question, refs in items:
+            sents = [r for r in refs if isinstance(r, str) and r.strip() and is_sentence(r)]
+            if sents:
+                texts.append(mask_topic(reply, question))
+                texts.extend(target_text(question, r) for r in sents)
+        self.bank.prime(texts)
+
     def best(self, question: str, references: Sequence[str], reply: str) -> ParaphraseCall | None:
         from mmrag.judging.semantic import mask_topic
 
