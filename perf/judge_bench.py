@@ -24,7 +24,7 @@ DATA = Path(__file__).resolve().parent.parent / "tests" / "data"
 
 def items(repeats: int):
     out = []
-    for name in ("hand_labelled.jsonl", "judge_tuning.jsonl"):
+    for name in ("hand_labelled.jsonl", "judge_tuning.jsonl", "judge_tuning2.jsonl"):
         path = DATA / name
         out += [record_to_item(json.loads(x), path, i) for i, x in enumerate(path.read_text().splitlines(), 1)]
     return out * repeats

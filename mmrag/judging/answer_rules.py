@@ -29,6 +29,7 @@ from mmrag.judging.keyphrase import (NEGATORS, is_sentence, key_phrase, negated_
 from mmrag.judging.normalize import accuracy_from_matches, contains_phrase, phrase_positions, vqa_normalize
 from mmrag.judging.numeric import as_number, numeric_match
 from mmrag.judging.numwords import digits_for_words
+from mmrag.judging.quantity import compare as compare_quantities
 from mmrag.registry import Registry
 
 _YES_NO = {"yes": "yes", "no": "no", "yeah": "yes", "yep": "yes", "nope": "no", "correct": "yes",
@@ -112,6 +113,19 @@ class GenericRule:
                          details={"numeric_parsed": parsed})
         return None
 
+    @staticmethod
+    def quantity(refs: list[str], reply: str) -> Match | None:
+        """Amounts with units compared after conversion (:mod:`mmrag.judging.quantity`)."""
+        calls = [(ref, compare_quantities(ref, reply)) for ref in refs]
+        for ref, call in calls:
+            if call == "gives":
+                return Match("gives", ref, f"reply states the quantity of {ref!r} (units converted)",
+                             details={"match": "quantity"})
+        if any(call == "contradicts" for _, call in calls):
+            return Match("contradicts", reply, "reply states another quantity than the reference",
+                         details={"match": "quantity"})
+        return None
+
     def containment(self, ctx: AnswerContext, refs: list[str], reply: str) -> Match | None:
         toks = self.norm_tokens(reply)
         negated_only = False
@@ -141,6 +155,16 @@ class GenericRule:
                 if len(rtoks) > len(toks) and rtoks[-len(toks):] == toks and ref[:1].isupper():
                     return Match("gives", ref, f"reply names the end of {ref!r}", decided=False,
                                  details={"match": "name tail"})
+        # ... or inside a sentence ("It was designed by Eiffel."), when it names no other person
+        names = _capitalised(reply) - _capitalised(ctx.question)
+        for ref in refs:
+            parts = ref.split()
+            if 1 < len(parts) <= 4 and all(p[:1].isupper() for p in parts) and len(parts[-1]) > 3:
+                tail = parts[-1]
+                if tail in names and names <= set(parts) and not negated_at(toks, toks.index(tail.lower())
+                                                                            if tail.lower() in toks else 0):
+                    return Match("gives", ref, f"reply names {tail!r} of {ref!r}", decided=False,
+                                 details={"match": "name tail"})
         return None
 
     @staticmethod
@@ -154,11 +178,15 @@ class GenericRule:
         ref_yn = {yes_no(words(r)[:3]) for r in refs} - {None}
         if len(ref_yn) != 1:
             return None
-        said = first_yes_no(words(reply)) or implied_yes_no(question, reply)
+        said, implied = first_yes_no(words(reply)), False
+        if said is None:
+            said, implied = implied_yes_no(question, reply), True
         if said is None:
             return None
         gold = ref_yn.pop()
-        return Match("gives" if said == gold else "contradicts", said, f"reply says {said!r}, reference {gold!r}")
+        # an implied yes/no is a weak reading: the judge asks the deflection detector before it counts
+        return Match("gives" if said == gold else "contradicts", said, f"reply says {said!r}, reference {gold!r}",
+                     decided=not implied, details={"match": "implied yes/no"} if implied else {})
 
     def key_phrase_rule(self, ctx: AnswerContext, refs: list[str], reply: str) -> Match | None:
         sentences = [r for r in refs if is_sentence(r)]
@@ -200,7 +228,8 @@ class GenericRule:
     # -- the rule ------------------------------------------------------------------------------
     def match(self, ctx: AnswerContext, reply: str) -> Match:
         refs = [a for a in ctx.answers if a and a.strip()]
-        for step in (lambda: self.numeric(ctx, reply), lambda: self.containment(ctx, refs, reply),
+        for step in (lambda: self.numeric(ctx, reply), lambda: self.quantity(refs, reply),
+                     lambda: self.containment(ctx, refs, reply),
                      lambda: self.yes_no_rule(refs, reply, ctx.question),
                      lambda: self.key_phrase_rule(ctx, refs, reply)):
             m = step()
@@ -209,9 +238,22 @@ class GenericRule:
         return Match("absent", None, "no reference answer in the reply", decided=False)
 
 
+def _capitalised(text: str) -> set[str]:
+    """Capitalised words not opening a sentence (candidate names)."""
+    return {m.group(1) for m in re.finditer(r"(?<![.!?]\s)(?<!^)\b([A-Z][\w'-]+)", text.strip())}
+
+
+_ECHO = re.compile(r"^\s*(?:it|they|he|she|there|both|this|that)\s+(?:does|do|is|are|was|were|did|has|have|can|"
+                   r"could|will)(n't|\s+not)?\s*[,.!]", re.I)
+
+
 def implied_yes_no(question: str, reply: str) -> str | None:
     """A yes/no reply without the word: "Both are granite." to "Are both made of granite?" restates
-    the question (yes); a negator restating it says no.  None when the reply does not restate it."""
+    the question (yes); a negator restating it says no; an auxiliary echo ("It does, ...", "They
+    aren't.") says yes or no.  None when the reply does neither."""
+    echo = _ECHO.match(reply)
+    if echo:
+        return "no" if echo.group(1) else "yes"
     q = {stem(w) for w in words(question)} - {"is", "are", "was", "were", "do", "doe", "did"}
     r = words(reply)
     overlap = len(q & {stem(w) for w in r}) / max(1, len(q))

@@ -62,9 +62,11 @@ REFUSAL_PATTERNS: tuple[tuple[str, str], ...] = (
                          r"clear|known|specified|mentioned|stated|given|provided|available|indicated|"
                          r"discernible|visible enough|possible to determine)\b"),
     ("cannot_be", r"\b(?:cannot|can't|can not|could not|couldn't)\s+be\s+(?:determined|answered|identified|"
-                  r"inferred|confirmed|verified|established|known|told)\b"),
+                  r"inferred|confirmed|verified|established|known|told|compared|counted|measured|read|"
+                  r"seen|made out)\b"),
     ("need_more", r"\b(?:need|needs|require|requires|would need)\s+(?:more|additional|further)\s+"
                   r"(?:context|information|details|data|evidence)\b"),
+    ("would_need", r"\b(?:i'd|i would|we'd|we would|one would|you'd|you would)\s+(?:\S+\s+)?need\b"),
     ("refrain", r"\b(?:refrain from|avoid|rather not|won't|will not|would not|do not want to)\s+"
                 r"(?:guess|guessing|speculat\w*)\b"),
     ("short_form", r"^(?:unknown|n/?a|not sure|unsure|no answer|cannot answer|can't answer|no comment|"

@@ -36,9 +36,32 @@ def _convert(run: list[str]) -> str | None:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
+_SCALED = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\s+(thousand|million|billion|trillion)\b", re.I)
+_SCALE = {"thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12}
+_MONEY = re.compile(r"([$\u20ac\u00a3])(\d+(?:\.\d+)?)\s?(k|m|mn|bn|b)\b", re.I)
+_MONEY_SCALE = {"k": 1e3, "m": 1e6, "mn": 1e6, "b": 1e9, "bn": 1e9}
+_UNIT_HYPHEN = re.compile(r"\b([A-Za-z]+)-(years?|months?|days?|weeks?|hours?|minutes?|metres?|meters?|miles?|"
+                          r"foot|feet|inch(?:es)?|storey|story|kilometres?|kilometers?)\b", re.I)
+
+
+def _money(m: re.Match[str]) -> str:
+    return f"{m.group(1)}{float(m.group(2)) * _MONEY_SCALE[m.group(3).lower()]:.15g}"
+
+
+def _scaled(m: re.Match[str]) -> str:
+    return f"{float(m.group(1)) * _SCALE[m.group(2).lower()]:.15g}"
+
+
 @lru_cache(maxsize=65536)
 def digits_for_words(text: str) -> str:
-    """``text`` with each run of number words replaced by its digits ("forty-seven" -> "47")."""
+    """``text`` with each run of number words replaced by its digits ("forty-seven" -> "47"); a
+    number then a scale word becomes one number ("12 million" -> "12000000"), and a number word
+    hyphenated to a unit is read apart from it ("two-year" -> "2 year"), and "$12M" is "$12000000"."""
+    text = _MONEY.sub(_money, _UNIT_HYPHEN.sub(r"\1 \2", text))
+    return _words_to_digits(_SCALED.sub(_scaled, text))
+
+
+def _words_to_digits(text: str) -> str:
     if not any(w in text.lower() for w in ("one", "two", "thr", "four", "five", "six", "seven", "eight", "nine",
                                            "ten", "eleven", "twel", "teen", "ty", "hundred", "thousand",
                                            "million", "billion", "zero")):

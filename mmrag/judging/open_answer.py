@@ -52,6 +52,8 @@ class OpenAnswerConfig:
     numeric_tolerance: float = 0.1
     empty_is_unparseable: bool = True
     semantic: bool = True          # MiniLM deflection detector for replies no other rule decides
+    paraphrase: bool = True        # guarded MiniLM paraphrase signal (mmrag/judging/paraphrase.py)
+    paraphrase_threshold: float = 0.58
 
 
 def question_type(sample: Sample) -> str | None:
@@ -59,8 +61,18 @@ def question_type(sample: Sample) -> str | None:
     return str(qt) if qt else None
 
 
+def alternatives_of(answers: Sequence[Any]) -> list[str]:
+    """Reference strings with the raw '|' alternatives split (Encyclopedic-VQA's release writes
+    "Danube|Donau" in one field; the builder splits it, loose records may not)."""
+    out: list[str] = []
+    for a in answers:
+        if isinstance(a, str):
+            out.extend(p.strip() for p in a.split("|") if p.strip()) if "|" in a else out.append(a)
+    return out
+
+
 def context_of(sample: Sample) -> AnswerContext:
-    return AnswerContext(question=sample.question, answers=[a for a in sample.answers if isinstance(a, str)],
+    return AnswerContext(question=sample.question, answers=alternatives_of(sample.answers),
                          numeric_ranges=list(sample.numeric_ranges), question_type=question_type(sample),
                          metadata=dict(sample.metadata))
 
@@ -73,6 +85,15 @@ class OpenAnswerRules:
         self.config = config or OpenAnswerConfig()
         self.detector = detector or DEFAULT_DETECTOR
         self._semantic = semantic
+        self._paraphrase = None
+
+    @property
+    def paraphrase(self):
+        if self._paraphrase is None and self.config.paraphrase and self.semantic is not None:
+            from mmrag.judging.paraphrase import ParaphraseSignal
+
+            self._paraphrase = ParaphraseSignal(self.semantic.bank, self.config.paraphrase_threshold)
+        return self._paraphrase
 
     @property
     def semantic(self):
@@ -90,10 +111,15 @@ class OpenAnswerRules:
     def body_of(text: str) -> str:
         return _ANSWER_PREFIX.sub("", _MARKDOWN.sub("", text).strip())
 
-    def prime(self, items: Sequence[tuple[str, str]]) -> None:
-        """Embed, in one batch, the (reply, question) pairs the semantic detector may need."""
-        if self.semantic is not None:
-            self.semantic.prime([(self.body_of(t), q) for t, q in items if t and t.strip()])
+    def prime(self, items: Sequence[tuple]) -> None:
+        """Embed, in one batch, what the semantic detector and the paraphrase signal may need:
+        items are (reply, question) or (reply, question, answers)."""
+        if self.semantic is None:
+            return
+        live = [it for it in items if it[0] and it[0].strip()]
+        self.semantic.prime([(self.body_of(it[0]), it[1]) for it in live])
+        if self.paraphrase is not None:
+            self.paraphrase.prime([(self.body_of(it[0]), it[1], alternatives_of(it[2])) for it in live if len(it) > 2])
 
     def decide(self, sample: Sample, text: str, rule_name: str | None = None) -> Decision:
         ctx = context_of(sample)
@@ -113,6 +139,19 @@ class OpenAnswerRules:
         m: Match | None = rule.match(ctx, answer) if (refs or ctx.numeric_ranges) else None
         if m is not None:
             details.update(m.details)
+        if m is not None and (m.status == "absent" or (m.status == "contradicts" and "key_recall" in m.details
+                                                        and not m.decided)):
+            m = self._paraphrased(ctx, refs, answer, m, details)
+        elif m is not None and m.status == "gives" and "key_recall" in m.details and self.paraphrase is not None:
+            # key words present, but the other side of an opposite pair or another colour/month...
+            blocked = next((b for r in refs if (b := self.paraphrase.guards.blocked(ctx.question, r, answer))
+                            and not b.startswith(("number", "negation"))), None)
+            if blocked:
+                m = Match("contradicts", answer, f"reply carries the key phrase but with the {blocked}",
+                          decided=False)
+        if m is not None and m.details.get("match") == "implied yes/no" and self.semantic is not None:
+            if self.semantic.analyse(body, sample.question).deflects:  # restates the topic, declines
+                return "deflection", None, "declines in its own words (semantic), no yes or no", False, details
         if m is not None and m.status == "gives":
             return "correct", m.extracted, m.reason, m.decided and not analysis.is_deflection, details
         if analysis.is_deflection:
@@ -124,6 +163,20 @@ class OpenAnswerRules:
         if analysis.refusals and analysis.guess:
             return "hallucination", answer, "a guess without the reference (after a refusal)", False, details
         return self._absent(sample, body, answer, details)
+
+    def _paraphrased(self, ctx, refs: list[str], answer: str, m: Match, details: dict[str, Any]) -> Match:
+        """The guarded MiniLM paraphrase signal, asked only where the rule found the reference absent
+        or too little of its key phrase."""
+        sig = self.paraphrase
+        call = sig.best(ctx.question, refs, answer) if sig is not None else None
+        if call is None:
+            return m
+        details["paraphrase"] = {"similarity": round(call.similarity, 3), "target": call.target,
+                                 "blocked": call.blocked}
+        if call.gives(sig.threshold):
+            return Match("gives", answer, f"paraphrases the reference {call.reference!r} "
+                         f"(MiniLM cosine {call.similarity:.2f})", decided=False)
+        return m
 
     def _absent(self, sample: Sample, body: str, answer: str, details: dict[str, Any]) -> Decision:
         sem = self.semantic
@@ -161,7 +214,7 @@ class OpenAnswerJudge:
                        score=score, details=details)
 
     def judge_many(self, items: Sequence[tuple[Sample, Prompt, Response]]) -> list[Verdict]:
-        self.rules.prime([(r.text, s.question) for s, _, r in items if not r.error])
+        self.rules.prime([(r.text, s.question, s.answers) for s, _, r in items if not r.error])
         return [self.judge(*it) for it in items]
 
 

@@ -36,8 +36,8 @@ BANK_PATH = Path(__file__).parent / "data" / "deflection_prototypes.json"
 _SENTENCES = re.compile(r"(?<=[.!?])\s+|\n+")
 _GUESS = re.compile(r"\b(?:probably|likely|perhaps|maybe|possibly|presumably|i think|i believe|i guess|i suspect|"
                     r"my (?:best )?guess|appears to be|seems to be|looks like|could be|might be|may be|must be|"
-                    r"is likely|i would say|i'd say|answer is|answer:|it's a|it is a|it is an|it's an|reads|says)\b",
-                    re.I)
+                    r"is likely|i would say|i'd say|answer is|answer:|it's a|it is a|it is an|it's an)\b|"
+                    r"\b(?:reads|says)\s*[:'\"\u2018\u201c]", re.I)
 _PROPER = re.compile(r"(?<![.!?]\s)(?<!^)\b([A-Z][a-z]+(?:[ -][A-Z][a-z]+)*)")
 _PROPER_IGNORE = frozenset({"I", "I'm", "I've", "I'd", "Sorry", "Unfortunately", "However", "Based", "The", "This",
                             "That", "These", "Those", "It", "Its", "There", "No", "Yes", "None", "Nothing",
@@ -88,11 +88,16 @@ def mask_topic(text: str, question: str) -> str:
     return re.sub(r"[A-Za-z]+", sub, text)
 
 
+# "the two images", "both passages": a count of the evidence, not an answer
+_EVIDENCE_COUNT = re.compile(r"\b(?:\d+|two|three|four|five)\s+(?:\w+\s+)?(?:images?|pictures?|photos?|photographs?|"
+                             r"passages?|documents?|sources?|snippets?|articles?|pages?|excerpts?|views?)\b", re.I)
+
+
 def asserts_candidate(sentence: str, question: str) -> bool:
     """Whether a sentence offers something that could answer the question: a number or a proper
     name the question does not hold, or a hedged guess ("probably ...", "it looks like ...")."""
     qwords = {stem(w) for w in words(question)}
-    for w in words(sentence):
+    for w in words(_EVIDENCE_COUNT.sub(" ", sentence)):
         if w[0].isdigit() and w not in qwords:
             return True
     for m in _PROPER.finditer(sentence):
@@ -107,7 +112,7 @@ def asserts_candidate(sentence: str, question: str) -> bool:
 class PrototypeBank:
     """Deflect/answer prototypes and their embeddings (computed once per bank and encoder)."""
 
-    C = 1.0  # inverse regularisation of the classifier
+    C = 10.0  # inverse regularisation of the classifier (fitted on tuning data only)
 
     def __init__(self, path: str | Path = BANK_PATH, encoder=None, k: int = 3,
                  cache_dir: str | Path | None = None) -> None:

@@ -1,0 +1,80 @@
+"""Quantities with units: "two meters" = "2 m" = "200 cm", "24 months" = "2 years", "$12M" = "12 million".
+
+References and replies state the same amount in different units or scales; comparing bare digits
+calls "70 mm" wrong against "7 cm".  :func:`quantities` reads every number (digits or words, via
+:func:`mmrag.judging.numwords.digits_for_words`) with the unit or scale word right after it (a
+hyphen allowed: "two-year") and converts it to the dimension's base unit with the table in
+``data/units.json``.  The rule (:func:`compare`) speaks only when reference and reply both state a
+quantity of the same dimension: one of the reply's within ``tolerance`` (relative) of one of the
+reference's -> gives, none -> contradicts.  Anything else is left to the other rules.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import lru_cache
+from pathlib import Path
+
+from mmrag.judging.numwords import digits_for_words
+
+UNITS_PATH = Path(__file__).parent / "data" / "units.json"
+_Q = re.compile(r"(?<![\w.])\$?(\d[\d,]*(?:\.\d+)?)\s*-?\s*([a-zA-Z%]+\d?)?")
+
+
+@lru_cache(maxsize=1)
+def _table() -> tuple[dict[str, tuple[str, float]], dict[str, float]]:
+    data = json.loads(UNITS_PATH.read_text(encoding="utf-8"))
+    return {k: (v[0], float(v[1])) for k, v in data["units"].items()}, {k: float(v) for k, v in data["scales"].items()}
+
+
+def _unit(word: str) -> tuple[str, float] | None:
+    units, _ = _table()
+    w = word.lower()
+    for cand in (w, w[:-1] if w.endswith("s") else w, w[:-2] if w.endswith("es") else w,
+                 "century" if w == "centuries" else w):
+        if cand in units:
+            return units[cand]
+    return None
+
+
+@lru_cache(maxsize=16384)
+def quantities(text: str) -> tuple[tuple[str, float], ...]:
+    """(dimension, value in base units) of each number in ``text``; a number without a unit has
+    dimension "count" (scale words applied: "12 million" -> 12e6)."""
+    _, scales = _table()
+    t = digits_for_words(text)
+    out: list[tuple[str, float]] = []
+    for m in _Q.finditer(t):
+        try:
+            value = float(m.group(1).replace(",", ""))
+        except ValueError:
+            continue
+        word = (m.group(2) or "")
+        rest = t[m.end():]
+        if word.lower() in scales and not (word.lower() == "m" and not t[m.start():m.start() + 1] == "$"
+                                           and not re.match(r"\s*(?:dollars|euros|\$)", rest)):
+            value *= scales[word.lower()]
+            nxt = re.match(r"\s*([a-zA-Z]+)", rest)
+            word = nxt.group(1) if nxt else ""
+        u = _unit(word) if word else None
+        out.append((u[0], value * u[1]) if u else ("count", value))
+    return tuple(out)
+
+
+def compare(reference: str, reply: str, tolerance: float = 0.02) -> str | None:
+    """"gives" / "contradicts" when both state a quantity with a unit of one dimension, else None."""
+    ref = [q for q in quantities(reference) if q[0] != "count"]
+    said = [q for q in quantities(reply) if q[0] != "count"]
+    dims = {d for d, _ in ref} & {d for d, _ in said}
+    if not dims:
+        return None
+    for d in dims:
+        for _, a in (q for q in ref if q[0] == d):
+            for _, b in (q for q in said if q[0] == d):
+                if abs(a - b) <= tolerance * max(abs(a), abs(b), 1e-12):
+                    return "gives"
+    return "contradicts"
+
+
+__all__ = ["quantities", "compare"]
