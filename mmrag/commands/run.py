@@ -68,15 +68,45 @@ def config_from_flags(benchmark: list[str], model: list[str], base_url: Optional
                      cache=CacheConfig(enabled=not no_cache, path=cache_path), settings=settings)
 
 
-def run_and_print(config: RunConfig, out: Path, title: str = "Results") -> RunResult:
+def run_and_print(config: RunConfig, out: Path, title: str = "Results", retry_failed: bool = False) -> RunResult:
+    """Execute and print; a run over its error budget exits 1 with a one-line reason on stderr."""
     t0 = time.perf_counter()
     with progress_bar() as progress:
-        result = execute(config, out, argv=sys.argv, progress=progress)
+        result = execute(config, out, argv=sys.argv, progress=progress, retry_failed=retry_failed)
     console.print(results_table(result.summary, title=title))
     errs = ", ".join(f"{k}={v}" for k, v in sorted(result.errors.items())) or "none"
     console.print(f"run directory: {out}  |  new records: {result.new_records}  |  model calls: {result.model_calls}"
                   f"  |  failed requests: {errs}  |  {time.perf_counter() - t0:.1f}s")
+    if result.failure:
+        typer.echo(f"mmrag: run failed: {result.failure}", err=True)
+        raise typer.Exit(1)
     return result
+
+
+def with_execution(cfg: RunConfig, max_concurrency: Optional[int], max_failures: Optional[str]) -> RunConfig:
+    """Apply the execution flags (they change how a run goes, never what it measures)."""
+    update: dict = {}
+    if max_concurrency is not None:
+        update["models"] = [m.model_copy(update={"max_concurrency": max_concurrency}) for m in cfg.models]
+    if max_failures is not None:
+        update["max_failures"] = parse_fraction(max_failures)
+    return cfg.model_copy(update=update) if update else cfg
+
+
+def parse_fraction(text: str) -> float:
+    """``0.05`` or ``5%``."""
+    t = text.strip()
+    try:
+        v = float(t[:-1]) / 100.0 if t.endswith("%") else float(t)
+    except ValueError:
+        v = -1.0
+    if not 0.0 <= v <= 1.0:
+        raise InputError(f"'{text}' is not a fraction in [0, 1] or a percentage like 5%", field="--max-failures")
+    return v
+
+
+_MAX_CONC = "most requests in flight per model (the window a run keeps full)"
+_MAX_FAIL = "error budget: fail the run when more than this fraction (0.05 or 5%) of cells failed"
 
 
 def run(
@@ -100,6 +130,10 @@ def run(
     batch_size: int = typer.Option(32, "--batch-size", min=1),
     max_new_tokens: Optional[int] = typer.Option(None, "--max-new-tokens"),
     out: Optional[Path] = typer.Option(None, "--out", help="run directory"),
+    max_concurrency: Optional[int] = typer.Option(None, "--max-concurrency", min=1, help=_MAX_CONC),
+    max_failures: Optional[str] = typer.Option(None, "--max-failures", help=_MAX_FAIL),
+    retry_errors: bool = typer.Option(False, "--retry-errors",
+                                      help="send cells whose last attempt failed again (--resume always does)"),
 ) -> None:
     """Run benchmarks x scenarios x models, judge every answer, write a run directory."""
     if resume is not None:
@@ -107,7 +141,7 @@ def run(
         if not mpath.exists():
             raise InputError("no manifest.json here: not a run directory", path=resume)
         cfg = RunConfig.model_validate(json.loads(mpath.read_text(encoding="utf-8"))["config"])
-        run_and_print(cfg, resume)
+        run_and_print(with_execution(cfg, max_concurrency, max_failures), resume, retry_failed=True)
         return
     if config is not None:
         cfg = load_run_config(config)
@@ -124,7 +158,7 @@ def run(
                 raise InputError("--source applies to exactly one --benchmark", field="--source")
             cfg.benchmarks[0].source = source
     target = out or (Path(cfg.out) if cfg.out else default_run_dir("run"))
-    run_and_print(cfg, target)
+    run_and_print(with_execution(cfg, max_concurrency, max_failures), target, retry_failed=retry_errors)
 
 
 def sweep(
@@ -136,6 +170,9 @@ def sweep(
     base_url: Optional[str] = typer.Option(None, "--base-url"),
     api_key_env: Optional[str] = typer.Option(None, "--api-key-env", help="name of the env var holding the key"),
     limit: Optional[int] = typer.Option(None, "--limit", min=1),
+    max_concurrency: Optional[int] = typer.Option(None, "--max-concurrency", min=1, help=_MAX_CONC),
+    max_failures: Optional[str] = typer.Option(None, "--max-failures", help=_MAX_FAIL),
+    retry_errors: bool = typer.Option(False, "--retry-errors", help="send cells whose last attempt failed again"),
 ) -> None:
     """Run every cell of a sweep; cells already in the run directory are not run again."""
     import yaml
@@ -160,7 +197,8 @@ def sweep(
                         models=[parse_model_arg(m, base_url=base_url, api_key_env=api_key_env) for m in _split([model])],
                         sweeps=[str(config)], limit=limit)
     target = out or (Path(cfg.out) if cfg.out else default_run_dir("sweep"))
-    run_and_print(cfg, target, title=f"Sweep {config.name}")
+    run_and_print(with_execution(cfg, max_concurrency, max_failures), target, title=f"Sweep {config.name}",
+                  retry_failed=retry_errors)
 
 
 def demo(

@@ -65,7 +65,19 @@ def samples_path(run_dir: str | Path) -> Path:
 
 
 def read_records(run_dir: str | Path) -> list[RunRecord]:
-    """Every record of a run, validated, in file order.
+    """Every record of a run, validated: a columnar run (see :mod:`mmrag.runs.store`) in plan
+    order, one record per cell; an old ``samples.jsonl`` run as described below."""
+    from mmrag.runs.store import is_columnar
+
+    if is_columnar(run_dir):
+        from mmrag.runs.columnar import records
+
+        return records(run_dir)
+    return read_jsonl_records(run_dir)
+
+
+def read_jsonl_records(run_dir: str | Path) -> list[RunRecord]:
+    """Every record of an old ``samples.jsonl`` run, validated, in file order.
 
     A malformed last line is dropped with a :class:`TruncatedLineWarning`; a malformed line
     anywhere else, or a line that parses as JSON but is not a valid RunRecord, raises InputError.
@@ -74,7 +86,8 @@ def read_records(run_dir: str | Path) -> list[RunRecord]:
     """
     path = samples_path(run_dir)
     if not path.exists():
-        raise InputError("no samples.jsonl here: not a run directory?", path=path)
+        raise InputError("no results here (neither records/ nor samples.jsonl): not a run directory?",
+                         path=Path(run_dir))
     with open(path, encoding="utf-8") as fh:
         lines = fh.read().split("\n")
     # the last non-empty line is the only one that may legitimately be cut short
@@ -224,7 +237,11 @@ def load(run_dir: str | Path | Sequence[str | Path]) -> pd.DataFrame:
     if not dirs:
         raise InputError("no run directory given")
     names = _run_names(dirs)
-    frames = [frame_from_records(read_records(d), run=n) for d, n in zip(dirs, names)]
+    from mmrag.runs.columnar import frame
+    from mmrag.runs.store import is_columnar
+
+    frames = [frame(d, run=n) if is_columnar(d) else frame_from_records(read_jsonl_records(d), run=n)
+              for d, n in zip(dirs, names)]
     if len(frames) == 1:
         return frames[0]
     return pd.concat(frames, ignore_index=True)
