@@ -55,7 +55,7 @@ def _last_per_key(table: pa.Table, order_col: str | None = None) -> pa.Table:
     idx = pa.array(range(n), pa.int64())
     t = table.append_column("__i", idx)
     last = t.group_by("key", use_threads=False).aggregate([("__i", "max")]).column("__i_max")
-    return table.take(pc.sort_indices(last))
+    return table.take(pc.take(last, pc.sort_indices(last)))
 
 
 def _latest_verdicts(run_dir: Path, columns: list[str]) -> pa.Table | None:

@@ -122,7 +122,9 @@ class RunStore:
         self.lock = RunLock(self.dir).acquire() if lock else None
         for t in (RECORDS, OBJECTS, VERDICTS):
             drop_torn(self.dir / t)
-        keys = read_table(self.dir / RECORDS, ["key", "status"], RECORD_SCHEMA)
+        keys = read_table(self.dir / RECORDS, ["key", "status", "ord"], RECORD_SCHEMA)
+        #: the ordinal :meth:`append` gives the next record (the engine passes plan ordinals)
+        self.next_ord = (pc.max(keys.column("ord")).as_py() + 1) if keys.num_rows else 0
         last: dict[str, str] = dict(zip(keys.column("key").to_pylist(), keys.column("status").to_pylist()))
         self.done = {k for k, s in last.items() if s == "ok"}
         self.failed = {k for k, s in last.items() if s != "ok"}
@@ -177,6 +179,7 @@ class RunStore:
         facets = {f: (int(row[f]) if f in _INT_FACETS else _facet(row[f])) for f in PROMPT_FACETS}
         prompt_ref = self._ref(rec.prompt, "prompt", {"sample_ref": sample_ref, "scenario_ref": scenario_ref,
                                                        **facets})
+        self.next_ord = max(self.next_ord, ord + 1)
         r = rec.response
         failed = r.error is not None
         attempt = self._attempts.get(rec.key, 0) + 1
@@ -198,8 +201,8 @@ class RunStore:
     def append(self, records: Iterable[RunRecord]) -> int:
         """Add and flush (convenience for callers outside the streaming engine)."""
         n = 0
-        for i, rec in enumerate(records):
-            self.add(rec, ord=i)
+        for rec in records:
+            self.add(rec, ord=self.next_ord)
             n += 1
         self.flush()
         return n
