@@ -184,6 +184,7 @@ def _execute(config: RunConfig, run_dir: Path, lock: RunLock | None, argv: list[
     manifest.status = "failed" if failure else ("complete" if not failed_now else "complete_with_failures")
     manifest.counts = {"records": len(records), "new": stats.new, "model_calls": stats.model_calls,
                        "failed": failed_now, "not_applicable": sum(not_applicable.values())}
+    manifest.stages = {k: round(v, 4) for k, v in {**stats.stages, "wall_s": stats.wall_s}.items()}
     manifest.write(run_dir)
     return RunResult(run_dir=run_dir, summary=summary, new_records=stats.new, model_calls=stats.model_calls,
                      skipped=skipped, errors=summary.get("errors", {}), failed=failed_now, failure=failure)

@@ -68,6 +68,9 @@ class Stats:
     not_applicable: dict[str, int] = field(default_factory=dict)
     aborted: str | None = None
     last_error: str = ""
+    #: seconds spent per stage (composing, judging, writing segments; summed over workers)
+    stages: dict[str, float] = field(default_factory=lambda: {"compose_s": 0.0, "judge_s": 0.0, "write_s": 0.0})
+    wall_s: float = 0.0
 
 
 def engine_verdict(r: Response) -> Verdict | None:
@@ -124,7 +127,9 @@ class Pipeline:
             raise
         if self.fatal is not None:
             raise self.fatal
-        self.stats.wall_s = time.monotonic() - started  # type: ignore[attr-defined]
+        self.stats.wall_s = time.monotonic() - started
+        for lane in self.lanes:
+            self.stats.stages[f"mean_in_flight[{lane.label}]"] = lane.busy_s / max(self.stats.wall_s, 1e-9)
         return self.stats
 
     # -- stages ----------------------------------------------------------------------------------
@@ -145,6 +150,7 @@ class Pipeline:
                     t0 = time.perf_counter()
                     prompt = plan.compose(sample, spec)
                     dt = time.perf_counter() - t0
+                    self.stats.stages["compose_s"] += dt
                     if prompt is None:
                         self.stats.not_applicable[spec.id] = self.stats.not_applicable.get(spec.id, 0) + len(lanes)
                         if self.progress is not None and self.task is not None:
@@ -231,11 +237,13 @@ class Pipeline:
                     self.judge_q.put_nowait(None)   # leave the sentinel for this worker's next get
                     break
                 batch.append(nxt)
+            t0 = time.perf_counter()
             try:
                 recs = await self._judge(batch)
             except BaseException as exc:
                 self._stop(exc)
                 return
+            self.stats.stages["judge_s"] += time.perf_counter() - t0
             for rec in recs:
                 await self.store_q.put(rec)
 
@@ -289,8 +297,10 @@ class Pipeline:
             if self.store.pending and (done or self.store.pending >= self.flush_every
                                        or time.monotonic() - last >= self.flush_seconds):
                 objs, rows = self.store.take()
+                t0 = time.perf_counter()
                 try:
                     await asyncio.to_thread(self.store.write_batch, objs, rows)
+                    self.stats.stages["write_s"] += time.perf_counter() - t0
                 except BaseException as exc:
                     self._stop(exc)
                     return
