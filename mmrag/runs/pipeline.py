@@ -58,6 +58,8 @@ class Item:
     prompt: Any
     ord: int
     compose_s: float
+    key: str
+    scenario_id: str
 
 
 @dataclass
@@ -139,6 +141,7 @@ class Pipeline:
         self.abort.set()
 
     async def produce(self) -> None:
+        spec_ids = {id(sp): sp.id for plan, _ in self.cells for sp in plan.specs}
         try:
             for plan, todo in self.cells:
                 if self.abort.is_set():
@@ -156,8 +159,9 @@ class Pipeline:
                         if self.progress is not None and self.task is not None:
                             self.progress.advance(self.task, len(lanes))
                         continue
-                    for lane, ord_ in lanes:
-                        await lane.queue.put(Item(plan, sample, spec, prompt, ord_, dt))
+                    sid = spec_ids[id(spec)]
+                    for lane, ord_, key in lanes:
+                        await lane.queue.put(Item(plan, sample, spec, prompt, ord_, dt, key, sid))
                     if i % 8 == 7:
                         await asyncio.sleep(0)
         except BaseException as exc:
@@ -258,11 +262,14 @@ class Pipeline:
             for i, v in zip(idx, await asyncio.to_thread(judge_many, self.judges[kind], items)):
                 verdicts[i] = v
         out = []
+        dumps: dict[int, dict] = {}
         for (lane, it, r, gen_s), v in zip(batch, verdicts):
             sp = it.spec
+            if id(sp) not in dumps:
+                dumps[id(sp)] = sp.model_dump(mode="json")
             out.append((RunRecord(
-                key=record_key(it.sample.id, sp.id, lane.vlm.fingerprint), benchmark=it.plan.ref.name,
-                benchmark_kind=it.plan.kind, scenario_id=sp.id, scenario=sp.model_dump(mode="json"),
+                key=it.key, benchmark=it.plan.ref.name,
+                benchmark_kind=it.plan.kind, scenario_id=it.scenario_id, scenario=dumps[id(sp)],
                 model=lane.label, model_fingerprint=lane.vlm.fingerprint, sample=it.sample, prompt=it.prompt,
                 response=r, verdict=v, mining=dict(it.prompt.metadata.get("mining", {})),
                 timings={"compose_s": it.compose_s, "generate_s": gen_s}), it.ord))
@@ -319,6 +326,7 @@ def plan_cells(plans: list, lanes: list[Lane], store: Any, retry_failed: bool) -
     for plan in plans:
         todo = []
         for spec in plan.specs:
+            sid = spec.id
             for sample in plan.samples:
                 fits = plan.fits(sample, spec)
                 need = []
@@ -327,11 +335,11 @@ def plan_cells(plans: list, lanes: list[Lane], store: Any, retry_failed: bool) -
                     if not fits:
                         continue
                     total += 1
-                    key = record_key(sample.id, spec.id, lane.vlm.fingerprint)
+                    key = record_key(sample.id, sid, lane.vlm.fingerprint)
                     if key in store.done or (key in store.failed and not retry_failed):
                         skipped += 1
                     else:
-                        need.append((lane, o))
+                        need.append((lane, o, key))
                 if not fits:
                     not_applicable[spec.id] = not_applicable.get(spec.id, 0) + len(lanes)
                 elif need:

@@ -20,6 +20,7 @@ records or T seconds), and nothing on disk is ever rewritten.
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 from collections import OrderedDict
@@ -68,6 +69,7 @@ def _facet(v: Any) -> Any:
 
 
 def verdict_columns(rec: RunRecord, row: dict[str, Any]) -> dict[str, Any]:
+    """The verdict's columns; ``row`` supplies score / label_is_nota / chose_nota (see frame)."""
     v = rec.verdict
     return {"outcome": v.outcome, "extracted": v.extracted, "judge_id": v.judge_id, "reason": v.reason,
             "verdict_score": v.score, "score": row["score"], "label_is_nota": row["label_is_nota"],
@@ -110,7 +112,7 @@ class RunLock:
 
 class RunStore:
     """The writer side.  ``RunStore(dir)`` takes the lock, drops torn segments and reads which cells
-    are finished (``done``) and which last failed (``failed``)."""
+    were finished (``done``, as of opening) and which last failed (``failed``, kept current)."""
 
     #: how many object refs to remember for "already stored" (bounded: memory stays flat however
     #: long the run; a ref forgotten and seen again is stored twice and deduplicated on read)
@@ -136,7 +138,8 @@ class RunStore:
         self._seen: OrderedDict[str, None] = OrderedDict()
         self._rows: list[dict[str, Any]] = []
         self._objects: list[dict[str, Any]] = []
-        self._memo: dict[int, tuple[Any, str, str]] = {}
+        self._memo: dict[int, tuple[Any, Any, tuple]] = {}
+        self._objmemo: dict[int, tuple[Any, str]] = {}
 
     # -- writing ---------------------------------------------------------------------------------
     def __contains__(self, key: str) -> bool:
@@ -151,15 +154,24 @@ class RunStore:
 
     def _ref(self, obj: Any, kind: str, extra: dict[str, Any] | None = None) -> str:
         """The content hash of ``obj``; queues it for writing the first time it is seen."""
-        memo = self._memo.get(id(obj))
-        if memo is not None and memo[0] is obj and memo[2] == kind:
-            return memo[1]
+        if extra is None:   # samples and scenarios: the same object recurs across many prompts
+            got = self._objmemo.get(id(obj))
+            if got is not None and got[0] is obj:
+                return got[1]
+            ref = self._ref_of(obj, kind, None)
+            if len(self._objmemo) > 4096:
+                self._objmemo.clear()
+            self._objmemo[id(obj)] = (obj, ref)
+            return ref
+        return self._ref_of(obj, kind, extra)
+
+    def _ref_of(self, obj: Any, kind: str, extra: dict[str, Any] | None) -> str:
         data = obj if isinstance(obj, dict) else obj.model_dump(mode="json")
         text = canonical_json(data)
-        ref = stable_id(text, extra or {}, length=20)
-        if len(self._memo) > 4096:
-            self._memo.clear()
-        self._memo[id(obj)] = (obj, ref, kind)
+        h = hashlib.sha256(text.encode("utf-8"))
+        if extra:
+            h.update(canonical_json(extra).encode("utf-8"))
+        ref = h.hexdigest()[:20]
         if ref in self._seen:
             self._seen.move_to_end(ref)
             return ref
@@ -169,23 +181,41 @@ class RunStore:
         self._objects.append({"ref": ref, "obj": kind, "json": text, **(extra or {})})
         return ref
 
-    def add(self, rec: RunRecord, *, ord: int = 0) -> None:
-        """Queue one finished (or failed) cell; it reaches the disk at the next :meth:`flush`."""
-        from mmrag.runs.frame import record_row
+    def _prompt_view(self, rec: RunRecord) -> tuple[str, str, str, dict[str, Any]]:
+        """(sample ref, scenario ref, prompt ref, facets) of a record's prompt; computed once per
+        prompt object (the engine shows one prompt object to every model)."""
+        from mmrag.runs.frame import prompt_facets
 
-        row = record_row(rec)
+        got = self._memo.get(id(rec.prompt))
+        if got is not None and got[0] is rec.prompt and got[1] is rec.sample:
+            return got[2]
         sample_ref = self._ref(rec.sample, "sample")
         scenario_ref = self._ref(rec.scenario, "scenario")
-        facets = {f: (int(row[f]) if f in _INT_FACETS else _facet(row[f])) for f in PROMPT_FACETS}
+        facets = {f: (int(v) if f in _INT_FACETS else _facet(v)) for f, v in prompt_facets(rec).items()}
         prompt_ref = self._ref(rec.prompt, "prompt", {"sample_ref": sample_ref, "scenario_ref": scenario_ref,
                                                        **facets})
+        view = (sample_ref, scenario_ref, prompt_ref, facets)
+        if len(self._memo) > 1024:
+            self._memo.clear()
+        self._memo[id(rec.prompt)] = (rec.prompt, rec.sample, view)
+        return view
+
+    def add(self, rec: RunRecord, *, ord: int = 0) -> None:
+        """Queue one finished (or failed) cell; it reaches the disk at the next :meth:`flush`."""
+        from mmrag.runs.frame import verdict_facets
+
+        sample_ref, scenario_ref, prompt_ref, facets = self._prompt_view(rec)
+        row = verdict_facets(rec.verdict, facets["label"], facets["nota_letter"])
         self.next_ord = max(self.next_ord, ord + 1)
         r = rec.response
         failed = r.error is not None
+        # per-key state only for failures (few): memory stays flat however many records are written
         attempt = self._attempts.get(rec.key, 0) + 1
-        self._attempts[rec.key] = attempt
-        (self.failed if failed else self.done).add(rec.key)
-        (self.done if failed else self.failed).discard(rec.key)
+        if failed:
+            self._attempts[rec.key] = attempt
+            self.failed.add(rec.key)
+        else:
+            self.failed.discard(rec.key)
         self._rows.append({
             "key": rec.key, "ord": ord, "attempt": attempt, "status": "failed" if failed else "ok",
             "benchmark": rec.benchmark, "benchmark_kind": rec.benchmark_kind, "scenario_id": rec.scenario_id,
