@@ -180,3 +180,18 @@ def test_manifest_scrubs_secret_env_values(tmp_path, monkeypatch):
     assert scrub(["a sk-very-secret-123 b"]) == ["a *** b"]
     assert json.loads(text)["status"] == "running"
     time.sleep(0)
+
+
+def test_paired_tests_leave_failed_cells_out_and_count_them(tmp_path):
+    from mmrag.reports.paired import model_differences
+
+    df = load(build_run(tmp_path, "run", full=False))
+    df = df[df.benchmark == "demo"].copy()
+    base = model_differences(df)
+    weak = df.model == "weak-vlm"
+    df["error"] = None
+    df.loc[weak & df.sample_id.isin(["demo-q0-s0"]), "error"] = "connection"
+    got = model_differences(df)
+    n_failed = got["n_failed_b"].sum() + got["n_failed_a"].sum()
+    assert n_failed == int((df.error == "connection").sum()) > 0
+    assert got["n_pairs"].sum() == base["n_pairs"].sum() - n_failed
