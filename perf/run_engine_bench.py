@@ -41,15 +41,21 @@ from loopback_server import ServerProcess, mean_in_flight  # noqa: E402
 MEDIAN, SIGMA, WINDOW = 0.3, 1.0, 32
 
 
+CODE = ROOT   # the checkout whose `mmrag run` is measured (--peer: another one, e.g. main before this engine)
+PEER = False
+
+
 def _env(home: Path) -> dict[str, str]:
     return dict(os.environ, MMRAG_HOME=str(home), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
-                HF_DATASETS_OFFLINE="1", TOKENIZERS_PARALLELISM="false", PYTHONPATH=str(ROOT))
+                HF_DATASETS_OFFLINE="1", TOKENIZERS_PARALLELISM="false", PYTHONPATH=str(CODE))
 
 
 def _config(tmp: Path, urls: list[str], limit: int, name: str) -> Path:
+    # the old engine knows only the backend option; this one the model's window (which sets it)
+    window = {"options": {"max_concurrency": WINDOW}} if PEER else {"max_concurrency": WINDOW}
     cfg = {"benchmarks": [{"name": "demo"}], "limit": limit, "cache": {"enabled": False},
            "scenarios": [{"kind": "parametric"}, {"kind": "oracle"}],
-           "models": [{"backend": "openai", "model": f"m{i}", "base_url": u, "max_concurrency": WINDOW}
+           "models": [{"backend": "openai", "model": f"m{i}", "base_url": u, **window}
                       for i, u in enumerate(urls)]}
     p = tmp / f"{name}.yaml"
     p.write_text(yaml.safe_dump(cfg))
@@ -131,7 +137,12 @@ def main() -> None:
     ap.add_argument("--only", default="1,2,3")
     ap.add_argument("--profile", action="store_true", help="also cProfile the ceiling run in-process")
     ap.add_argument("--home", default=None, help="MMRAG_HOME to reuse (the demo world is generated once)")
+    ap.add_argument("--peer", default=None, help="measure `mmrag run` of another checkout (e.g. /work/main)")
     a = ap.parse_args()
+    global CODE, PEER
+    if a.peer:
+        CODE, PEER = Path(a.peer).resolve(), True
+        print(f"measuring the engine of {CODE}")
     only = {int(x) for x in a.only.split(",")}
     print(f"load average before: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
     with tempfile.TemporaryDirectory() as d:

@@ -33,29 +33,41 @@ import pyarrow.compute as pc
 from mmrag.errors import InputError
 from mmrag.runs.records import RunRecord
 from mmrag.runs.segments import commit_table, compact, drop_torn, next_seq, read_table
-from mmrag.schema import canonical_json, stable_id
+from mmrag.schema import canonical_json
 
 RECORDS, OBJECTS, VERDICTS = "records", "objects", "verdicts"
 STORE_FORMAT = "mmrag-columnar-1"
 
-#: frame columns that depend only on (scenario, sample, prompt): stored once per prompt object
-PROMPT_FACETS: tuple[str, ...] = (
-    "kind", "n_distractors", "positive_modality", "negative_modality", "strictness", "stress", "sample_id",
-    "question_id", "question", "source", "type", "dimension", "polarity", "pair_id", "label", "nota_letter",
-    "n_contexts", "n_gold", "n_negative", "prompt_id", "template_id")
+#: frame columns derived from the sample alone / the scenario alone: stored once, on its object row
+SAMPLE_FACETS: tuple[str, ...] = ("sample_id", "question_id", "question", "type", "dimension", "polarity", "pair_id")
+SCENARIO_FACETS: tuple[str, ...] = ("kind", "n_distractors", "negative_modality", "strictness", "stress")
+#: frame columns derived from the prompt with its sample and scenario: small, kept on each record row
+#: (a join against half a million prompts would cost more than the bytes)
+ROW_FACETS: tuple[str, ...] = ("positive_modality", "source", "label", "nota_letter", "n_contexts", "n_gold",
+                               "n_negative", "prompt_id", "template_id")
+PROMPT_FACETS = SAMPLE_FACETS + SCENARIO_FACETS + ROW_FACETS
 _INT_FACETS = ("n_distractors", "n_contexts", "n_gold", "n_negative")
 
 _S, _F, _I, _B = pa.string(), pa.float64(), pa.int64(), pa.bool_()
+
+
+def _facet_type(f: str) -> pa.DataType:
+    return pa.int32() if f in _INT_FACETS else _S
+
+
 VERDICT_FIELDS = [("outcome", _S), ("extracted", _S), ("judge_id", _S), ("reason", _S), ("verdict_score", _F),
                   ("score", _F), ("label_is_nota", _B), ("chose_nota", _B), ("details", _S)]
+#: refs are the first 64 bits of the sha256 of the object's canonical JSON (an int64 joins and
+#: decodes far faster than a hex string; a collision among 10^7 objects has odds of about 3e-6)
 RECORD_SCHEMA = pa.schema([
     ("key", _S), ("ord", _I), ("attempt", pa.int32()), ("status", _S), ("benchmark", _S), ("benchmark_kind", _S),
-    ("scenario_id", _S), ("model", _S), ("model_fingerprint", _S), ("sample_ref", _S), ("prompt_ref", _S),
-    ("scenario_ref", _S), ("response", _S), ("response_model", _S), ("error", _S), ("error_detail", _S),
+    ("scenario_id", _S), ("model", _S), ("model_fingerprint", _S), ("sample_ref", _I), ("prompt_ref", _I),
+    ("scenario_ref", _I), *[(f, _facet_type(f)) for f in ROW_FACETS],
+    ("response", _S), ("response_model", _S), ("error", _S), ("error_detail", _S),
     ("finish_reason", _S), ("latency_s", _F), ("cached", _B), ("prompt_tokens", _I), ("completion_tokens", _I),
     ("cost_usd", _F), *VERDICT_FIELDS, ("mining", _S), ("compose_s", _F), ("generate_s", _F)])
-OBJECT_SCHEMA = pa.schema([("ref", _S), ("obj", _S), ("json", _S), ("sample_ref", _S), ("scenario_ref", _S),
-                           *[(f, _I if f in _INT_FACETS else _S) for f in PROMPT_FACETS]])
+OBJECT_SCHEMA = pa.schema([("ref", _I), ("obj", _S), ("json", _S),
+                           *[(f, _facet_type(f)) for f in SAMPLE_FACETS + SCENARIO_FACETS]])
 VERDICT_SCHEMA = pa.schema([("key", _S), ("generation", pa.int32()), *VERDICT_FIELDS])
 
 
@@ -124,18 +136,20 @@ class RunStore:
         self.lock = RunLock(self.dir).acquire() if lock else None
         for t in (RECORDS, OBJECTS, VERDICTS):
             drop_torn(self.dir / t)
-        keys = read_table(self.dir / RECORDS, ["key", "status", "ord"], RECORD_SCHEMA)
+        keys = read_table(self.dir / RECORDS, ["key", "status", "ord", "attempt"], RECORD_SCHEMA)
         #: the ordinal :meth:`append` gives the next record (the engine passes plan ordinals)
         self.next_ord = (pc.max(keys.column("ord")).as_py() + 1) if keys.num_rows else 0
-        last: dict[str, str] = dict(zip(keys.column("key").to_pylist(), keys.column("status").to_pylist()))
-        self.done = {k for k, s in last.items() if s == "ok"}
-        self.failed = {k for k, s in last.items() if s != "ok"}
         self._attempts: dict[str, int] = {}
-        if self.failed:
-            fk = pc.is_in(keys.column("key"), value_set=pa.array(sorted(self.failed)))
-            for k in keys.filter(fk).column("key").to_pylist():
-                self._attempts[k] = self._attempts.get(k, 0) + 1
-        self._seen: OrderedDict[str, None] = OrderedDict()
+        if keys.num_rows and pc.max(keys.column("attempt")).as_py() > 1:   # some cell was retried
+            from mmrag.runs.columnar import last_per_key
+
+            keys = last_per_key(keys)
+        ok = pc.equal(keys.column("status"), "ok")
+        self.done = set(keys.filter(ok).column("key").to_pylist())
+        bad = keys.filter(pc.invert(ok))
+        self.failed = set(bad.column("key").to_pylist())
+        self._attempts = dict(zip(bad.column("key").to_pylist(), bad.column("attempt").to_pylist()))
+        self._seen: OrderedDict[int, None] = OrderedDict()
         self._rows: list[dict[str, Any]] = []
         self._objects: list[dict[str, Any]] = []
         self._memo: dict[int, tuple[Any, Any, tuple]] = {}
@@ -152,49 +166,39 @@ class RunStore:
     def pending(self) -> int:
         return len(self._rows)
 
-    def _ref(self, obj: Any, kind: str, extra: dict[str, Any] | None = None) -> str:
-        """The content hash of ``obj``; queues it for writing the first time it is seen."""
-        if extra is None:   # samples and scenarios: the same object recurs across many prompts
-            got = self._objmemo.get(id(obj))
-            if got is not None and got[0] is obj:
-                return got[1]
-            ref = self._ref_of(obj, kind, None)
-            if len(self._objmemo) > 4096:
-                self._objmemo.clear()
-            self._objmemo[id(obj)] = (obj, ref)
-            return ref
-        return self._ref_of(obj, kind, extra)
-
-    def _ref_of(self, obj: Any, kind: str, extra: dict[str, Any] | None) -> str:
+    def _ref(self, obj: Any, kind: str, columns: dict[str, Any] | None = None) -> int:
+        """The content ref of ``obj``; queued for writing (with ``columns``) the first time it is seen."""
+        got = self._objmemo.get(id(obj))
+        if got is not None and got[0] is obj:
+            return got[1]
         data = obj if isinstance(obj, dict) else obj.model_dump(mode="json")
         text = canonical_json(data)
-        h = hashlib.sha256(text.encode("utf-8"))
-        if extra:
-            h.update(canonical_json(extra).encode("utf-8"))
-        ref = h.hexdigest()[:20]
+        ref = int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "big", signed=True)
+        if len(self._objmemo) > 4096:
+            self._objmemo.clear()
+        self._objmemo[id(obj)] = (obj, ref)
         if ref in self._seen:
             self._seen.move_to_end(ref)
             return ref
         self._seen[ref] = None
         if len(self._seen) > self.SEEN_LIMIT:
             self._seen.popitem(last=False)
-        self._objects.append({"ref": ref, "obj": kind, "json": text, **(extra or {})})
+        self._objects.append({"ref": ref, "obj": kind, "json": text, **(columns or {})})
         return ref
 
-    def _prompt_view(self, rec: RunRecord) -> tuple[str, str, str, dict[str, Any]]:
-        """(sample ref, scenario ref, prompt ref, facets) of a record's prompt; computed once per
+    def _prompt_view(self, rec: RunRecord) -> tuple[int, int, int, dict[str, Any]]:
+        """(sample ref, scenario ref, prompt ref, row facets) of a record's prompt; computed once per
         prompt object (the engine shows one prompt object to every model)."""
         from mmrag.runs.frame import prompt_facets
 
         got = self._memo.get(id(rec.prompt))
         if got is not None and got[0] is rec.prompt and got[1] is rec.sample:
             return got[2]
-        sample_ref = self._ref(rec.sample, "sample")
-        scenario_ref = self._ref(rec.scenario, "scenario")
         facets = {f: (int(v) if f in _INT_FACETS else _facet(v)) for f, v in prompt_facets(rec).items()}
-        prompt_ref = self._ref(rec.prompt, "prompt", {"sample_ref": sample_ref, "scenario_ref": scenario_ref,
-                                                       **facets})
-        view = (sample_ref, scenario_ref, prompt_ref, facets)
+        sample_ref = self._ref(rec.sample, "sample", {f: facets[f] for f in SAMPLE_FACETS})
+        scenario_ref = self._ref(rec.scenario, "scenario", {f: facets[f] for f in SCENARIO_FACETS})
+        prompt_ref = self._ref(rec.prompt, "prompt")
+        view = (sample_ref, scenario_ref, prompt_ref, {f: facets[f] for f in ROW_FACETS})
         if len(self._memo) > 1024:
             self._memo.clear()
         self._memo[id(rec.prompt)] = (rec.prompt, rec.sample, view)
@@ -220,7 +224,7 @@ class RunStore:
             "key": rec.key, "ord": ord, "attempt": attempt, "status": "failed" if failed else "ok",
             "benchmark": rec.benchmark, "benchmark_kind": rec.benchmark_kind, "scenario_id": rec.scenario_id,
             "model": rec.model, "model_fingerprint": rec.model_fingerprint, "sample_ref": sample_ref,
-            "prompt_ref": prompt_ref, "scenario_ref": scenario_ref, "response": r.text, "response_model": r.model,
+            "prompt_ref": prompt_ref, "scenario_ref": scenario_ref, **facets, "response": r.text, "response_model": r.model,
             "error": r.error, "error_detail": r.error_detail or None, "finish_reason": r.finish_reason,
             "latency_s": float(r.latency_s), "cached": bool(r.cached), "prompt_tokens": r.usage.prompt_tokens,
             "completion_tokens": r.usage.completion_tokens, "cost_usd": r.usage.cost_usd,
