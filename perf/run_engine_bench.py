@@ -65,7 +65,7 @@ def _config(tmp: Path, urls: list[str], limit: int, name: str) -> Path:
 def _run(cfg: Path, out: Path, home: Path) -> float:
     t0 = time.perf_counter()
     res = subprocess.run([sys.executable, "-m", "mmrag.cli", "run", "--config", str(cfg), "--out", str(out)],
-                         env=_env(home), capture_output=True, text=True)
+                         env=_env(home), capture_output=True, text=True, cwd=CODE)
     if res.returncode != 0:
         raise SystemExit(f"mmrag run failed:\n{res.stderr[-3000:]}")
     return time.perf_counter() - t0
