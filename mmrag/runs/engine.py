@@ -163,7 +163,7 @@ def _execute(config: RunConfig, run_dir: Path, lock: RunLock | None, argv: list[
             if progress is not None and n_todo else None
         pipe = Pipeline(cells, lanes, judges, store, flush_every=config.flush_every,
                         flush_seconds=config.flush_seconds, max_failed=config.max_failures * max(total, 1),
-                        progress=progress, task=task)
+                        progress=progress, task=task, judge_in_thread=config.judge.model is not None)
         stats = run_sync(lambda: _serve(pipe, lanes))
         for k, v in stats.not_applicable.items():
             not_applicable[k] = not_applicable.get(k, 0) + v
