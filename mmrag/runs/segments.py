@@ -27,6 +27,8 @@ import pyarrow.parquet as pq
 
 _NAME = re.compile(r"^seg-(\d{8})-(\d{8})\.parquet$")
 COMPRESSION = "zstd"
+#: rows per row group of a compacted segment (memory while compacting is bounded by one group)
+ROW_GROUP = 1 << 17
 
 
 def fsync_dir(path: Path) -> None:
@@ -81,7 +83,7 @@ def commit_table(folder: Path, table: pa.Table, first: int, last: int | None = N
     final = folder / f"seg-{first:08d}-{(last if last is not None else first):08d}.parquet"
     tmp = final.with_name(final.name + ".tmp")
     with open(tmp, "wb") as fh:
-        pq.write_table(table, fh, compression=COMPRESSION, row_group_size=1 << 17)
+        pq.write_table(table, fh, compression=COMPRESSION, row_group_size=ROW_GROUP)
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, final)
@@ -113,12 +115,20 @@ def compact(folder: Path, min_files: int = 2) -> bool:
     schema = None
     with open(tmp, "wb") as fh:
         writer = None
+        pending: list[pa.Table] = []
+        rows = 0
         for f in files:
             t = pq.read_table(f)
             if writer is None:
                 schema = t.schema
                 writer = pq.ParquetWriter(fh, schema, compression=COMPRESSION)
-            writer.write_table(t.cast(schema), row_group_size=1 << 17)
+            pending.append(t.cast(schema))
+            rows += t.num_rows
+            if rows >= ROW_GROUP:   # few large row groups: a footer of 1,000 small ones costs more to read
+                writer.write_table(pa.concat_tables(pending), row_group_size=ROW_GROUP)
+                pending, rows = [], 0
+        if pending:
+            writer.write_table(pa.concat_tables(pending), row_group_size=ROW_GROUP)
         writer.close()
         fh.flush()
         os.fsync(fh.fileno())
