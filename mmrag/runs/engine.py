@@ -144,7 +144,7 @@ def _execute(config: RunConfig, run_dir: Path, lock: RunLock | None, argv: list[
     models = [(mspec, make_model(mspec, config)) for mspec in config.models]
     judges = {p.kind: make_judge(p.kind, config) for p in plans}
     _ensure_writable(run_dir)
-    store = RunStore(run_dir, lock=lock is None)
+    store = RunStore(run_dir, lock=True if lock is None else lock)
     try:
         write_format_marker(run_dir)
         manifest = RunManifest.start(config.model_dump(mode="json"), argv)

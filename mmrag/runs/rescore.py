@@ -45,7 +45,7 @@ def rescore(run_dir: str | Path, judge: JudgeConfig) -> dict[str, Any]:
                 rec.verdict = verdict
                 rows.append({"key": rec.key, **verdict_columns(rec, record_row(rec))})
         if columnar:
-            RunStore(run_dir, lock=False).add_verdicts(rows)
+            RunStore(run_dir, lock=lock).add_verdicts(rows)
         else:
             from mmrag.runs.legacy import rewrite_jsonl
 

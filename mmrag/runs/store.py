@@ -32,7 +32,7 @@ import pyarrow.compute as pc
 
 from mmrag.errors import InputError
 from mmrag.runs.records import RunRecord
-from mmrag.runs.segments import commit_table, compact, drop_torn, next_seq, read_table
+from mmrag.runs.segments import commit_table, compact, drop_torn, live_segments, next_seq, read_table
 from mmrag.schema import canonical_json
 
 RECORDS, OBJECTS, VERDICTS = "records", "objects", "verdicts"
@@ -129,13 +129,20 @@ class RunStore:
     #: how many object refs to remember for "already stored" (bounded: memory stays flat however
     #: long the run; a ref forgotten and seen again is stored twice and deduplicated on read)
     SEEN_LIMIT = 1 << 16
+    #: more live segments than this in a table when a writer opens it -> compact first
+    COMPACT_ON_OPEN = 256
 
-    def __init__(self, run_dir: str | Path, *, lock: bool = True) -> None:
+    def __init__(self, run_dir: str | Path, *, lock: "bool | RunLock" = True) -> None:
+        """``lock``: True takes the directory's lock (released by :meth:`close`); a held
+        :class:`RunLock` says the caller holds it; False opens without one (tests, tools)."""
         self.dir = Path(run_dir)
         self.dir.mkdir(parents=True, exist_ok=True)
-        self.lock = RunLock(self.dir).acquire() if lock else None
+        held = isinstance(lock, RunLock)
+        self.lock = RunLock(self.dir).acquire() if lock is True else None
         for t in (RECORDS, OBJECTS, VERDICTS):
             drop_torn(self.dir / t)
+            if (held or self.lock is not None) and len(live_segments(self.dir / t)) > self.COMPACT_ON_OPEN:
+                compact(self.dir / t)   # a killed long run left many small segments: merge them once
         keys = read_table(self.dir / RECORDS, ["key", "status", "ord", "attempt"], RECORD_SCHEMA)
         #: the ordinal :meth:`append` gives the next record (the engine passes plan ordinals)
         self.next_ord = (pc.max(keys.column("ord")).as_py() + 1) if keys.num_rows else 0
