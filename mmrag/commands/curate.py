@@ -8,14 +8,19 @@ from typing import Optional
 import typer
 
 from mmrag.commands._console import console
+from mmrag.commands.judge import JudgeBaseUrlOpt, JudgeKeyEnvOpt, JudgeModelOpt, judge_config
 
 
-def curate(config: Path = typer.Option(..., "--config"), out: Optional[Path] = typer.Option(None, "--out")) -> None:
+def curate(config: Path = typer.Option(..., "--config"), out: Optional[Path] = typer.Option(None, "--out"),
+           judge: Optional[str] = typer.Option(None, "--judge", help="rule | llm | rule+llm (over the config's)"),
+           judge_model: Optional[str] = JudgeModelOpt, judge_base_url: Optional[str] = JudgeBaseUrlOpt,
+           judge_api_key_env: Optional[str] = JudgeKeyEnvOpt) -> None:
     """Re-curate a DeflectionBench-format benchmark: keep only samples that truly need retrieval."""
     from mmrag.curation import curate as run_curation, load_curate_config
     from mmrag.runs.engine import default_run_dir
 
     cfg = load_curate_config(config)
+    cfg.judge = judge_config(judge, judge_model, judge_base_url, judge_api_key_env, base=cfg.judge)
     target = out or (Path(cfg.out) if cfg.out else default_run_dir("curation"))
     report = run_curation(cfg, target)
     console.print((target / "report.md").read_text(encoding="utf-8"))

@@ -11,6 +11,7 @@ from typing import Optional
 import typer
 
 from mmrag.commands._console import console, progress_bar, results_table
+from mmrag.commands.judge import JudgeBaseUrlOpt, JudgeKeyEnvOpt, JudgeModelOpt, judge_config
 from mmrag.errors import InputError
 from mmrag.models.base import GenerationSettings
 from mmrag.runs.config import BenchmarkRef, CacheConfig, JudgeConfig, RunConfig, load_run_config
@@ -53,7 +54,7 @@ def config_from_flags(benchmark: list[str], model: list[str], base_url: Optional
                       scenarios: list[str], distractors: list[int], negative_modality: list[str],
                       positive_modality: str, strictness: list[str], limit: Optional[int], seed: int,
                       judge: str, no_cache: bool, cache_path: Optional[str], batch_size: int,
-                      max_new_tokens: Optional[int]) -> RunConfig:
+                      max_new_tokens: Optional[int], judge_cfg: JudgeConfig | None = None) -> RunConfig:
     from mmrag.models import parse_model_arg
 
     if not benchmark:
@@ -64,7 +65,7 @@ def config_from_flags(benchmark: list[str], model: list[str], base_url: Optional
     settings = GenerationSettings(max_new_tokens=max_new_tokens) if max_new_tokens else None
     models = [parse_model_arg(m, base_url=base_url, api_key_env=api_key_env) for m in model]
     return RunConfig(benchmarks=[BenchmarkRef(name=b) for b in benchmark], scenarios=specs, models=models,
-                     judge=JudgeConfig(mode=judge), limit=limit, seed=seed, batch_size=batch_size,
+                     judge=judge_cfg or JudgeConfig(mode=judge), limit=limit, seed=seed, batch_size=batch_size,
                      cache=CacheConfig(enabled=not no_cache, path=cache_path), settings=settings)
 
 
@@ -124,7 +125,10 @@ def run(
     strictness: str = typer.Option("none", "--strictness"),
     limit: Optional[int] = typer.Option(None, "--limit", min=1),
     seed: int = typer.Option(0, "--seed"),
-    judge: str = typer.Option("rule", "--judge", help="rule | llm | rule+llm"),
+    judge: Optional[str] = typer.Option(None, "--judge", help="rule | llm | rule+llm (default rule)"),
+    judge_model: Optional[str] = JudgeModelOpt,
+    judge_base_url: Optional[str] = JudgeBaseUrlOpt,
+    judge_api_key_env: Optional[str] = JudgeKeyEnvOpt,
     no_cache: bool = typer.Option(False, "--no-cache"),
     cache_path: Optional[str] = typer.Option(None, "--cache-path"),
     batch_size: int = typer.Option(32, "--batch-size", min=1),
@@ -145,6 +149,7 @@ def run(
         return
     if config is not None:
         cfg = load_run_config(config)
+        cfg.judge = judge_config(judge, judge_model, judge_base_url, judge_api_key_env, base=cfg.judge)
     else:
         try:
             ns = [int(x) for x in _split([distractors])]
@@ -152,7 +157,8 @@ def run(
             raise InputError(f"'{distractors}' is not a comma-separated list of integers", field="--distractors") from None
         cfg = config_from_flags(_split(benchmark), _split(model), base_url, api_key_env, _split([scenarios]), ns,
                                 _split([negative_modality]), positive_modality, _split([strictness]), limit, seed,
-                                judge, no_cache, cache_path, batch_size, max_new_tokens)
+                                judge or "rule", no_cache, cache_path, batch_size, max_new_tokens,
+                                judge_config(judge, judge_model, judge_base_url, judge_api_key_env))
         if source is not None:
             if len(cfg.benchmarks) != 1:
                 raise InputError("--source applies to exactly one --benchmark", field="--source")
@@ -170,6 +176,10 @@ def sweep(
     base_url: Optional[str] = typer.Option(None, "--base-url"),
     api_key_env: Optional[str] = typer.Option(None, "--api-key-env", help="name of the env var holding the key"),
     limit: Optional[int] = typer.Option(None, "--limit", min=1),
+    judge: Optional[str] = typer.Option(None, "--judge", help="rule | llm | rule+llm (default rule)"),
+    judge_model: Optional[str] = JudgeModelOpt,
+    judge_base_url: Optional[str] = JudgeBaseUrlOpt,
+    judge_api_key_env: Optional[str] = JudgeKeyEnvOpt,
     max_concurrency: Optional[int] = typer.Option(None, "--max-concurrency", min=1, help=_MAX_CONC),
     max_failures: Optional[str] = typer.Option(None, "--max-failures", help=_MAX_FAIL),
     retry_errors: bool = typer.Option(False, "--retry-errors", help="send cells whose last attempt failed again"),
@@ -196,6 +206,7 @@ def sweep(
         cfg = RunConfig(benchmarks=[BenchmarkRef(name=b) for b in _split([benchmark])],
                         models=[parse_model_arg(m, base_url=base_url, api_key_env=api_key_env) for m in _split([model])],
                         sweeps=[str(config)], limit=limit)
+    cfg.judge = judge_config(judge, judge_model, judge_base_url, judge_api_key_env, base=cfg.judge)
     target = out or (Path(cfg.out) if cfg.out else default_run_dir("sweep"))
     run_and_print(with_execution(cfg, max_concurrency, max_failures), target, title=f"Sweep {config.name}",
                   retry_failed=retry_errors)
