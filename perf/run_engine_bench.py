@@ -41,6 +41,12 @@ from loopback_server import ServerProcess, mean_in_flight  # noqa: E402
 MEDIAN, SIGMA, WINDOW = 0.3, 1.0, 32
 
 
+BENCH = "demo"
+#: scenarios per benchmark: DeflectionBench-style open answers (judged by rules + the MiniLM
+#: deflection detector), or HumbleBench-style multiple choice (option matching only)
+SCENARIOS = {"demo": [{"kind": "parametric"}, {"kind": "oracle"}],
+             "demo-humblebench": [{"kind": "humblebench", "stress": list(s)} for s in
+                                  ((), ("nota_only",), ("shuffle_options",), ("cautious_prompt",))]}
 CODE = ROOT   # the checkout whose `mmrag run` is measured (--peer: another one, e.g. main before this engine)
 PEER = False
 
@@ -53,8 +59,8 @@ def _env(home: Path) -> dict[str, str]:
 def _config(tmp: Path, urls: list[str], limit: int, name: str) -> Path:
     # the old engine knows only the backend option; this one the model's window (which sets it)
     window = {"options": {"max_concurrency": WINDOW}} if PEER else {"max_concurrency": WINDOW}
-    cfg = {"benchmarks": [{"name": "demo"}], "limit": limit, "cache": {"enabled": False},
-           "scenarios": [{"kind": "parametric"}, {"kind": "oracle"}],
+    cfg = {"benchmarks": [{"name": BENCH}], "limit": limit, "cache": {"enabled": False},
+           "scenarios": SCENARIOS[BENCH],
            "models": [{"backend": "openai", "model": f"m{i}", "base_url": u, **window}
                       for i, u in enumerate(urls)]}
     p = tmp / f"{name}.yaml"
@@ -137,9 +143,12 @@ def main() -> None:
     ap.add_argument("--only", default="1,2,3")
     ap.add_argument("--profile", action="store_true", help="also cProfile the ceiling run in-process")
     ap.add_argument("--home", default=None, help="MMRAG_HOME to reuse (the demo world is generated once)")
+    ap.add_argument("--benchmark", default="demo", choices=sorted(SCENARIOS),
+                    help="demo: open answers (rules + MiniLM detector); demo-humblebench: MCQ option matching")
     ap.add_argument("--peer", default=None, help="measure `mmrag run` of another checkout (e.g. /work/main)")
     a = ap.parse_args()
-    global CODE, PEER
+    global CODE, PEER, BENCH
+    BENCH = a.benchmark
     if a.peer:
         CODE, PEER = Path(a.peer).resolve(), True
         print(f"measuring the engine of {CODE}")

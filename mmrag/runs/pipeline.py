@@ -13,10 +13,11 @@ that could hold 32 requests saw about 2 on average.  Here every stage runs at on
   server: a finished reply frees its slot at once), more for backends that compute a batch in one
   pass (local models declare it; otherwise the run's ``batch_size``).  Models are called only
   through the VLM protocol (``agenerate``, or ``generate`` in a thread when there is none);
-- **judge workers** judge whatever replies are waiting: in the loop when judging is rules only
-  (CPU work either way; a thread would only make the loop fight it for the GIL, which halved the
-  harness's throughput), in worker threads when the judge calls a model (its blocking calls must
-  not stall the lanes).  A failed request or an incomplete reply (``finish_reason`` length or
+- **judge workers** judge whatever replies are waiting (up to 256 at once: the rule judge's MiniLM
+  deflection detector is far cheaper per reply in large batches, and a backlog makes batches grow)
+  in a worker thread, so neither an LLM judge's blocking calls nor MiniLM stall the lanes; one
+  worker for rule judging (two would only contend for the same cores), four when the judge calls
+  a model (their time is waiting).  A failed request or an incomplete reply (``finish_reason`` length or
   content_filter) is not shown to the judge: it gets an ``unparseable`` verdict that says why;
 - one **writer** adds records to the :class:`~mmrag.runs.store.RunStore` and commits a segment
   every ``flush_every`` records or ``flush_seconds`` seconds, whichever comes first; progress is
@@ -103,7 +104,6 @@ class Pipeline:
         self.cells, self.lanes, self.judges, self.store = cells, lanes, judges, store
         self.flush_every, self.flush_seconds, self.max_failed = flush_every, flush_seconds, max_failed
         self.progress, self.task = progress, task
-        self.judge_in_thread = judge_in_thread
         self.n_judges = 4 if judge_in_thread else 1
         self.stats = Stats()
         self.abort = asyncio.Event()
@@ -236,7 +236,7 @@ class Pipeline:
             if first is None:
                 return
             batch = [first]
-            while len(batch) < 64:
+            while len(batch) < 256:
                 try:
                     nxt = self.judge_q.get_nowait()
                 except asyncio.QueueEmpty:
@@ -263,9 +263,7 @@ class Pipeline:
                 by_kind.setdefault(it.plan.kind, []).append(i)
         for kind, idx in by_kind.items():
             items = [(batch[i][1].sample, batch[i][1].prompt, batch[i][2]) for i in idx]
-            got = await asyncio.to_thread(judge_many, self.judges[kind], items) if self.judge_in_thread \
-                else judge_many(self.judges[kind], items)
-            for i, v in zip(idx, got):
+            for i, v in zip(idx, await asyncio.to_thread(judge_many, self.judges[kind], items)):
                 verdicts[i] = v
         out = []
         dumps: dict[int, dict] = {}
