@@ -144,19 +144,26 @@ def test_dead_server_fails_the_run_then_resume_against_a_live_one_fills_every_ce
 
 
 def test_second_concurrent_resume_is_refused(tmp_path, home):
-    with LoopbackServer(latency=0.3, echo=True, record_bodies=False) as srv:
-        cfg = _config(tmp_path, srv.url, limit=8, scenarios=["oracle"], window=1, flush_every=1)
+    with LoopbackServer(latency=0.0, echo=True, record_bodies=False) as srv:
+        # the first run answers one cell, then hangs on the next: it holds the directory until killed
+        srv.script(Action.answer("first"), *[Action.hang(300.0) for _ in range(7)])
+        cfg = _config(tmp_path, srv.url, limit=8, scenarios=["oracle"], window=1, flush_every=1,
+                      options={"timeout": 600, "deadline": 600})
         out = tmp_path / "busy"
         first = subprocess.Popen([sys.executable, "-m", "mmrag.cli", "run", "--config", str(cfg), "--out", str(out)],
-                                 env=_env(home), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        deadline = time.time() + 120
+                                 env=_env(home), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 180
         while _committed(out) < 1 and time.time() < deadline and first.poll() is None:
             time.sleep(0.02)
-        t0 = time.time()
         second = _run("--resume", str(out), home=home)
+        assert first.poll() is None, "the first run ended before the second started: nothing was tested"
         assert second.returncode != 0 and "in use by another mmrag process" in second.stderr
-        assert time.time() - t0 < 60
-        assert first.wait(120) == 0, first.stderr.read()[-2000:]
+        assert _committed(out) == 1                   # the refused process wrote nothing
+        first.kill()
+        first.wait()
+        srv.reset()
+        res = _run("--resume", str(out), home=home)   # the lock died with its process
+        assert res.returncode == 0, res.stderr[-2000:]
     assert len(_essence(out)) == 8
     assert json.loads((out / "summary.json").read_text())["n_records"] == 8
 

@@ -129,22 +129,24 @@ def execute(config: RunConfig, run_dir: str | Path, *, argv: list[str] | None = 
     _check_format(run_dir)
     _check_resume(run_dir, config)
     # a directory another process is writing is refused before any slow set-up
-    lock = RunLock(run_dir).acquire() if run_dir.is_dir() else None
+    held = [RunLock(run_dir).acquire()] if run_dir.is_dir() else []
     try:
-        return _execute(config, run_dir, lock, argv, progress, retry_failed)
+        return _execute(config, run_dir, held, argv, progress, retry_failed)
     finally:
-        if lock is not None:
+        for lock in held:   # held to the end: summary and manifest are written under the lock too
             lock.release()
 
 
-def _execute(config: RunConfig, run_dir: Path, lock: RunLock | None, argv: list[str] | None, progress: Any,
+def _execute(config: RunConfig, run_dir: Path, held: list[RunLock], argv: list[str] | None, progress: Any,
              retry_failed: bool) -> RunResult:
     # Everything that can fail on bad input happens before a new run directory is created.
     plans = prepare_benchmarks(config, progress=progress)
     models = [(mspec, make_model(mspec, config)) for mspec in config.models]
     judges = {p.kind: make_judge(p.kind, config) for p in plans}
     _ensure_writable(run_dir)
-    store = RunStore(run_dir, lock=True if lock is None else lock)
+    if not held:   # a new directory: locked as soon as it exists
+        held.append(RunLock(run_dir).acquire())
+    store = RunStore(run_dir, lock=held[0])
     try:
         write_format_marker(run_dir)
         manifest = RunManifest.start(config.model_dump(mode="json"), argv)
