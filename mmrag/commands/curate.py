@@ -11,7 +11,9 @@ from mmrag.commands._console import console
 from mmrag.commands.judge import JudgeBaseUrlOpt, JudgeKeyEnvOpt, JudgeModelOpt, judge_config
 
 
-def curate(config: Path = typer.Option(..., "--config"), out: Optional[Path] = typer.Option(None, "--out"),
+def curate(config: Path = typer.Option(..., "--config", help="curate.yaml (CurateConfig; e.g. mmrag/configs/curate.demo.yaml)"),
+           out: Optional[Path] = typer.Option(None, "--out", "-o", help="folder for the curated benchmark "
+                                              "(default: the config's out, else a new folder under MMRAG_HOME)"),
            judge: Optional[str] = typer.Option(None, "--judge", help="rule | llm | rule+llm (over the config's)"),
            judge_model: Optional[str] = JudgeModelOpt, judge_base_url: Optional[str] = JudgeBaseUrlOpt,
            judge_api_key_env: Optional[str] = JudgeKeyEnvOpt) -> None:

@@ -9,6 +9,7 @@ from typing import Iterator, Optional
 import typer
 
 from mmrag.errors import InputError
+from mmrag.registry import allow_code as trusting_code
 from mmrag.schema import Document, ImageRef
 from mmrag.util import iter_jsonl, parse_record
 
@@ -30,8 +31,7 @@ def iter_kb(path: str | Path) -> Iterator[Document]:
         if rec.image:
             p = Path(rec.image)
             image = ImageRef(path=str(p if p.is_absolute() else path.parent / p))
-        yield Document(id=rec.id, modality=rec.modality, text=rec.text, image=image, title=rec.title,
-                       source=rec.source, entity_id=rec.entity_id, metadata=rec.metadata)
+        yield rec.to_document(image)
 
 
 def _encoder_spec(name: Optional[str], kwargs: Optional[str], kind: str) -> dict:
@@ -46,24 +46,40 @@ def _encoder_spec(name: Optional[str], kwargs: Optional[str], kind: str) -> dict
 
 @app.command("build")
 def build(kb: Path = typer.Option(..., "--kb", help="kb.jsonl (one KBRecord per line)"),
-          kind: str = typer.Option(..., "--kind", help="text | visual | multimodal"),
+          kind: str = typer.Option(..., "--kind", "--modality",
+                                   help="what to index, named as the scenario modalities are: text | image | "
+                                        "multimodal ('visual', the index kind of image documents, is accepted)"),
           out: Path = typer.Option(..., "--out", help="index folder to write (replaced atomically)"),
           factory: str = typer.Option("auto", "--factory", help="FAISS index_factory string, or 'auto'"),
           encoder: Optional[str] = typer.Option(None, "--encoder", help="minilm | sentence-transformers | "
                                                 "open-clip | color-layout | fusion | pkg.mod:Factory"),
           encoder_kwargs: Optional[str] = typer.Option(None, "--encoder-kwargs", help='JSON, e.g. {"arch": "ViT-S-32-alt"}'),
           shard_size: Optional[int] = typer.Option(None, "--shard-size", help="vectors per shard file"),
-          batch_size: int = typer.Option(256, "--batch-size"),
+          batch_size: int = typer.Option(256, "--batch-size", min=1, help="documents encoded per batch"),
           threads: Optional[int] = typer.Option(None, "--threads", help="FAISS CPU threads"),
-          device: str = typer.Option("cpu", "--device", help="cpu | auto | gpu (FAISS)")) -> None:
+          device: str = typer.Option("cpu", "--device", help="cpu | auto | gpu (FAISS)"),
+          allow_code: bool = typer.Option(False, "--allow-code", help="allow --encoder pkg.mod:Class (trusted code only)"),
+          ) -> None:
     """Encode a knowledge base and write a FAISS index with its manifest."""
     from mmrag.indices import INDEX_KINDS, build_index, create_encoder
 
+    kind = {"image": "visual"}.get(kind, kind)  # one vocabulary with --negative-modality / --positive-modality
     if kind not in INDEX_KINDS:
-        raise InputError(f"unknown index kind '{kind}' (text | visual | multimodal)", field="--kind")
+        raise InputError(f"unknown index kind '{kind}' (text | image | multimodal)", field="--kind")
     if not kb.is_file():
         raise InputError("knowledge base file not found", path=kb)
-    enc = create_encoder(_encoder_spec(encoder, encoder_kwargs, kind))
+    if shard_size is not None and shard_size < 1:
+        raise InputError(f"must be at least 1, got {shard_size}", field="--shard-size")
+    if batch_size < 1:
+        raise InputError(f"must be at least 1, got {batch_size}", field="--batch-size")
+    from mmrag.indices.spool import clean_stale_spools
+
+    removed, freed = clean_stale_spools(out)
+    if removed:
+        typer.echo(f"removed {removed} stale build folder(s) of {out} left by killed builds "
+                   f"({freed / 1e6:.1f} MB freed)", err=True)
+    with trusting_code(allow_code):
+        enc = create_encoder(_encoder_spec(encoder, encoder_kwargs, kind))
     m = build_index(iter_kb(kb), enc, kind, factory=factory, out=out, shard_size=shard_size,
                     batch_size=batch_size, threads=threads, device=device, source=kb)
     typer.echo(f"wrote {m.kind} index to {out}: {m.count} vectors, dim {m.dim}, factory {m.factory}, "

@@ -6,19 +6,45 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Optional
+from typing import Literal, Optional
 
 import typer
 
-from mmrag.commands._console import console, progress_bar, results_table
+from mmrag.commands._console import choices, console, progress_bar, refuse_extra_flags, results_table
 from mmrag.commands.judge import JudgeBaseUrlOpt, JudgeKeyEnvOpt, JudgeModelOpt, judge_config
 from mmrag.errors import InputError
 from mmrag.models.base import GenerationSettings
+from mmrag.registry import allow_code as trusting_code
 from mmrag.runs.config import BenchmarkRef, CacheConfig, JudgeConfig, RunConfig, load_run_config
 from mmrag.runs.engine import RunResult, default_run_dir, execute
-from mmrag.scenarios.spec import ScenarioSpec
+from mmrag.benchmarks.family import DEFLECTION
+from mmrag.scenarios.kinds import get_kind, kind_ids
+from mmrag.scenarios.spec import MODALITIES, STRICTNESS_LEVELS, ScenarioSpec
 
-SCENARIO_KINDS = ("parametric", "oracle", "realistic", "adversarial", "humblebench", "knowhal")
+ALLOW_CODE_HELP = ("import plug-ins the config names by dotted path (pkg.module:Class); only for configs you "
+                   "trust, never taken from a run directory")
+Modality = Literal[MODALITIES]  # type: ignore[valid-type]  (typer lists the choices in --help)
+
+#: one help text per flag, shared by every command that has the flag (one meaning everywhere)
+BENCHMARK_HELP = "benchmark name(s): a registered loader, an mmrag.benchmarks entry point or pkg.module:Name; " \
+                 "repeatable, comma-separated ok"
+SOURCE_HELP = "data path of the benchmark (a file or folder; one --benchmark only)"
+MODEL_HELP = "BACKEND:MODEL (e.g. openai:NAME, transformers:PATH, vllm:PATH), a baseline name, or the " \
+             "simulated VLM sim-vlm[:param=value,...]; repeatable, comma-separated ok"
+BASE_URL_HELP = "base URL of an OpenAI-compatible server, for openai:NAME models"
+KEY_HELP = "name of the environment variable holding the API key (the key itself is never written anywhere)"
+LIMIT_HELP = "use only the first N samples of each benchmark"
+OUT_HELP = "run directory to write (default: a new folder under MMRAG_HOME/runs)"
+JUDGE_HELP = "judge of open answers: rule | llm | rule+llm (or a registered judge name; default rule, or the " \
+             "config's); HumbleBench and KnowHal use their family's judge"
+#: flags that --config still honours (they are applied over the file's values, not dropped)
+CONFIG_OVERRIDES = ("--out", "--judge", "--judge-model", "--judge-base-url", "--judge-api-key-env", "--allow-code")
+
+
+def _builtin_sweep_names() -> list[str]:
+    from mmrag.scenarios import builtin_sweeps
+
+    return list(builtin_sweeps())
 
 
 def _split(values: list[str] | None) -> list[str]:
@@ -28,17 +54,30 @@ def _split(values: list[str] | None) -> list[str]:
     return out
 
 
+def _split_models(values: list[str] | None) -> list[str]:
+    """Like :func:`_split`, but a ``name=value`` piece continues the model before it, so
+    ``sim-vlm:text_prior=0.9,vision=0.8`` stays one model while ``a,b`` are two."""
+    out: list[str] = []
+    for piece in _split(values):
+        if out and "=" in piece and ":" not in piece:
+            out[-1] += "," + piece
+        else:
+            out.append(piece)
+    return out
+
+
 def specs_from_flags(kinds: list[str], distractors: list[int], negative: list[str], positive: str,
                      strictness: list[str], seed: int) -> list[ScenarioSpec]:
     from pydantic import ValidationError
 
     specs = []
     for kind in kinds:
-        if kind not in SCENARIO_KINDS:
-            raise InputError(f"unknown scenario '{kind}'; known: {', '.join(SCENARIO_KINDS)}", field="--scenarios")
+        if kind not in kind_ids():
+            raise InputError(f"unknown scenario '{kind}'; known: {', '.join(kind_ids())}", field="--scenarios")
+        knobs = get_kind(kind).knobs
         for strict in strictness:
-            ns = distractors if kind in ("realistic", "adversarial") else [0]
-            negs = negative if kind in ("realistic", "adversarial") else ["text"]
+            ns = distractors if "n_distractors" in knobs else [0]
+            negs = negative if "negative_modality" in knobs else ["text"]
             for n in ns:
                 for neg in negs:
                     try:
@@ -62,18 +101,60 @@ def config_from_flags(benchmark: list[str], model: list[str], base_url: Optional
     if not model:
         raise InputError("give --model BACKEND:MODEL or a baseline name (or --config FILE)", field="--model")
     specs = specs_from_flags(scenarios, distractors, negative_modality, positive_modality, strictness, seed)
-    settings = GenerationSettings(max_new_tokens=max_new_tokens) if max_new_tokens else None
+    settings = None
+    if max_new_tokens is not None:
+        if max_new_tokens < 1:
+            raise InputError(f"must be at least 1, got {max_new_tokens}", field="--max-new-tokens")
+        settings = GenerationSettings(max_new_tokens=max_new_tokens)
     models = [parse_model_arg(m, base_url=base_url, api_key_env=api_key_env) for m in model]
     return RunConfig(benchmarks=[BenchmarkRef(name=b) for b in benchmark], scenarios=specs, models=models,
                      judge=judge_cfg or JudgeConfig(mode=judge), limit=limit, seed=seed, batch_size=batch_size,
                      cache=CacheConfig(enabled=not no_cache, path=cache_path), settings=settings)
 
 
+def config_from_manifest(run_dir: Path) -> RunConfig:
+    """The config of a run directory, read as data: a damaged manifest or one whose secrets were
+    redacted when it was written is one clear error (the dotted-path check in the registries
+    refuses any code it names, since ``--resume`` never runs inside ``allow_code``)."""
+    from pydantic import ValidationError
+
+    from mmrag.errors import pydantic_field, pydantic_message
+    from mmrag.redact import REDACTED, find_redacted
+
+    mpath = run_dir / "manifest.json"
+    if not mpath.is_file():
+        raise InputError("no manifest.json here: not a run directory", path=run_dir)
+    try:
+        data = json.loads(mpath.read_bytes().decode("utf-8"))
+        raw = data["config"]
+    except (UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
+        raise InputError(f"unreadable manifest ({type(exc).__name__}); start a new run with --config",
+                         path=mpath) from None
+    hidden = find_redacted(raw)
+    if hidden:
+        raise InputError(f"the manifest's config had a secret removed ({REDACTED} at '{hidden}'); resume with "
+                         "the original config: --config FILE --out DIR (keys belong in --api-key-env)",
+                         path=mpath, field=f"config.{hidden}")
+    try:
+        return RunConfig.model_validate(raw)
+    except ValidationError as exc:
+        raise InputError(pydantic_message(exc), path=mpath, field=f"config.{pydantic_field(exc)}") from None
+
+
 def run_and_print(config: RunConfig, out: Path, title: str = "Results", retry_failed: bool = False) -> RunResult:
     """Execute and print; a run over its error budget exits 1 with a one-line reason on stderr."""
+    import errno
+
+    from mmrag.util import disk_full
+
     t0 = time.perf_counter()
-    with progress_bar() as progress:
-        result = execute(config, out, argv=sys.argv, progress=progress, retry_failed=retry_failed)
+    try:
+        with progress_bar() as progress:
+            result = execute(config, out, argv=sys.argv, progress=progress, retry_failed=retry_failed)
+    except OSError as exc:
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        raise disk_full(exc.filename or out, f"free space and resume: mmrag run --resume {out}") from None
     console.print(results_table(result.summary, title=title))
     errs = ", ".join(f"{k}={v}" for k, v in sorted(result.errors.items())) or "none"
     console.print(f"run directory: {out}  |  new records: {result.new_records}  |  model calls: {result.model_calls}"
@@ -108,44 +189,62 @@ def parse_fraction(text: str) -> float:
 
 _MAX_CONC = "most requests in flight per model (the window a run keeps full)"
 _MAX_FAIL = "error budget: fail the run when more than this fraction (0.05 or 5%) of cells failed"
+#: flags of how a run executes: accepted next to --resume and --config
+EXECUTION_FLAGS = ("--max-concurrency", "--max-failures", "--retry-errors")
 
 
 def run(
-    config: Optional[Path] = typer.Option(None, "--config", help="run.yaml (RunConfig)"),
-    resume: Optional[Path] = typer.Option(None, "--resume", help="continue the run in this directory"),
-    benchmark: list[str] = typer.Option(None, "--benchmark", "-b", help="benchmark name(s), comma-separated ok"),
-    source: Optional[str] = typer.Option(None, "--source", help="data path for the benchmark (one benchmark only)"),
-    model: list[str] = typer.Option(None, "--model", "-m", help="BACKEND:MODEL or a baseline name"),
-    base_url: Optional[str] = typer.Option(None, "--base-url"),
-    api_key_env: Optional[str] = typer.Option(None, "--api-key-env", help="name of the env var holding the key"),
-    scenarios: str = typer.Option("parametric,oracle,realistic,adversarial", "--scenarios"),
-    distractors: str = typer.Option("2", "--distractors", help="comma-separated counts"),
-    negative_modality: str = typer.Option("text", "--negative-modality"),
-    positive_modality: str = typer.Option("any", "--positive-modality"),
-    strictness: str = typer.Option("none", "--strictness"),
-    limit: Optional[int] = typer.Option(None, "--limit", min=1),
-    seed: int = typer.Option(0, "--seed"),
-    judge: Optional[str] = typer.Option(None, "--judge", help="rule | llm | rule+llm (default rule)"),
+    ctx: typer.Context,
+    config: Optional[Path] = typer.Option(None, "--config", help="run.yaml (RunConfig); takes every setting from "
+                                          "the file (other flags are refused; --out and the --judge* flags apply over it)"),
+    resume: Optional[Path] = typer.Option(None, "--resume", help="continue the run in this directory with its "
+                                          "own config (other flags are refused)"),
+    benchmark: list[str] = typer.Option(None, "--benchmark", "-b", help=BENCHMARK_HELP),
+    source: Optional[str] = typer.Option(None, "--source", help=SOURCE_HELP),
+    model: list[str] = typer.Option(None, "--model", "-m", help=MODEL_HELP),
+    base_url: Optional[str] = typer.Option(None, "--base-url", help=BASE_URL_HELP),
+    api_key_env: Optional[str] = typer.Option(None, "--api-key-env", help=KEY_HELP),
+    scenarios: str = typer.Option(",".join(DEFLECTION.scenario_kinds), "--scenarios",
+                                  help=f"comma-separated scenario kinds: {choices(kind_ids())}"),
+    distractors: str = typer.Option("2", "--distractors", help="comma-separated distractor counts (0-64) for the "
+                                    "kinds that show negatives"),
+    negative_modality: str = typer.Option("text", "--negative-modality",
+                                          help=f"comma-separated modalities of the negatives: {choices(MODALITIES)}"),
+    positive_modality: Modality = typer.Option("any", "--positive-modality",
+                                               help="keep only gold evidence of this modality (any = all)"),
+    strictness: str = typer.Option("none", "--strictness",
+                                   help=f"comma-separated prompt strictness levels: {choices(STRICTNESS_LEVELS)}"),
+    limit: Optional[int] = typer.Option(None, "--limit", min=1, help=LIMIT_HELP),
+    seed: int = typer.Option(0, "--seed", help="seed of the scenario composer (shuffles, negatives)"),
+    judge: Optional[str] = typer.Option(None, "--judge", help=JUDGE_HELP),
     judge_model: Optional[str] = JudgeModelOpt,
     judge_base_url: Optional[str] = JudgeBaseUrlOpt,
     judge_api_key_env: Optional[str] = JudgeKeyEnvOpt,
-    no_cache: bool = typer.Option(False, "--no-cache"),
-    cache_path: Optional[str] = typer.Option(None, "--cache-path"),
-    batch_size: int = typer.Option(32, "--batch-size", min=1),
-    max_new_tokens: Optional[int] = typer.Option(None, "--max-new-tokens"),
-    out: Optional[Path] = typer.Option(None, "--out", help="run directory"),
+    no_cache: bool = typer.Option(False, "--no-cache", help="do not read or write the response cache"),
+    cache_path: Optional[str] = typer.Option(None, "--cache-path", help="SQLite response cache to use (default: "
+                                             "MMRAG_HOME's shared cache)"),
+    batch_size: int = typer.Option(32, "--batch-size", min=1, help="prompts per model request batch"),
+    max_new_tokens: Optional[int] = typer.Option(None, "--max-new-tokens", min=1,
+                                                 help="generation limit per reply (default: the backend's)"),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help=OUT_HELP),
+    allow_code: bool = typer.Option(False, "--allow-code", help=ALLOW_CODE_HELP),
     max_concurrency: Optional[int] = typer.Option(None, "--max-concurrency", min=1, help=_MAX_CONC),
     max_failures: Optional[str] = typer.Option(None, "--max-failures", help=_MAX_FAIL),
     retry_errors: bool = typer.Option(False, "--retry-errors",
                                       help="send cells whose last attempt failed again (--resume always does)"),
 ) -> None:
     """Run benchmarks x scenarios x models, judge every answer, write a run directory."""
+    if resume is not None and allow_code:
+        raise InputError("--allow-code does not apply to --resume: a run directory is data and the code its "
+                         "manifest names is never imported; to continue a run that uses a plug-in by dotted "
+                         "path, give its config again: --config FILE --allow-code --out DIR", field="--allow-code")
     if resume is not None:
-        mpath = resume / "manifest.json"
-        if not mpath.exists():
-            raise InputError("no manifest.json here: not a run directory", path=resume)
-        cfg = RunConfig.model_validate(json.loads(mpath.read_text(encoding="utf-8"))["config"])
-        run_and_print(with_execution(cfg, max_concurrency, max_failures), resume, retry_failed=True)
+        refuse_extra_flags(ctx, "--resume", allowed=EXECUTION_FLAGS)
+    elif config is not None:
+        refuse_extra_flags(ctx, "--config", allowed=(*CONFIG_OVERRIDES, *EXECUTION_FLAGS))
+    if resume is not None:
+        run_and_print(with_execution(config_from_manifest(resume), max_concurrency, max_failures), resume,
+                      retry_failed=True)
         return
     if config is not None:
         cfg = load_run_config(config)
@@ -155,7 +254,7 @@ def run(
             ns = [int(x) for x in _split([distractors])]
         except ValueError:
             raise InputError(f"'{distractors}' is not a comma-separated list of integers", field="--distractors") from None
-        cfg = config_from_flags(_split(benchmark), _split(model), base_url, api_key_env, _split([scenarios]), ns,
+        cfg = config_from_flags(_split(benchmark), _split_models(model), base_url, api_key_env, _split([scenarios]), ns,
                                 _split([negative_modality]), positive_modality, _split([strictness]), limit, seed,
                                 judge or "rule", no_cache, cache_path, batch_size, max_new_tokens,
                                 judge_config(judge, judge_model, judge_base_url, judge_api_key_env))
@@ -164,22 +263,26 @@ def run(
                 raise InputError("--source applies to exactly one --benchmark", field="--source")
             cfg.benchmarks[0].source = source
     target = out or (Path(cfg.out) if cfg.out else default_run_dir("run"))
-    run_and_print(with_execution(cfg, max_concurrency, max_failures), target, retry_failed=retry_errors)
+    with trusting_code(allow_code):
+        run_and_print(with_execution(cfg, max_concurrency, max_failures), target, retry_failed=retry_errors)
 
 
 def sweep(
-    config: Path = typer.Option(..., "--config", help="sweep.yaml (a Sweep, or a run config with `sweeps:`), "
-                                                      "or a built-in sweep name"),
-    out: Optional[Path] = typer.Option(None, "--out"),
-    benchmark: str = typer.Option("demo", "--benchmark"),
-    model: str = typer.Option("context-reader", "--model", help="BACKEND:MODEL or baseline names, comma-separated"),
-    base_url: Optional[str] = typer.Option(None, "--base-url"),
-    api_key_env: Optional[str] = typer.Option(None, "--api-key-env", help="name of the env var holding the key"),
-    limit: Optional[int] = typer.Option(None, "--limit", min=1),
-    judge: Optional[str] = typer.Option(None, "--judge", help="rule | llm | rule+llm (default rule)"),
+    ctx: typer.Context,
+    config: Path = typer.Option(..., "--config", help="sweep.yaml (a Sweep, or a run config with `sweeps:`, which "
+                                "then names benchmarks and models itself), or a built-in sweep name: "
+                                f"{choices(sorted(_builtin_sweep_names()))}"),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help=OUT_HELP),
+    benchmark: list[str] = typer.Option(["demo"], "--benchmark", "-b", help=BENCHMARK_HELP),
+    model: list[str] = typer.Option(["context-reader"], "--model", "-m", help=MODEL_HELP),
+    base_url: Optional[str] = typer.Option(None, "--base-url", help=BASE_URL_HELP),
+    api_key_env: Optional[str] = typer.Option(None, "--api-key-env", help=KEY_HELP),
+    limit: Optional[int] = typer.Option(None, "--limit", min=1, help=LIMIT_HELP),
+    judge: Optional[str] = typer.Option(None, "--judge", help=JUDGE_HELP),
     judge_model: Optional[str] = JudgeModelOpt,
     judge_base_url: Optional[str] = JudgeBaseUrlOpt,
     judge_api_key_env: Optional[str] = JudgeKeyEnvOpt,
+    allow_code: bool = typer.Option(False, "--allow-code", help=ALLOW_CODE_HELP),
     max_concurrency: Optional[int] = typer.Option(None, "--max-concurrency", min=1, help=_MAX_CONC),
     max_failures: Optional[str] = typer.Option(None, "--max-failures", help=_MAX_FAIL),
     retry_errors: bool = typer.Option(False, "--retry-errors", help="send cells whose last attempt failed again"),
@@ -198,30 +301,33 @@ def sweep(
         raise InputError(f"sweep config not found or empty (built-in sweeps: {', '.join(sorted(builtin_sweeps()))})",
                          path=config)
     if isinstance(data, dict) and "benchmarks" in data:
+        refuse_extra_flags(ctx, "--config", allowed=CONFIG_OVERRIDES)
         cfg = load_run_config(config)
     else:
         from mmrag.scenarios import load_sweep
 
         load_sweep(config)  # validates the file, naming file and field on error
-        cfg = RunConfig(benchmarks=[BenchmarkRef(name=b) for b in _split([benchmark])],
-                        models=[parse_model_arg(m, base_url=base_url, api_key_env=api_key_env) for m in _split([model])],
+        cfg = RunConfig(benchmarks=[BenchmarkRef(name=b) for b in _split(benchmark)],
+                        models=[parse_model_arg(m, base_url=base_url, api_key_env=api_key_env) for m in _split_models(model)],
                         sweeps=[str(config)], limit=limit)
     cfg.judge = judge_config(judge, judge_model, judge_base_url, judge_api_key_env, base=cfg.judge)
     target = out or (Path(cfg.out) if cfg.out else default_run_dir("sweep"))
-    run_and_print(with_execution(cfg, max_concurrency, max_failures), target, title=f"Sweep {config.name}",
-                  retry_failed=retry_errors)
+    with trusting_code(allow_code):
+        run_and_print(with_execution(cfg, max_concurrency, max_failures), target, title=f"Sweep {config.name}",
+                      retry_failed=retry_errors)
 
 
 def demo(
-    out: Optional[Path] = typer.Option(None, "--out"),
-    limit: Optional[int] = typer.Option(None, "--limit", min=1),
-    distractors: int = typer.Option(2, "--distractors", min=1),
-    seed: int = typer.Option(0, "--seed"),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help=OUT_HELP),
+    limit: Optional[int] = typer.Option(None, "--limit", min=1, help=LIMIT_HELP),
+    distractors: int = typer.Option(2, "--distractors", min=1, max=64,
+                                    help="distractor count of the realistic and adversarial scenarios"),
+    seed: int = typer.Option(0, "--seed", help="seed of the demo world and of the scenario composer"),
 ) -> None:
     """The embedded default: the generated demo world, four DeflectionBench scenarios, two baselines."""
     from mmrag.models import parse_model_arg
 
-    specs = specs_from_flags(["parametric", "oracle", "realistic", "adversarial"], [distractors], ["text"], "any",
+    specs = specs_from_flags(list(DEFLECTION.scenario_kinds), [distractors], ["text"], "any",
                              ["none"], seed)
     cfg = RunConfig(benchmarks=[BenchmarkRef(name="demo", options={"seed": seed})], scenarios=specs,
                     models=[parse_model_arg("always-deflect"), parse_model_arg("context-reader")],

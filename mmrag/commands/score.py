@@ -14,14 +14,17 @@ from mmrag.commands.judge import JudgeBaseUrlOpt, JudgeKeyEnvOpt, JudgeModelOpt,
 
 def score(
     target: str = typer.Argument(..., help="a run directory, or 'humblebench' to score a predictions file"),
-    predictions: Optional[Path] = typer.Option(None, "--predictions", help="official HumbleBench results JSONL"),
+    predictions: Optional[Path] = typer.Option(None, "--predictions",
+                                               help="official HumbleBench results JSONL (with target 'humblebench')"),
     judge: str = typer.Option("rule", "--judge", help="rule | llm | rule+llm"),
     judge_model: Optional[str] = JudgeModelOpt,
     judge_base_url: Optional[str] = JudgeBaseUrlOpt,
     judge_api_key_env: Optional[str] = JudgeKeyEnvOpt,
-    use_noise_image: bool = typer.Option(False, "--use-noise-image"),
-    nota_only: bool = typer.Option(False, "--nota-only"),
-    model_name: Optional[str] = typer.Option(None, "--model-name"),
+    use_noise_image: bool = typer.Option(False, "--use-noise-image",
+                                         help="the predictions were made on the noise-image setting (HumbleBench-GN)"),
+    nota_only: bool = typer.Option(False, "--nota-only",
+                                   help="the predictions were made on the NOTA-only setting (HumbleBench-E)"),
+    model_name: Optional[str] = typer.Option(None, "--model-name", help="model name to print with the metrics"),
 ) -> None:
     """Score again without calling any model."""
     from mmrag.errors import InputError

@@ -33,8 +33,9 @@ from mmrag.runs.config import RunConfig
 from mmrag.runs.wiring import make_judge, make_model
 from mmrag.schema import Document, Prompt, Sample, Verdict
 from mmrag.scenarios import compose
+from mmrag.scenarios.kinds import ADVERSARIAL, ORACLE, PARAMETRIC
 from mmrag.scenarios.spec import ScenarioSpec
-from mmrag.util import atomic_write_json, atomic_write_text, mmrag_home, write_jsonl_atomic
+from mmrag.util import atomic_write_json, atomic_write_text, iter_jsonl, mmrag_home, write_jsonl_atomic
 
 
 class FixedNegatives:
@@ -72,10 +73,31 @@ class Gate:
 def _stage(path: Path, compute: Callable[[], list[dict[str, Any]]]) -> list[dict[str, Any]]:
     """Load a finished stage, or compute it and write it atomically."""
     if path.exists():
-        return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        return [obj for _, obj in iter_jsonl(path)]
     rows = compute()
     write_jsonl_atomic(path, rows)
     return rows
+
+
+def _check_same_curation(out: Path, config: CurateConfig) -> None:
+    """Refuse an output folder that holds a different curation: its finished stage files would be
+    reused as if they answered this config (``run`` refuses the same way)."""
+    from mmrag.errors import InputError
+    from mmrag.util import read_json_mapping
+
+    path = out / "config.json"
+    if not path.exists():
+        if out.exists() and any(out.glob("stage*_*.jsonl")):
+            raise InputError("this folder holds curation stage files but no config.json; use a new --out", path=out)
+        return
+    old = read_json_mapping(path, "a curation config")
+    new = json.loads(json.dumps(config.model_dump(mode="json"), default=str))
+    old.pop("out", None)
+    new.pop("out", None)
+    if old != new:
+        changed = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
+        raise InputError(f"this folder holds a different curation (differs in: {', '.join(changed)}); use a new "
+                         "--out directory, or delete it to start again", path=path)
 
 
 def _spec(kind: str, seed: int, n: int = 0) -> ScenarioSpec:
@@ -86,6 +108,7 @@ def _spec(kind: str, seed: int, n: int = 0) -> ScenarioSpec:
 
 def curate(config: CurateConfig, out: str | Path, progress: Any = None) -> dict[str, Any]:
     out = Path(out)
+    _check_same_curation(out, config)
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_json(out / "config.json", config.model_dump(mode="json"))
     bench = load_benchmark(config.benchmark.name, config.benchmark.source, **config.benchmark.options)
@@ -107,7 +130,7 @@ def curate(config: CurateConfig, out: str | Path, progress: Any = None) -> dict[
 
     # Stage I: parametric filtering
     def stage1() -> list[dict[str, Any]]:
-        spec = _spec("parametric", config.seed)
+        spec = _spec(PARAMETRIC.id, config.seed)
         verdicts = gate.ask([(s, compose(s, spec, miner=None, store=store)) for s in samples])
         rows = []
         for s, v in zip(samples, verdicts):
@@ -149,14 +172,14 @@ def curate(config: CurateConfig, out: str | Path, progress: Any = None) -> dict[
 
     # Stage III: oracle filtering of samples, then of each negative
     def stage3() -> list[dict[str, Any]]:
-        oracle = gate.ask([(s, compose(s, _spec("oracle", config.seed), miner=None, store=store)) for s in survivors2])
+        oracle = gate.ask([(s, compose(s, _spec(ORACLE.id, config.seed), miner=None, store=store)) for s in survivors2])
         checks: list[tuple[Sample, Prompt]] = []
         owners: list[tuple[str, str]] = []
         for s in survivors2:
             neg_ids = list(dict.fromkeys(d for ids in mined[s.id]["negatives"].values() for d in ids))
             for did in neg_ids:
                 fixed = FixedNegatives(store, [store.get(did)])
-                checks.append((s, compose(s, _spec("adversarial", config.seed, 1), miner=fixed, store=store)))
+                checks.append((s, compose(s, _spec(ADVERSARIAL.id, config.seed, 1), miner=fixed, store=store)))
                 owners.append((s.id, did))
         leak_verdicts = gate.ask(checks)
         leaky: dict[str, list[dict[str, str]]] = defaultdict(list)

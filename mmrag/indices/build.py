@@ -16,11 +16,12 @@ clustered 1 M x 384 data that keeps recall@10 near 0.98 at thousands of queries/
 from __future__ import annotations
 
 import datetime as _dt
+import errno
 import os
 import shutil
 import uuid
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Sequence, Sized
 
 import numpy as np
 
@@ -28,8 +29,9 @@ from mmrag.errors import InputError
 from mmrag.indices.gpu import set_threads, to_cpu, to_gpu, want_gpu
 from mmrag.indices.manifest import INDEX_KINDS, IndexManifest, KBHasher, file_info
 from mmrag.indices.progress import progress_bar
-from mmrag.indices.spool import EmbeddingSpool
+from mmrag.indices.spool import EmbeddingSpool, clean_stale_spools
 from mmrag.schema import Document
+from mmrag.util import disk_full
 
 AUTO_FLAT_MAX = 200_000
 AUTO_LARGE = ("HNSW32", {"efSearch": 128})
@@ -90,7 +92,7 @@ def document_fits(doc: Document, kind: str) -> bool:
     """Which documents an index kind holds: text = passages and captions, visual = anything with an
     image, multimodal = image+text documents."""
     if doc.modality in ("image", "multimodal") and doc.image is None:
-        raise InputError(f"document '{doc.id}' of modality {doc.modality} has no image", field="image")
+        raise InputError(f"document '{doc.id}': {doc.content_problem()}", field="image")
     if kind == "text":
         return doc.modality in ("text", "multimodal") and bool(doc.text.strip())
     if kind == "visual":
@@ -145,9 +147,13 @@ def build_index(documents: Iterable[Document], encoder: Any, kind: str, factory:
 
     def batches() -> Iterator[tuple[list[str], list[str], np.ndarray]]:
         buf: list[Document] = []
-        with progress_bar(f"building {kind} index", None, progress) as bar:
+        # a known total when the documents are a list (the usual case): the bar counts documents read
+        total = len(documents) if isinstance(documents, Sized) else None
+        with progress_bar(f"building {kind} index", total, progress) as bar:
+            read = 0
             for doc in documents:
                 hasher.add(doc)
+                read += 1
                 try:
                     fits = document_fits(doc, kind)
                 except InputError as exc:
@@ -156,11 +162,11 @@ def build_index(documents: Iterable[Document], encoder: Any, kind: str, factory:
                     buf.append(doc)
                 if len(buf) >= batch_size:
                     yield [d.id for d in buf], [d.modality for d in buf], encode_documents(buf, encoder, kind, include_title)
-                    bar.advance(len(buf))
-                    buf = []
+                    bar.advance(read)
+                    read, buf = 0, []
             if buf:
                 yield [d.id for d in buf], [d.modality for d in buf], encode_documents(buf, encoder, kind, include_title)
-                bar.advance(len(buf))
+            bar.advance(read)
 
     spec = encoder.spec() if hasattr(encoder, "spec") else None
     return build_index_from_embeddings(
@@ -188,7 +194,10 @@ def build_index_from_embeddings(batches: Iterable[tuple[Sequence[str], Sequence[
     import faiss
 
     out = Path(out)
+    if shard_size is not None and (isinstance(shard_size, bool) or int(shard_size) < 1):
+        raise InputError(f"shard size must be at least 1, got {shard_size}", field="shard_size")
     out.parent.mkdir(parents=True, exist_ok=True)
+    clean_stale_spools(out)
     tmp = out.parent / f".{out.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     tmp.mkdir()
     set_threads(threads)
@@ -262,8 +271,10 @@ def build_index_from_embeddings(batches: Iterable[tuple[Sequence[str], Sequence[
         (tmp / "manifest.json").write_text(manifest.model_dump_json(indent=2) + "\n", encoding="utf-8")
         _publish(tmp, out)
         return manifest
-    except BaseException:
+    except BaseException as exc:
         shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise disk_full(out, "free space and build again (the old index, if any, is untouched)") from None
         raise
 
 

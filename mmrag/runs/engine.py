@@ -24,10 +24,13 @@ from typing import Any
 from mmrag.errors import InputError
 from mmrag.models.aio import run_sync
 from mmrag.models.base import GenerationSettings, ModelSpec
+from mmrag.models.inputs import check_plan_inputs
+from mmrag.redact import redact
 from mmrag.runs.config import EXECUTION_KNOBS, RunConfig
 from mmrag.runs.frame import read_records
 from mmrag.runs.manifest import RunManifest
 from mmrag.runs.pipeline import Lane, Pipeline, Stats, plan_cells
+from mmrag.runs.preflight import check_config
 from mmrag.runs.plan import BenchmarkPlan, prepare_benchmarks
 from mmrag.runs.store import RunLock, RunStore, write_format_marker
 from mmrag.runs.summary import write_summary
@@ -60,7 +63,7 @@ def _check_resume(run_dir: Path, config: RunConfig) -> None:
         old = json.loads(path.read_text(encoding="utf-8"))["config"]
     except (ValueError, KeyError):
         raise InputError("manifest is unreadable; use a new --out directory", path=path) from None
-    new = config.model_dump(mode="json")
+    new = redact(config.model_dump(mode="json"))   # the manifest holds the redacted config
     for cfg in (old, new):
         for k in EXECUTION_KNOBS:
             cfg.pop(k, None)
@@ -128,6 +131,7 @@ def execute(config: RunConfig, run_dir: str | Path, *, argv: list[str] | None = 
         raise InputError("output path exists and is not a directory", path=run_dir)
     _check_format(run_dir)
     _check_resume(run_dir, config)
+    check_config(config)   # model options, plug-in names: errors before any index is built
     # a directory another process is writing is refused before any slow set-up
     held = [RunLock(run_dir).acquire()] if run_dir.is_dir() else []
     try:
@@ -143,6 +147,7 @@ def _execute(config: RunConfig, run_dir: Path, held: list[RunLock], argv: list[s
     plans = prepare_benchmarks(config, progress=progress)
     models = [(mspec, make_model(mspec, config)) for mspec in config.models]
     judges = {p.kind: make_judge(p.kind, config) for p in plans}
+    check_plan_inputs(plans, [vlm for _, vlm in models])   # a backend refusing an input fails here, not mid-run
     _ensure_writable(run_dir)
     if not held:   # a new directory: locked as soon as it exists
         held.append(RunLock(run_dir).acquire())

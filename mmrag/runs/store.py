@@ -40,7 +40,8 @@ STORE_FORMAT = "mmrag-columnar-1"
 
 #: frame columns derived from the sample alone / the scenario alone: stored once, on its object row
 SAMPLE_FACETS: tuple[str, ...] = ("sample_id", "question_id", "question", "type", "dimension", "polarity", "pair_id")
-SCENARIO_FACETS: tuple[str, ...] = ("kind", "n_distractors", "negative_modality", "strictness", "stress")
+SCENARIO_FACETS: tuple[str, ...] = ("scenario", "kind", "n_distractors", "negative_modality", "strictness",
+                                    "stress")
 #: frame columns derived from the prompt with its sample and scenario: small, kept on each record row
 #: (a join against half a million prompts would cost more than the bytes)
 ROW_FACETS: tuple[str, ...] = ("positive_modality", "source", "label", "nota_letter", "n_contexts", "n_gold",
