@@ -301,7 +301,7 @@ def sweep(
         raise InputError(f"sweep config not found or empty (built-in sweeps: {', '.join(sorted(builtin_sweeps()))})",
                          path=config)
     if isinstance(data, dict) and "benchmarks" in data:
-        refuse_extra_flags(ctx, "--config", allowed=CONFIG_OVERRIDES)
+        refuse_extra_flags(ctx, "--config", allowed=(*CONFIG_OVERRIDES, *EXECUTION_FLAGS))
         cfg = load_run_config(config)
     else:
         from mmrag.scenarios import load_sweep
