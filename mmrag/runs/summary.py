@@ -74,7 +74,7 @@ def summary_markdown(summary: dict[str, Any]) -> str:
     for g in summary["groups"]:
         r = g["rates"]
         lines.append(f"| {g['benchmark']} | {scenario_label(g['scenario'])} | {g['model']} | {g['n']} | "
-                     + " | ".join(f"{r[x.id]:.1f}" for x in RATES) + " |")
+                     + " | ".join("—" if r[x.id] is None else f"{r[x.id]:.1f}" for x in RATES) + " |")
     if summary["errors"]:
         lines += ["", "Failed requests by class: " + ", ".join(f"{k}={v}" for k, v in sorted(summary["errors"].items())),
                   "", "Models with failed cells (left out of the rates above; `mmrag run --resume` retries them): "
