@@ -202,7 +202,7 @@ def test_evqa(tmp_path):
 
 
 def test_evqa_inaturalist_needs_the_annotations(tmp_path):
-    with pytest.raises(InputError, match="-o inat_annotations=PATH") as err:
+    with pytest.raises(InputError, match="--option inat_annotations=PATH") as err:
         build_deflection("evqa", FIX / "evqa_val.csv", tmp_path / "e.jsonl", kb=FIX / "evqa_kb.json",
                          images=evqa_images(tmp_path))
     assert "evqa_val.csv:2" in str(err.value)

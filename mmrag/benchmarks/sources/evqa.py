@@ -5,7 +5,7 @@ Input: the published ``{train,val,test}.csv`` (one row per textual question); ``
 ``section_texts``, ``image_urls``, ...); ``--images``: the folder holding the images in their
 releases' layouts — GLDv2 landmarks as ``a/b/c/<id>.jpg`` (the id's first three characters), and
 iNaturalist 2021 by the ``file_name`` that the iNaturalist annotation JSON given with
-``-o inat_annotations=PATH`` (``{"images": [{"id", "file_name"}, ...]}``) maps each id to, as
+``--option inat_annotations=PATH`` (``{"images": [{"id", "file_name"}, ...]}``) maps each id to, as
 EchoSight's ``iNat_id2name`` does (iNaturalist ids are not file names).  Lookup is exact.
 
 * Samples: a row lists up to five image ids (``|``-separated); each image gives one sample, all
@@ -148,7 +148,7 @@ class EVQABuilder(SourceBuilder):
         first = next((r for r in rows if r["inat"]), None)
         if first is not None:
             raise InputError("iNaturalist rows name images by iNaturalist id, not by file: pass the iNaturalist "
-                             "2021 annotation JSON with -o inat_annotations=PATH", path=first["path"],
+                             "2021 annotation JSON with --option inat_annotations=PATH", path=first["path"],
                              line=first["line"], field="dataset_name")
         return {}
 

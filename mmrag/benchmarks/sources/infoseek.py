@@ -3,12 +3,12 @@
 ``--data``: the question file ``infoseek_{split}.jsonl`` (``data_id``, ``image_id``, ``question``,
 ``answer`` list, ``answer_eval``, ``data_split``).  Its entity comes from the separate with-KB
 mapping ``infoseek_{split}_withkb.jsonl`` (only ``data_id``, ``entity_id``, ``entity_text``),
-found beside the question file or given with ``-o withkb=PATH``, and joined on ``data_id``.
+found beside the question file or given with ``--option withkb=PATH``, and joined on ``data_id``.
 Passing the mapping itself as ``--data`` is an error that says so.  ``--kb``: ``Wiki6M_ver_1_0.jsonl``
 or ``.jsonl.gz`` as released (other KB shapes in :mod:`mmrag.benchmarks.sources.wiki`).
 ``--images``: the OVEN image folder, ``<two digits>/<image_id><original ext>`` (the digits are the
 first two of the id's number, as ``merge_oven_images.py`` shards; ImageNet images keep ``.JPEG``),
-or the same files flat in one folder.  ``-o qtype=infoseek_val_qtype.jsonl`` gives the question
+or the same files flat in one folder.  ``--option qtype=infoseek_val_qtype.jsonl`` gives the question
 types (``String | Numerical | Time``, lower-cased as the official evaluator compares them).
 
 Items with no with-KB entry, whose entity is not in the KB, or whose image is missing are
@@ -116,7 +116,7 @@ class InfoSeekBuilder(SourceBuilder):
             if not rows and "question" not in obj and "entity_id" in obj:
                 raise InputError("this is InfoSeek's with-KB mapping (data_id, entity_id, entity_text), not the "
                                  "question file: pass --data infoseek_<split>.jsonl (the mapping is found beside it "
-                                 "or given with -o withkb=PATH)", path=ctx.data, line=ln)
+                                 "or given with --option withkb=PATH)", path=ctx.data, line=ln)
             f = Fields(obj, ctx.data, line=ln)
             rows.append((f, self._parse(f)))
         entities = self._withkb(ctx.data, opts.withkb, {r["data_id"] for _, r in rows})
@@ -161,7 +161,7 @@ class InfoSeekBuilder(SourceBuilder):
             path = data.with_name(f"{stem}_withkb.jsonl")
             if not path.is_file():
                 raise InputError(f"InfoSeek's with-KB mapping not found beside the question file (looked for "
-                                 f"{path.name}); pass it with -o withkb=PATH", path=data, field="withkb")
+                                 f"{path.name}); pass it with --option withkb=PATH", path=data, field="withkb")
         elif not path.is_file():
             raise InputError("with-KB mapping not found", path=path, field="option withkb")
         out: dict[str, tuple[str, str | None]] = {}

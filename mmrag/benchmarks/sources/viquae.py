@@ -1,7 +1,7 @@
 """ViQuAE (Lerner et al., 2022) -> DeflectionBench, from the files as released.
 
 ``--data``: the KILT-shaped ``validation.jsonl`` (or ``train``/``test``) at the root of the dataset
-repository, or the same as a saved Hugging Face dataset / parquet (``-o split=validation`` picks a
+repository, or the same as a saved Hugging Face dataset / parquet (``--option split=validation`` picks a
 split of a DatasetDict).  A line holds ``id``, ``input`` (the question), ``kilt_id`` (the KILT
 *question* id, kept in metadata), ``image`` (file name), ``wikidata_id`` (the depicted entity),
 ``original_question`` and ``output``, a dict of lists as ``datasets`` stores KILT:
