@@ -19,7 +19,14 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 Modality = Literal["text", "image", "multimodal"]
 Outcome = Literal["correct", "deflection", "hallucination", "unparseable"]
 OUTCOMES: tuple[str, ...] = ("correct", "deflection", "hallucination", "unparseable")
-ErrorClass = Literal["timeout", "rate_limit", "server_error", "bad_response", "context_overflow", "other"]
+#: why a request failed.  ``connection`` (refused, unreachable, dropped before a reply) is kept apart
+#: from ``server_error`` (the server answered 5xx): one says nothing was measured, the other that the
+#: server broke.  ``deadline``: the request's overall deadline passed (retries included);
+#: ``reply_too_large``: the body exceeded the backend's maximum reply size.
+ErrorClass = Literal["timeout", "rate_limit", "server_error", "connection", "deadline", "reply_too_large",
+                     "bad_response", "context_overflow", "other"]
+#: finish reasons that mean the text is not a complete answer: recorded, never scored, never cached
+INCOMPLETE_FINISH = ("length", "content_filter")
 ContextRole = Literal["gold", "negative"]
 
 NOTA_TEXTS: tuple[str, ...] = ("none of the above", "none of above")
@@ -249,7 +256,14 @@ class Response(_Model):
     latency_s: float = 0.0
     error: ErrorClass | None = None
     error_detail: str = ""
+    #: the server's ``finish_reason`` when it sent one (``stop``, ``length``, ``content_filter``)
+    finish_reason: str | None = None
     cached: bool = False
+
+    @property
+    def incomplete(self) -> bool:
+        """Cut off (``length``) or withheld (``content_filter``): not an answer to score or cache."""
+        return self.finish_reason in INCOMPLETE_FINISH
 
 
 class Verdict(_Model):

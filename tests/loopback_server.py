@@ -7,11 +7,15 @@ Behaviour of a chat request, in order:
 1. the next scripted :class:`Action` if any (FIFO; ``script()`` in-process or ``POST /_script``);
 2. otherwise, if ``max_concurrency`` is set and that many requests are already being served, a 429
    (with ``Retry-After`` when ``retry_after_429`` is set) — a server-side limit the client cannot see;
-3. otherwise an answer after ``latency`` seconds: ``responder(body)`` if given, the last user text if
-   ``echo``, else the fixed ``answer``; a prompt over ``max_prompt_tokens`` gets a context-length 400.
+3. otherwise an answer after ``latency`` seconds (or, with ``latency_sigma`` > 0, a lognormal delay
+   with median ``latency`` and that sigma, seeded: reply lengths vary like a VLM server's):
+   ``responder(body)`` if given, the last user text if ``echo``, else the fixed ``answer``; a prompt
+   over ``max_prompt_tokens`` gets a context-length 400.
 
 Everything received is recorded (method, path, headers, parsed body, arrival time, status sent),
-with counters for requests, statuses, and the largest number of chat requests open at once.
+with counters for requests, statuses, and the largest number of chat requests open at once; each
+record also has the time its reply was sent (``done``), so a benchmark can compute the mean number
+of requests in flight over any window from the server's own clock.
 In a thread: ``with LoopbackServer(latency=0.01) as srv: srv.script(Action.status(429, retry_after=1))``
 then point a client at ``srv.url`` and assert on ``srv.records`` / ``srv.stats()``.  As a separate
 process (``ServerProcess`` starts this file, reads the port it prints; ``.kill()`` for crash tests)::
@@ -25,6 +29,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
+import random
 import subprocess
 import sys
 import threading
@@ -47,10 +53,12 @@ class Action:
     retry_after: float | str | None = None
     delay: float = 0.0
     body: str | None = None
+    finish_reason: str = "stop"
+    usage: Any = "auto"   # "auto": counted tokens; anything else is sent as the ``usage`` value
 
     @classmethod
-    def answer(cls, text: str, delay: float = 0.0) -> "Action":
-        return cls("answer", text=text, delay=delay)
+    def answer(cls, text: str, delay: float = 0.0, finish_reason: str = "stop", usage: Any = "auto") -> "Action":
+        return cls("answer", text=text, delay=delay, finish_reason=finish_reason, usage=usage)
 
     @classmethod
     def status(cls, code: int, retry_after: float | str | None = None, body: str | None = None) -> "Action":
@@ -74,11 +82,14 @@ class Received:
     body: Any
     t: float
     status: int = 0
+    done: float = 0.0
 
 
 @dataclass
 class ServerConfig:
     latency: float = 0.0
+    latency_sigma: float = 0.0
+    seed: int = 0
     max_concurrency: int | None = None
     retry_after_429: float | None = None
     answer: str = "ok"
@@ -117,6 +128,7 @@ class _Core:
     def __init__(self, cfg: ServerConfig) -> None:
         self.cfg = cfg
         self.lock = threading.Lock()
+        self.rng = random.Random(cfg.seed)
         self.reset()
 
     def reset(self) -> None:
@@ -222,7 +234,8 @@ class _Core:
                 return await self.reply(rec, writer, 429, {"error": {"message": "rate limited"}}, extra)
             try:
                 if self.cfg.latency:
-                    await asyncio.sleep(self.cfg.latency)
+                    sigma = self.cfg.latency_sigma
+                    await asyncio.sleep(self.cfg.latency * (math.exp(self.rng.gauss(0.0, sigma)) if sigma else 1.0))
                 n = count_tokens(body)
                 if self.cfg.max_prompt_tokens is not None and n > self.cfg.max_prompt_tokens:
                     return await self.reply(rec, writer, 400, _overflow(self.cfg.max_prompt_tokens, n))
@@ -242,7 +255,7 @@ class _Core:
         if a.delay:
             await asyncio.sleep(a.delay)
         if a.kind == "answer":
-            return await self.reply(rec, writer, 200, _completion(body, a.text))
+            return await self.reply(rec, writer, 200, _completion(body, a.text, a.finish_reason, a.usage))
         if a.kind == "status":
             extra = {"Retry-After": _fmt(a.retry_after)} if a.retry_after is not None else {}
             payload = a.body.encode() if a.body is not None else json.dumps(
@@ -266,6 +279,7 @@ class _Core:
     async def reply(self, rec: Received, writer: asyncio.StreamWriter, status: int, payload: Any,
                     extra: dict[str, str] | None = None) -> bool:
         rec.status = status
+        rec.done = time.monotonic()
         with self.lock:
             self.statuses[status] += 1
         data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
@@ -285,12 +299,28 @@ def _overflow(limit: int, n: int) -> dict[str, Any]:
                       "param": "messages", "code": "context_length_exceeded"}}
 
 
-def _completion(body: dict[str, Any], text: str) -> dict[str, Any]:
+def _completion(body: dict[str, Any], text: str, finish_reason: str = "stop", usage: Any = "auto") -> dict[str, Any]:
     p, c = count_tokens(body), len(text.split())
     return {"id": "chatcmpl-loopback", "object": "chat.completion", "created": int(time.time()),
             "model": body.get("model", ""),
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}}
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                         "finish_reason": finish_reason}],
+            "usage": {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c} if usage == "auto" else usage}
+
+
+def mean_in_flight(records: list[dict[str, Any]] | list[Received], until: float | None = None) -> float:
+    """Time-averaged number of chat requests open at the server, from the first arrival to ``until``
+    (default: the last arrival, i.e. while requests remained to be sent)."""
+    spans = [(r["t"], r["done"]) if isinstance(r, dict) else (r.t, r.done) for r in records]
+    spans = [(a, b) for a, b in spans if b > 0]
+    if not spans:
+        return 0.0
+    start = min(a for a, _ in spans)
+    end = until if until is not None else max(a for a, _ in spans)
+    if end <= start:
+        return 0.0
+    area = sum(max(0.0, min(b, end) - max(a, start)) for a, b in spans)
+    return area / (end - start)
 
 
 class LoopbackServer:
@@ -365,8 +395,10 @@ class ServerProcess:
 
     def __init__(self, *, latency: float = 0.0, max_concurrency: int | None = None,
                  retry_after_429: float | None = None, answer: str = "ok", echo: bool = False,
-                 max_prompt_tokens: int | None = None, record_bodies: bool = False, port: int = 0) -> None:
-        args = [sys.executable, __file__, "--port", str(port), "--latency", str(latency), "--answer", answer]
+                 max_prompt_tokens: int | None = None, record_bodies: bool = False, port: int = 0,
+                 latency_sigma: float = 0.0) -> None:
+        args = [sys.executable, __file__, "--port", str(port), "--latency", str(latency), "--answer", answer,
+                "--latency-sigma", str(latency_sigma)]
         for flag, v in (("--max-concurrency", max_concurrency), ("--retry-after", retry_after_429),
                         ("--max-prompt-tokens", max_prompt_tokens)):
             args += [flag, str(v)] if v is not None else []
@@ -424,7 +456,8 @@ class ServerProcess:
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--port", type=int, default=0)
-    ap.add_argument("--latency", type=float, default=0.0, help="seconds before each answer")
+    ap.add_argument("--latency", type=float, default=0.0, help="seconds before each answer (the median if lognormal)")
+    ap.add_argument("--latency-sigma", type=float, default=0.0, help="lognormal sigma of the latency (0: fixed)")
     ap.add_argument("--max-concurrency", type=int, default=None, help="answer 429 above this many in flight")
     ap.add_argument("--retry-after", type=float, default=None, help="Retry-After seconds sent with those 429s")
     ap.add_argument("--answer", default="ok")
@@ -432,7 +465,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--max-prompt-tokens", type=int, default=None, help="context-length 400 above this")
     ap.add_argument("--record-bodies", action="store_true", help="keep request bodies (memory grows)")
     a = ap.parse_args(argv)
-    core = _Core(ServerConfig(latency=a.latency, max_concurrency=a.max_concurrency, retry_after_429=a.retry_after,
+    core = _Core(ServerConfig(latency=a.latency, latency_sigma=a.latency_sigma, max_concurrency=a.max_concurrency, retry_after_429=a.retry_after,
                               answer=a.answer, echo=a.echo, max_prompt_tokens=a.max_prompt_tokens,
                               record_bodies=a.record_bodies))
 

@@ -172,7 +172,9 @@ def test_curated_file_is_a_deflection_benchmark_that_runs(plain, tmp_path, capsy
     out = tmp_path / "run"
     assert main(["run", "--benchmark", "deflection", "--source", str(curated), "--model", "context-reader",
                  "--scenarios", "oracle,adversarial", "--out", str(out)]) == 0
-    records = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
+    from mmrag.runs import read_records
+
+    records = [r.model_dump(mode="json") for r in read_records(out)]
     summary = json.loads((out / "summary.json").read_text())
     assert records and len(records) == summary["n_records"]
     assert len(records) + sum(summary["not_applicable"].values()) == 2 * len(recs)

@@ -22,14 +22,16 @@ def _rates(run_dir):
 
 
 def test_demo_writes_run_directory(demo_run):
-    for name in ("manifest.json", "samples.jsonl", "summary.json", "summary.md"):
+    for name in ("manifest.json", "records", "objects", "summary.json", "summary.md"):
         assert (demo_run / name).exists(), name
     manifest = json.loads((demo_run / "manifest.json").read_text())
     assert manifest["status"] == "complete"
     assert manifest["datasets"]["demo"] and manifest["templates"] and manifest["judge_id"]
-    lines = (demo_run / "samples.jsonl").read_text().splitlines()
-    assert len(lines) == 120 * 4 * 2
-    assert len({json.loads(line)["key"] for line in lines}) == len(lines)
+    from mmrag.runs import read_records
+
+    keys = [r.key for r in read_records(demo_run)]
+    assert len(keys) == 120 * 4 * 2
+    assert len(set(keys)) == len(keys)
 
 
 def test_context_reader_shows_the_predicted_pattern(demo_run):

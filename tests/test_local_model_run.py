@@ -23,7 +23,9 @@ def test_transformers_model_runs_the_demo_scenarios(ckpt, tmp_path, capsys):
                  "parametric,oracle,adversarial", "--negative-modality", "image", "--distractors", "1",
                  "--limit", "3", "--max-new-tokens", "8", "--batch-size", "4", "--out", str(out)])
     assert code == 0, capsys.readouterr().err
-    recs = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
+    from mmrag.runs import read_records
+
+    recs = [r.model_dump(mode="json") for r in read_records(out)]
     kinds = {r["scenario"]["kind"] for r in recs}
     assert kinds == {"parametric", "oracle", "adversarial"}
     assert all(r["response"]["error"] is None for r in recs)

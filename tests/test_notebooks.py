@@ -136,7 +136,7 @@ def test_01_modality_matrix(notebook_env):
     assert res["summary"]["context-reader"]["text_over_image_gap"] > 20
     run_dir = Path(res["run_dir"])
     assert run_dir.is_relative_to(Path(notebook_env["env"]["MMRAG_HOME"]))
-    assert (run_dir / "samples.jsonl").exists() and (run_dir / "figures" / "modality_matrix.png").exists()
+    assert (run_dir / "records").is_dir() and (run_dir / "figures" / "modality_matrix.png").exists()
     assert _images_shown(nb) >= 3
     # the simulated VLMs show the bias they were given: the Table-5 gap grows with text_prior
     gaps = res["sim_gaps"]

@@ -234,7 +234,7 @@ def test_server_as_a_separate_process():
         assert proc.stats()["requests"] == 0
         proc.kill()                                   # a crashed server: errors, not exceptions
         [dead] = m.generate([text_prompt("x")], G)
-        assert dead.error == "server_error" and "Connect" in dead.error_detail
+        assert dead.error == "connection" and "Connect" in dead.error_detail   # refused: not a server error
 
 
 def test_model_arg_parsing_and_factory(server):

@@ -45,7 +45,9 @@ def cli(*args: str) -> None:
 
 
 def records(run_dir: Path) -> list[dict]:
-    return [json.loads(line) for line in (run_dir / "samples.jsonl").read_text().splitlines() if line.strip()]
+    from mmrag.runs import read_records
+
+    return [r.model_dump(mode="json") for r in read_records(run_dir)]
 
 
 def write_yaml(path: Path, data: dict) -> Path:
@@ -240,10 +242,10 @@ def test_sweep_runs_once_and_a_new_axis_value_costs_only_its_cells(demo, tmp_pat
         specs = {r["scenario_id"] for r in recs}
         assert len(specs) == 6 and len(recs) == 30
         assert first == sum(not r["response"]["cached"] for r in recs) > 0
-        data = (out / "samples.jsonl").read_bytes()
+        data = {p.name: p.read_bytes() for p in (out / "records").iterdir()}
         cli("sweep", "--config", cfg, "--out", out)            # again: nothing left to do
         assert requests(srv) == first
-        assert (out / "samples.jsonl").read_bytes() == data
+        assert {p.name: p.read_bytes() for p in (out / "records").iterdir()} == data
         counts = json.loads((out / "manifest.json").read_text())["counts"]
         assert counts["new"] == 0 and counts["model_calls"] == 0 and counts["records"] == 30
 

@@ -78,7 +78,7 @@ def results_table(summary: dict[str, Any], title: str = "Results") -> Table:
     for g in summary["groups"]:
         r = g["rates"]
         scen = scenario_label(g["scenario"])
-        t.add_row(g["benchmark"], scen, g["model"], str(g["n"]), *(f"{r[x.id]:.1f}" for x in RATES))
+        t.add_row(g["benchmark"], scen, g["model"], str(g["n"]), *("—" if r[x.id] is None else f"{r[x.id]:.1f}" for x in RATES))
     return t
 
 

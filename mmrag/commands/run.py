@@ -141,7 +141,8 @@ def config_from_manifest(run_dir: Path) -> RunConfig:
         raise InputError(pydantic_message(exc), path=mpath, field=f"config.{pydantic_field(exc)}") from None
 
 
-def run_and_print(config: RunConfig, out: Path, title: str = "Results") -> RunResult:
+def run_and_print(config: RunConfig, out: Path, title: str = "Results", retry_failed: bool = False) -> RunResult:
+    """Execute and print; a run over its error budget exits 1 with a one-line reason on stderr."""
     import errno
 
     from mmrag.util import disk_full
@@ -149,7 +150,7 @@ def run_and_print(config: RunConfig, out: Path, title: str = "Results") -> RunRe
     t0 = time.perf_counter()
     try:
         with progress_bar() as progress:
-            result = execute(config, out, argv=sys.argv, progress=progress)
+            result = execute(config, out, argv=sys.argv, progress=progress, retry_failed=retry_failed)
     except OSError as exc:
         if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
             raise
@@ -158,7 +159,38 @@ def run_and_print(config: RunConfig, out: Path, title: str = "Results") -> RunRe
     errs = ", ".join(f"{k}={v}" for k, v in sorted(result.errors.items())) or "none"
     console.print(f"run directory: {out}  |  new records: {result.new_records}  |  model calls: {result.model_calls}"
                   f"  |  failed requests: {errs}  |  {time.perf_counter() - t0:.1f}s")
+    if result.failure:
+        typer.echo(f"mmrag: run failed: {result.failure}", err=True)
+        raise typer.Exit(1)
     return result
+
+
+def with_execution(cfg: RunConfig, max_concurrency: Optional[int], max_failures: Optional[str]) -> RunConfig:
+    """Apply the execution flags (they change how a run goes, never what it measures)."""
+    update: dict = {}
+    if max_concurrency is not None:
+        update["models"] = [m.model_copy(update={"max_concurrency": max_concurrency}) for m in cfg.models]
+    if max_failures is not None:
+        update["max_failures"] = parse_fraction(max_failures)
+    return cfg.model_copy(update=update) if update else cfg
+
+
+def parse_fraction(text: str) -> float:
+    """``0.05`` or ``5%``."""
+    t = text.strip()
+    try:
+        v = float(t[:-1]) / 100.0 if t.endswith("%") else float(t)
+    except ValueError:
+        v = -1.0
+    if not 0.0 <= v <= 1.0:
+        raise InputError(f"'{text}' is not a fraction in [0, 1] or a percentage like 5%", field="--max-failures")
+    return v
+
+
+_MAX_CONC = "most requests in flight per model (the window a run keeps full)"
+_MAX_FAIL = "error budget: fail the run when more than this fraction (0.05 or 5%) of cells failed"
+#: flags of how a run executes: accepted next to --resume and --config
+EXECUTION_FLAGS = ("--max-concurrency", "--max-failures", "--retry-errors")
 
 
 def run(
@@ -196,6 +228,10 @@ def run(
                                                  help="generation limit per reply (default: the backend's)"),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help=OUT_HELP),
     allow_code: bool = typer.Option(False, "--allow-code", help=ALLOW_CODE_HELP),
+    max_concurrency: Optional[int] = typer.Option(None, "--max-concurrency", min=1, help=_MAX_CONC),
+    max_failures: Optional[str] = typer.Option(None, "--max-failures", help=_MAX_FAIL),
+    retry_errors: bool = typer.Option(False, "--retry-errors",
+                                      help="send cells whose last attempt failed again (--resume always does)"),
 ) -> None:
     """Run benchmarks x scenarios x models, judge every answer, write a run directory."""
     if resume is not None and allow_code:
@@ -203,11 +239,12 @@ def run(
                          "manifest names is never imported; to continue a run that uses a plug-in by dotted "
                          "path, give its config again: --config FILE --allow-code --out DIR", field="--allow-code")
     if resume is not None:
-        refuse_extra_flags(ctx, "--resume")
+        refuse_extra_flags(ctx, "--resume", allowed=EXECUTION_FLAGS)
     elif config is not None:
-        refuse_extra_flags(ctx, "--config", allowed=CONFIG_OVERRIDES)
+        refuse_extra_flags(ctx, "--config", allowed=(*CONFIG_OVERRIDES, *EXECUTION_FLAGS))
     if resume is not None:
-        run_and_print(config_from_manifest(resume), resume)
+        run_and_print(with_execution(config_from_manifest(resume), max_concurrency, max_failures), resume,
+                      retry_failed=True)
         return
     if config is not None:
         cfg = load_run_config(config)
@@ -227,7 +264,7 @@ def run(
             cfg.benchmarks[0].source = source
     target = out or (Path(cfg.out) if cfg.out else default_run_dir("run"))
     with trusting_code(allow_code):
-        run_and_print(cfg, target)
+        run_and_print(with_execution(cfg, max_concurrency, max_failures), target, retry_failed=retry_errors)
 
 
 def sweep(
@@ -246,6 +283,9 @@ def sweep(
     judge_base_url: Optional[str] = JudgeBaseUrlOpt,
     judge_api_key_env: Optional[str] = JudgeKeyEnvOpt,
     allow_code: bool = typer.Option(False, "--allow-code", help=ALLOW_CODE_HELP),
+    max_concurrency: Optional[int] = typer.Option(None, "--max-concurrency", min=1, help=_MAX_CONC),
+    max_failures: Optional[str] = typer.Option(None, "--max-failures", help=_MAX_FAIL),
+    retry_errors: bool = typer.Option(False, "--retry-errors", help="send cells whose last attempt failed again"),
 ) -> None:
     """Run every cell of a sweep; cells already in the run directory are not run again."""
     import yaml
@@ -261,7 +301,7 @@ def sweep(
         raise InputError(f"sweep config not found or empty (built-in sweeps: {', '.join(sorted(builtin_sweeps()))})",
                          path=config)
     if isinstance(data, dict) and "benchmarks" in data:
-        refuse_extra_flags(ctx, "--config", allowed=CONFIG_OVERRIDES)
+        refuse_extra_flags(ctx, "--config", allowed=(*CONFIG_OVERRIDES, *EXECUTION_FLAGS))
         cfg = load_run_config(config)
     else:
         from mmrag.scenarios import load_sweep
@@ -273,7 +313,8 @@ def sweep(
     cfg.judge = judge_config(judge, judge_model, judge_base_url, judge_api_key_env, base=cfg.judge)
     target = out or (Path(cfg.out) if cfg.out else default_run_dir("sweep"))
     with trusting_code(allow_code):
-        run_and_print(cfg, target, title=f"Sweep {config.name}")
+        run_and_print(with_execution(cfg, max_concurrency, max_failures), target, title=f"Sweep {config.name}",
+                      retry_failed=retry_errors)
 
 
 def demo(

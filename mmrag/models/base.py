@@ -65,6 +65,9 @@ class ModelSpec(BaseModel):
     api_key_env: str | None = None
     settings: GenerationSettings = Field(default_factory=GenerationSettings)
     options: dict[str, Any] = Field(default_factory=dict)
+    #: most prompts of this model in flight at once in a run (``--max-concurrency``); None = the
+    #: backend's own default.  How a run executes, not what it measures: not in any fingerprint.
+    max_concurrency: int | None = Field(default=None, ge=1)
 
     @property
     def label(self) -> str:

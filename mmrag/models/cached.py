@@ -2,13 +2,21 @@
 
 Policy (the cache itself only stores): a request is looked up and stored only when
 ``settings.deterministic`` (greedy) — a sampled answer is not a function of its prompt; a Response
-with an ``error`` is never stored, so a re-run retries what failed; identical prompts within one
-batch are sent once.  Responses served without a model call carry ``cached=True`` and the
+with an ``error``, or an incomplete one (``finish_reason`` length / content_filter), is never
+stored, so a re-run retries what failed; identical prompts within one batch are sent once.
+
+Writes are group-committed: a streaming run calls ``agenerate`` with one prompt at a time, and an
+fsynced SQLite commit per reply would cost more than the reply.  New entries are written (in a
+worker thread) once ``commit_every`` are pending or ``commit_seconds`` have passed, and by
+:meth:`aclose` / at the end of :meth:`generate`.  A kill loses at most those pending entries of the
+cache — the run store, not the cache, is what must not lose an answer.  Responses served without a model call carry ``cached=True`` and the
 ``prompt_id`` of the prompt they answer (two prompts may share content but not ids).
 """
 
 from __future__ import annotations
 
+import asyncio
+import time
 from typing import Any, Sequence
 
 from mmrag.models.aio import run_sync
@@ -18,12 +26,16 @@ from mmrag.schema import Prompt, Response
 
 
 class CachedVLM:
-    def __init__(self, inner: Any, cache: ResponseCache) -> None:
+    def __init__(self, inner: Any, cache: ResponseCache, *, commit_every: int = 64,
+                 commit_seconds: float = 0.5) -> None:
         self.inner = inner
         self.cache = cache
         self.fingerprint: str = inner.fingerprint
         self.capabilities = inner.capabilities
         self.model_calls = 0   # prompts actually sent to ``inner`` through this wrapper
+        self.commit_every, self.commit_seconds = commit_every, commit_seconds
+        self._pending: list[tuple[str, str, Response]] = []
+        self._since = 0.0
 
     def __getattr__(self, name: str) -> Any:   # meter, limiter, ... of the wrapped backend
         if name == "inner":
@@ -38,7 +50,35 @@ class CachedVLM:
         return cache_key(self.fingerprint, prompt, settings, extra_fn(prompt) if callable(extra_fn) else None)
 
     def generate(self, prompts: Sequence[Prompt], settings: GenerationSettings) -> list[Response]:
-        return run_sync(lambda: self.agenerate(prompts, settings))
+        async def once() -> list[Response]:
+            try:
+                return await self.agenerate(prompts, settings)
+            finally:
+                await self.aclose()
+
+        return run_sync(once)
+
+    async def aclose(self) -> None:
+        """Commit pending cache entries and let the wrapped backend release what it holds."""
+        self.commit()
+        close = getattr(self.inner, "aclose", None)
+        if close is not None:
+            await close()
+
+    def commit(self) -> None:
+        items, self._pending = self._pending, []
+        if items:
+            self.cache.put_many(items)
+
+    async def _store(self, items: list[tuple[str, str, Response]]) -> None:
+        if not items:
+            return
+        if not self._pending:
+            self._since = time.monotonic()
+        self._pending.extend(items)
+        if len(self._pending) >= self.commit_every or time.monotonic() - self._since >= self.commit_seconds:
+            batch, self._pending = self._pending, []
+            await asyncio.to_thread(self.cache.put_many, batch)
 
     async def agenerate(self, prompts: Sequence[Prompt], settings: GenerationSettings) -> list[Response]:
         if not settings.deterministic:
@@ -56,7 +96,8 @@ class CachedVLM:
             self.model_calls += len(todo)
             answers = await self.inner.agenerate([prompts[i] for _, i in todo], settings)
             fresh = {k: r for (k, _), r in zip(todo, answers)}
-            self.cache.put_many([(k, self.fingerprint, r) for k, r in fresh.items() if r.error is None])
+            await self._store([(k, self.fingerprint, r) for k, r in fresh.items()
+                               if r.error is None and not r.incomplete])
         out: list[Response] = []
         for i, (p, k) in enumerate(zip(prompts, keys)):
             if k in found:

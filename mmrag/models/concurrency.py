@@ -8,13 +8,18 @@ number of requests in flight the way TCP adapts its window:
   until the first congestion signal, so a large cap is reached in a few round trips;
 * **additive increase** — afterwards it grows by ``increase / limit`` per success (about +1 per
   round trip);
-* **multiplicative decrease** — on a 429, a timeout, or latency rising above ``latency_factor`` x
-  the baseline, the limit is multiplied by ``decrease``.  The latency test compares an EWMA of
-  recent latencies with the 10th percentile of the last ``latency_window`` ones; the default
-  factor 3 is deliberately loose because an LLM's latency also varies with answer length, and a
-  busy client's event loop adds its own delay.  Only one
+* **multiplicative decrease** — on an overload signal (429, 503, a timeout, a refused or dropped
+  connection: the backend decides what it sends as ``"overload"``) the limit is multiplied by
+  ``decrease``.  Latency alone does **not** cut the window by default (``latency_factor=None``):
+  a VLM's latency varies with the length of its reply (lognormal, sigma about 1), and reading that
+  spread as congestion kept a 32-wide window at 2 in flight.  ``latency_factor`` re-enables a
+  latency test (an EWMA of recent latencies against their 10th percentile) for servers whose
+  replies are uniform; ``perf/run_engine_bench.py`` checks that the default never fires on a
+  lognormal server at constant load.  Only one
   decrease per round trip: a signal from a request that was sent *before* the last decrease says
   nothing about the new limit (it belongs to the same burst), so it is ignored;
+* **Retry-After** — :meth:`hold` keeps new requests back until the server's stated time has
+  passed (requests already waiting for a retry wait on their own);
 * never above ``cap`` (the user's hard limit; tests assert the server never sees more) and never
   below ``min_limit``.
 
@@ -46,7 +51,7 @@ class Ticket:
 
 class AIMDLimiter:
     def __init__(self, cap: int = 64, *, initial: int | None = None, min_limit: int = 1,
-                 increase: float = 1.0, decrease: float = 0.7, latency_factor: float | None = 3.0,
+                 increase: float = 1.0, decrease: float = 0.7, latency_factor: float | None = None,
                  latency_window: int = 200, ewma_alpha: float = 0.1, adaptive: bool = True) -> None:
         if cap < 1:
             raise ValueError("cap must be >= 1")
@@ -73,13 +78,20 @@ class AIMDLimiter:
         self._since_base = 0
         self._waiters: deque[asyncio.Future[None]] = deque()
         self.history: list[tuple[float, float]] = []   # (monotonic time, limit) at each change of floor
+        self.hold_until = 0.0
 
     # -- slots -----------------------------------------------------------------------------------
     @property
     def allowed(self) -> int:
         return max(self.min_limit, min(self.cap, math.floor(self.limit)))
 
+    def hold(self, seconds: float) -> None:
+        """No new request starts for ``seconds`` (a server's Retry-After)."""
+        self.hold_until = max(self.hold_until, time.monotonic() + max(0.0, seconds))
+
     async def acquire(self) -> Ticket:
+        while (wait := self.hold_until - time.monotonic()) > 0:
+            await asyncio.sleep(wait)
         while self.in_flight >= self.allowed:
             fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
             self._waiters.append(fut)

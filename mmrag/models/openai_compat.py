@@ -4,15 +4,25 @@ One HTTP request per prompt over ``httpx.AsyncClient``; images travel as base64 
 happens to a request:
 
 1. it waits for a slot of the :class:`~mmrag.models.concurrency.AIMDLimiter` (never more than
-   ``max_concurrency`` in flight, adaptively fewer when the server pushes back);
-2. 429, 5xx, 408, timeouts and dropped connections are retried by ``tenacity`` with exponential
-   backoff and jitter ("equal jitter": half the exponential step fixed, half random), except that a
-   ``Retry-After`` (or ``retry-after-ms``) header, when present, sets the wait; the slot is released
-   during the wait;
+   ``max_concurrency`` in flight, fewer when the server signals overload: 429, 503, timeouts,
+   connection errors; a ``Retry-After`` also holds back new requests until it has passed);
+2. 429, 5xx, 408, timeouts and dropped or refused connections are retried by ``tenacity`` with
+   exponential backoff and jitter ("equal jitter": half the exponential step fixed, half random),
+   except that a ``Retry-After`` (or ``retry-after-ms``) header, when present, sets the wait; the
+   slot is released during the wait;
 3. after its retries a failed request becomes a Response whose ``error`` is ``timeout``,
-   ``rate_limit`` or ``server_error``; an unparseable body is ``bad_response`` and a 400 about the
-   context length is ``context_overflow`` (neither is retried: the same request fails the same way);
-   any other 4xx is ``other`` with the status in ``error_detail``.
+   ``rate_limit``, ``server_error`` (the server answered 5xx) or ``connection`` (refused,
+   unreachable, dropped: nothing was measured); an unparseable body is ``bad_response`` and a 400
+   about the context length is ``context_overflow`` (neither is retried: the same request fails the
+   same way); any other 4xx is ``other`` with the status in ``error_detail``;
+4. bounds: each attempt has ``timeout`` seconds in all (a server that trickles a byte a second
+   cannot hold it), the request ``deadline`` seconds including retries (``deadline``), and a reply
+   body over ``max_reply_bytes`` is cut off (``reply_too_large``);
+5. ``finish_reason`` is kept on the Response (``length`` and ``content_filter`` are recorded, not
+   scored, not cached); a malformed ``usage`` block counts zero tokens and never fails the request.
+
+Connections: one set of pooled clients per event loop, kept across calls (a streaming run calls
+``agenerate`` once per prompt); :meth:`aclose` closes them (``generate`` does so itself).
 
 The API key is read from the environment variable named by ``api_key_env`` when the model is
 built, sent as ``Authorization: Bearer``, and never stored in the fingerprint, a repr or a log.
@@ -57,7 +67,10 @@ class OpenAIOptions(BaseModel):
     adaptive: bool = True
     initial_concurrency: int | None = Field(default=None, ge=1)
     aimd_decrease: float = Field(default=0.7, gt=0, lt=1)
-    latency_factor: float | None = Field(default=3.0, gt=1)
+    #: None: latency never cuts the window (reply lengths vary; that is not overload)
+    latency_factor: float | None = Field(default=None, gt=1)
+    deadline: float = Field(default=600.0, gt=0)
+    max_reply_bytes: int = Field(default=8 << 20, ge=1024)
     max_retries: int = Field(default=5, ge=0)
     backoff_initial: float = Field(default=0.5, ge=0)
     backoff_max: float = Field(default=30.0, ge=0)
@@ -215,27 +228,62 @@ class OpenAICompatible:
         self.fingerprint = f"openai:{model}" + (f"#{o.revision}" if o.revision else "") + f"@{server}"
         self.capabilities = Capabilities(max_images=o.max_images, system_prompt=True, image_formats=DATA_URL_TYPES)
         self._policy = _Policy(o.max_retries, o.backoff_initial, o.backoff_max, o.max_retry_after)
+        self._clients: dict[Any, _ShardedClients] = {}
 
     @classmethod
     def from_spec(cls, spec: ModelSpec) -> "OpenAICompatible":
         if not spec.base_url:
             raise InputError("the openai backend needs a base URL (--base-url http://HOST:PORT/v1)", field="base_url")
-        return cls(spec.model, spec.base_url, spec.api_key_env, spec.options)
+        options = dict(spec.options)
+        if spec.max_concurrency is not None:   # --max-concurrency: the run's window is the client's cap
+            options["max_concurrency"] = spec.max_concurrency
+        return cls(spec.model, spec.base_url, spec.api_key_env, options)
 
     def __repr__(self) -> str:  # no headers: they hold the key
         return f"OpenAICompatible(model={self.model!r}, base_url={self.base_url!r})"
 
+    #: a remote server runs its own concurrency: a run hands this backend one prompt per call and
+    #: keeps ``max_concurrency`` calls in flight (a finished reply frees its slot at once)
+    prompts_per_call = 1
+
+    @property
+    def max_concurrency(self) -> int:
+        return self.options.max_concurrency
+
     # -- the protocol ----------------------------------------------------------------------------
     def generate(self, prompts: Sequence[Prompt], settings: GenerationSettings) -> list[Response]:
-        return run_sync(lambda: self.agenerate(prompts, settings))
+        async def once() -> list[Response]:
+            try:
+                return await self.agenerate(prompts, settings)
+            finally:
+                await self.aclose()
+
+        return run_sync(once)
 
     async def agenerate(self, prompts: Sequence[Prompt], settings: GenerationSettings) -> list[Response]:
         if not prompts:
             return []
         bodies = [self.payload(p, settings) for p in prompts]
-        async with _ShardedClients(self.options.max_concurrency, self.options.pool_shard_size, self._headers,
-                                   self.options.timeout, self._tls()) as clients:
-            return list(await asyncio.gather(*(self._one(clients, p, b, settings) for p, b in zip(prompts, bodies))))
+        clients = self._clients_here()
+        return list(await asyncio.gather(*(self._one(clients, p, b, settings) for p, b in zip(prompts, bodies))))
+
+    def _clients_here(self) -> "_ShardedClients":
+        """The pooled clients of the running loop (created on first use; a closed loop's are dropped)."""
+        loop = asyncio.get_running_loop()
+        for other in [lp for lp in self._clients if lp.is_closed()]:
+            del self._clients[other]
+        clients = self._clients.get(loop)
+        if clients is None:
+            clients = _ShardedClients(self.options.max_concurrency, self.options.pool_shard_size, self._headers,
+                                      self.options.timeout, self._tls())
+            self._clients[loop] = clients
+        return clients
+
+    async def aclose(self) -> None:
+        """Close this loop's connections (a run calls it at the end; ``generate`` after each call)."""
+        clients = self._clients.pop(asyncio.get_running_loop(), None)
+        if clients is not None:
+            await clients.__aexit__(None, None, None)
 
     def _tls(self) -> Any:
         """One TLS context per model, built on first use (loading the CA bundle costs ~50 ms, too
@@ -274,27 +322,38 @@ class OpenAICompatible:
                    settings: GenerationSettings) -> Response:
         t0 = time.monotonic()
         try:
-            try:
-                data = await self._attempt(clients, body)
-            except _Retryable as first:   # the rare path: hand the failure to tenacity as attempt 1
-                data = await self._retry(first, clients, body)
+            data = await asyncio.wait_for(self._request(clients, body), self.options.deadline)
+        except asyncio.TimeoutError:
+            exc = _Fatal("deadline", f"no reply within the request deadline of {self.options.deadline}s")
+            return self._failed(prompt, t0, exc.error, exc.detail)
         except (_Retryable, _Fatal) as exc:
-            self.meter.errors[exc.error] += 1
-            return Response(prompt_id=prompt.id, model=self.fingerprint, latency_s=time.monotonic() - t0,
-                            error=exc.error, error_detail=redact_text(exc.detail, headers=self._headers)[:500])
+            return self._failed(prompt, t0, exc.error, exc.detail)
         try:
-            text = data["choices"][0]["message"]["content"]
+            choice = data["choices"][0]
+            text = choice["message"]["content"]
+            finish = choice.get("finish_reason")
+            if text is None and finish == "content_filter":
+                text = ""
             if not isinstance(text, str):
                 raise TypeError("message content is not a string")
-        except (KeyError, IndexError, TypeError) as exc:
-            self.meter.errors["bad_response"] += 1
-            return Response(prompt_id=prompt.id, model=self.fingerprint, latency_s=time.monotonic() - t0,
-                            error="bad_response", error_detail=f"unexpected response shape: {exc}"[:500])
+        except (KeyError, IndexError, TypeError, AttributeError) as exc:
+            return self._failed(prompt, t0, "bad_response", f"unexpected response shape: {exc}")
         for s in settings.stop:   # servers apply stop strings, but not all of them
             if s and s in text:
                 text = text[: text.index(s)]
         return Response(prompt_id=prompt.id, text=text, model=self.fingerprint, usage=self._usage(data),
-                        latency_s=time.monotonic() - t0)
+                        latency_s=time.monotonic() - t0, finish_reason=finish if isinstance(finish, str) else None)
+
+    def _failed(self, prompt: Prompt, t0: float, error: str, detail: str) -> Response:
+        self.meter.errors[error] += 1
+        return Response(prompt_id=prompt.id, model=self.fingerprint, latency_s=time.monotonic() - t0,
+                        error=error, error_detail=redact_text(detail, headers=self._headers)[:500])
+
+    async def _request(self, clients: "_ShardedClients", body: bytes) -> dict[str, Any]:
+        try:
+            return await self._attempt(clients, body)
+        except _Retryable as first:   # the rare path: hand the failure to tenacity as attempt 1
+            return await self._retry(first, clients, body)
 
     async def _retry(self, first: _Retryable, clients: "_ShardedClients", body: bytes) -> dict[str, Any]:
         """Retries under tenacity.  The first attempt is made outside it (tenacity's per-call set-up
@@ -315,9 +374,10 @@ class OpenAICompatible:
         self.meter.retries += 1
 
     def _usage(self, data: dict[str, Any]) -> Usage:
-        u = data.get("usage") or {}
-        p = int(u.get("prompt_tokens") or 0)
-        c = int(u.get("completion_tokens") or 0)
+        """Token counts from ``usage``; anything malformed there counts as zero (never an error)."""
+        u = data.get("usage")
+        u = u if isinstance(u, dict) else {}
+        p, c = _count(u.get("prompt_tokens")), _count(u.get("completion_tokens"))
         cost = (p * self.options.input_price_per_mtok + c * self.options.output_price_per_mtok) / 1e6
         self.meter.prompt_tokens += p
         self.meter.completion_tokens += c
@@ -332,44 +392,77 @@ class OpenAICompatible:
         try:
             self.meter.requests += 1
             try:
-                r = await clients.clients[shard].post(self.url, content=body)
-            except httpx.TimeoutException as exc:
+                status, headers, raw = await asyncio.wait_for(self._post(clients.clients[shard], body),
+                                                              self.options.timeout)
+            except (httpx.TimeoutException, asyncio.TimeoutError) as exc:
                 signal = "overload"
                 raise _Retryable("timeout", f"{type(exc).__name__} after {self.options.timeout}s") from None
             except httpx.DecodingError as exc:
                 raise _Fatal("bad_response", f"undecodable body: {exc}") from None
-            except httpx.RequestError as exc:   # connect/read/write errors, dropped connections
-                raise _Retryable("server_error", f"{type(exc).__name__}: {exc}") from None
-            if r.status_code == 200:
+            except (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError,
+                    httpx.NetworkError) as exc:   # refused, unreachable, dropped: nothing was measured
+                signal = "overload"
+                raise _Retryable("connection", f"{type(exc).__name__}: {exc}") from None
+            except httpx.RequestError as exc:
+                raise _Retryable("connection", f"{type(exc).__name__}: {exc}") from None
+            if status == 200:
                 signal, latency = "ok", time.monotonic() - started
                 try:
-                    data = r.json()
+                    data = json.loads(raw)
                 except ValueError as exc:
-                    raise _Fatal("bad_response", f"body is not JSON ({exc}): {r.text[:200]!r}") from None
+                    raise _Fatal("bad_response", f"body is not JSON ({exc}): {raw[:200]!r}") from None
                 if not isinstance(data, dict):
-                    raise _Fatal("bad_response", f"body is not a JSON object: {r.text[:200]!r}")
+                    raise _Fatal("bad_response", f"body is not a JSON object: {raw[:200]!r}")
                 return data
-            raise self._classify(r)
-        except _Retryable as exc:
-            if exc.error == "rate_limit":
+            err = self._classify(status, headers, raw.decode("utf-8", "replace"))
+            if status in (429, 503) or (status >= 500 and getattr(err, "retry_after", None) is not None):
                 signal = "overload"
-            raise
+                ra = getattr(err, "retry_after", None)
+                if ra:
+                    self.limiter.hold(min(ra, self.options.max_retry_after))
+            raise err
         finally:
             clients.give_back(shard)
             self.limiter.release(ticket, signal, latency)
 
+    async def _post(self, client: httpx.AsyncClient, body: bytes) -> tuple[int, httpx.Headers, bytes]:
+        """POST and read the body, refusing more than ``max_reply_bytes``."""
+        async with client.stream("POST", self.url, content=body) as r:
+            cap = self.options.max_reply_bytes
+            declared = r.headers.get("content-length")
+            if declared and declared.isdigit() and int(declared) > cap:
+                raise _Fatal("reply_too_large", f"reply of {declared} bytes exceeds max_reply_bytes={cap}")
+            chunks, size = [], 0
+            async for chunk in r.aiter_bytes():
+                size += len(chunk)
+                if size > cap:
+                    raise _Fatal("reply_too_large", f"reply exceeds max_reply_bytes={cap}")
+                chunks.append(chunk)
+            return r.status_code, r.headers, b"".join(chunks)
+
     @staticmethod
-    def _classify(r: httpx.Response) -> Exception:
-        code, text = r.status_code, r.text[:500]
+    def _classify(code: int, headers: httpx.Headers, body: str) -> Exception:
+        text = body[:500]
         low = text.lower()
         if code == 429:
             if "insufficient_quota" in low:
                 return _Fatal("rate_limit", f"HTTP 429 (quota exhausted): {text}")
-            return _Retryable("rate_limit", f"HTTP 429: {text}", parse_retry_after(r.headers))
+            return _Retryable("rate_limit", f"HTTP 429: {text}", parse_retry_after(headers))
         if code == 408:
             return _Retryable("timeout", f"HTTP 408: {text}")
         if code >= 500:
-            return _Retryable("server_error", f"HTTP {code}: {text}", parse_retry_after(r.headers))
+            return _Retryable("server_error", f"HTTP {code}: {text}", parse_retry_after(headers))
         if code in (400, 413, 422) and any(m in low for m in _OVERFLOW_MARKERS):
             return _Fatal("context_overflow", f"HTTP {code}: {text}")
         return _Fatal("other", f"HTTP {code}: {text}")
+
+
+def _count(v: Any) -> int:
+    """A token count as sent, or 0 when it is missing, negative or not a number."""
+    if isinstance(v, bool):
+        return 0
+    if isinstance(v, (int, float)) and v == v and 0 <= v < 1e12:
+        return int(v)
+    if isinstance(v, str) and v.strip().isdigit():
+        return int(v.strip())
+    return 0

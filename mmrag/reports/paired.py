@@ -8,7 +8,9 @@ and the difference ``B - A`` gets a paired, question-clustered bootstrap interva
 ``p_boot``) and, for correctness, McNemar's test on the discordant pairs
 (:func:`mmrag.metrics.mcnemar`: exact binomial below 25 discordant pairs, else chi-square with
 continuity correction), ``p_mcnemar``.  Rows present in only one arm are left out and
-counted (``n_pairs``).
+counted (``n_pairs``); cells whose request failed (``error`` set: nothing was measured) are left
+out of both arms and counted per arm (``n_failed_a`` / ``n_failed_b``), so a model with failures
+is marked in every comparison it enters.
 
 Which pairs are compared when none are named:
 
@@ -72,9 +74,13 @@ def compare(a: pd.DataFrame, b: pd.DataFrame, on: str = "sample_id", opts: CIOpt
     """Match ``a`` and ``b`` rows on the ``on`` column and compare them (B - A, in percentage points)."""
     from mmrag.metrics import mcnemar, paired_bootstrap
 
+    # a failed request measured nothing: its cell is left out of the pairing and counted
+    failed_a, failed_b = _failed(a), _failed(b)
+    a, b = a[~failed_a], b[~failed_b]
     ids_a, ids_b = a[on].to_numpy(), b[on].to_numpy()
     _, ia, ib = np.intersect1d(ids_a, ids_b, return_indices=True)
-    row: dict[str, object] = {"n_pairs": len(ia), "n_only_a": len(a) - len(ia), "n_only_b": len(b) - len(ib)}
+    row: dict[str, object] = {"n_pairs": len(ia), "n_only_a": len(a) - len(ia), "n_only_b": len(b) - len(ib),
+                              "n_failed_a": int(failed_a.sum()), "n_failed_b": int(failed_b.sum())}
     if len(ia) == 0:
         for o in DIFF_OUTCOMES:
             row.update({f"{o}_a": np.nan, f"{o}_b": np.nan, f"d_{o}": np.nan, f"d_{o}_lo": np.nan, f"d_{o}_hi": np.nan})
@@ -96,6 +102,11 @@ def compare(a: pd.DataFrame, b: pd.DataFrame, on: str = "sample_id", opts: CIOpt
     row["b10"] = int((ca & ~cb).sum())
     row["p_mcnemar"] = float(mcnemar(ca, cb)[1])
     return row
+
+
+def _failed(df: pd.DataFrame) -> pd.Series:
+    """Rows whose request failed (``error`` set); older frames without the column have none."""
+    return df["error"].notna() if "error" in df.columns else pd.Series(False, index=df.index)
 
 
 def _finish(rows: list[dict[str, object]]) -> pd.DataFrame:

@@ -58,7 +58,14 @@ class RunConfig(_Cfg):
     judge: JudgeConfig = Field(default_factory=JudgeConfig)
     settings: GenerationSettings | None = None
     limit: int | None = Field(default=None, ge=1, strict=True)   # strict: `limit: true` is not 1
+    #: prompts per model call for backends that compute a batch in one pass (local models); remote
+    #: backends take one prompt per call and keep ``max_concurrency`` of them in flight
     batch_size: int = Field(default=32, ge=1, strict=True)
+    #: the error budget: more than this fraction of the run's cells failed -> the run fails
+    max_failures: float = Field(default=0.05, ge=0, le=1)
+    #: records are committed (fsynced) at least every ``flush_every`` records or ``flush_seconds``
+    flush_every: int = Field(default=500, ge=1)
+    flush_seconds: float = Field(default=1.0, gt=0)
     seed: int = Field(default=0, strict=True)
     cache: CacheConfig = Field(default_factory=CacheConfig)
     retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
@@ -80,6 +87,10 @@ class RunConfig(_Cfg):
                     raise ValueError(f"scenario {i} ({raw.get('kind', 'oracle')}) ignores '{name}' (set to {v!r}); "
                                      f"remove it or choose a kind that uses it")
         return value
+
+
+#: knobs of how a run executes, not of what it measures: they may differ between a run and its resume
+EXECUTION_KNOBS = ("out", "batch_size", "max_failures", "flush_every", "flush_seconds")
 
 
 def load_run_config(path: str | Path) -> RunConfig:

@@ -2,9 +2,13 @@
 
 Why it looks like this:
 - Every cell (sample, scenario, model) has a stable key; the engine plans all cells, skips those
-  already in ``samples.jsonl`` and processes the rest in batches.  Each batch is appended and
-  fsynced before the next starts, so a SIGKILL loses at most the batch in flight — and that batch
-  is re-requested on resume, where the response cache usually answers it for free.
+  already finished in the run's store and streams the rest through :mod:`mmrag.runs.pipeline`
+  (compose -> model -> judge -> store with bounded queues, every model's window kept full).
+  Records are committed every N records or T seconds, so a SIGKILL loses at most that much — and
+  it is re-requested on resume, where the response cache usually answers it for free.
+- A failed request is stored as a failed attempt, not a finished cell: ``--resume`` sends it
+  again.  More failures than the error budget (``max_failures``, default 5 % of the cells) make the
+  run fail with a one-line reason.
 - Composition is pure and seeded, model responses are cached by content, judging is
   deterministic: a resumed run ends with exactly the records of an uninterrupted one.
 - The engine wires stages together; no stage imports it.
@@ -15,19 +19,20 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from mmrag.errors import InputError
-from mmrag.judging import judge_many
+from mmrag.models.aio import run_sync
 from mmrag.models.base import GenerationSettings, ModelSpec
-from mmrag.runs.config import RunConfig
 from mmrag.models.inputs import check_plan_inputs
 from mmrag.redact import redact
+from mmrag.runs.config import EXECUTION_KNOBS, RunConfig
+from mmrag.runs.frame import read_records
 from mmrag.runs.manifest import RunManifest
+from mmrag.runs.pipeline import Lane, Pipeline, Stats, plan_cells
 from mmrag.runs.preflight import check_config
 from mmrag.runs.plan import BenchmarkPlan, prepare_benchmarks
-from mmrag.runs.records import RunRecord, record_key
-from mmrag.runs.store import ResultStore
+from mmrag.runs.store import RunLock, RunStore, write_format_marker
 from mmrag.runs.summary import write_summary
 from mmrag.runs.wiring import make_judge, make_model
 from mmrag.util import mmrag_home
@@ -41,11 +46,10 @@ class RunResult:
     model_calls: int
     skipped: int
     errors: dict[str, int] = field(default_factory=dict)
-
-
-def _chunks(items: list, n: int) -> Iterable[list]:
-    for i in range(0, len(items), n):
-        yield items[i:i + n]
+    #: cells whose latest attempt failed (retried by ``--resume``)
+    failed: int = 0
+    #: why the run counts as failed (error budget exceeded), one line; None when it did not
+    failure: str | None = None
 
 
 def _check_resume(run_dir: Path, config: RunConfig) -> None:
@@ -60,8 +64,12 @@ def _check_resume(run_dir: Path, config: RunConfig) -> None:
     except (ValueError, KeyError):
         raise InputError("manifest is unreadable; use a new --out directory", path=path) from None
     new = redact(config.model_dump(mode="json"))   # the manifest holds the redacted config
-    old.pop("out", None)
-    new.pop("out", None)
+    for cfg in (old, new):
+        for k in EXECUTION_KNOBS:
+            cfg.pop(k, None)
+        for m in cfg.get("models") or []:
+            if isinstance(m, dict):
+                m.pop("max_concurrency", None)
     if old != new:
         changed = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
         raise InputError(f"this directory holds a run with a different config (differs in: {', '.join(changed)}); "
@@ -78,98 +86,115 @@ def _ensure_writable(run_dir: Path) -> None:
         raise InputError(f"output directory is not writable ({exc.strerror})", path=run_dir) from None
 
 
+def _check_format(run_dir: Path) -> None:
+    """Old run directories (one ``samples.jsonl``) are read, never appended to."""
+    from mmrag.runs.store import is_columnar
+
+    if (run_dir / "samples.jsonl").exists() and not is_columnar(run_dir):
+        raise InputError("this run directory uses the old samples.jsonl format, which this version reads but no "
+                         "longer appends to; convert it first: python -m mmrag.runs.legacy " + str(run_dir),
+                         path=run_dir)
+
+
+def _lanes(models: list, config: RunConfig, settings: GenerationSettings) -> list[Lane]:
+    """One lane per model: its window (``max_concurrency`` of the spec, else the backend's own, else
+    one call's worth) and how many prompts it takes per call."""
+    lanes = []
+    for mspec, vlm in models:
+        per_call = int(getattr(vlm, "prompts_per_call", 0) or config.batch_size)
+        window = int(mspec.max_concurrency or getattr(vlm, "max_concurrency", 0) or per_call)
+        eff = mspec.settings if mspec.settings != GenerationSettings() else settings
+        lanes.append(Lane(label=mspec.label, vlm=vlm, settings=eff, window=max(1, window),
+                          per_call=max(1, min(per_call, window))))
+    return lanes
+
+
+async def _serve(pipe: Pipeline, lanes: list[Lane]) -> Stats:
+    try:
+        return await pipe.run()
+    finally:
+        for lane in lanes:   # a backend holding connections may close them on this loop
+            close = getattr(lane.vlm, "aclose", None)
+            if close is not None:
+                await close()
+
+
 def execute(config: RunConfig, run_dir: str | Path, *, argv: list[str] | None = None,
-            progress: Any = None) -> RunResult:
-    """Run (or resume) ``config`` into ``run_dir``.  Safe to call again on the same directory."""
+            progress: Any = None, retry_failed: bool = False) -> RunResult:
+    """Run (or resume) ``config`` into ``run_dir``.  Safe to call again on the same directory.
+
+    Cells already finished are skipped; cells whose last attempt failed are sent again when
+    ``retry_failed`` (``--resume``, ``--retry-errors``).  A second process on the same directory is
+    refused (the directory is locked while a run writes it)."""
     run_dir = Path(run_dir)
     if run_dir.exists() and not run_dir.is_dir():
         raise InputError("output path exists and is not a directory", path=run_dir)
+    _check_format(run_dir)
     _check_resume(run_dir, config)
     check_config(config)   # model options, plug-in names: errors before any index is built
-    # Everything that can fail on bad input happens before the run directory is touched.
+    # a directory another process is writing is refused before any slow set-up
+    held = [RunLock(run_dir).acquire()] if run_dir.is_dir() else []
+    try:
+        return _execute(config, run_dir, held, argv, progress, retry_failed)
+    finally:
+        for lock in held:   # held to the end: summary and manifest are written under the lock too
+            lock.release()
+
+
+def _execute(config: RunConfig, run_dir: Path, held: list[RunLock], argv: list[str] | None, progress: Any,
+             retry_failed: bool) -> RunResult:
+    # Everything that can fail on bad input happens before a new run directory is created.
     plans = prepare_benchmarks(config, progress=progress)
     models = [(mspec, make_model(mspec, config)) for mspec in config.models]
     judges = {p.kind: make_judge(p.kind, config) for p in plans}
     check_plan_inputs(plans, [vlm for _, vlm in models])   # a backend refusing an input fails here, not mid-run
     _ensure_writable(run_dir)
-    manifest = RunManifest.start(config.model_dump(mode="json"), argv)
-    manifest.seeds = {"run": config.seed}
-    for p in plans:
-        manifest.datasets[p.ref.name] = p.fingerprint
-        manifest.indices.update(p.index_hashes)
-    manifest.judge_id = ", ".join(sorted({j.judge_id for j in judges.values()}))
-    store = ResultStore(run_dir / "samples.jsonl")
-    settings = config.settings or GenerationSettings()
-    calls = 0
-    new = 0
-    skipped = 0
-    #: cells a sample cannot be shown under (e.g. no image gold for an image-positive oracle):
-    #: skipped and counted, never scored
-    not_applicable: dict[str, int] = {}
-    for mspec, vlm in models:
-        manifest.models[mspec.label] = vlm.fingerprint
-    manifest.write(run_dir)
-    for plan in plans:
-        # A cell (sample, spec) is composed once and shown to every model that still lacks it:
-        # mining and rendering are shared work, and every model sees the very same prompt.
-        cells = []
-        for spec in plan.specs:
-            for sample in plan.samples:
-                missing = [(mspec, vlm) for mspec, vlm in models
-                           if record_key(sample.id, spec.id, vlm.fingerprint) not in store]
-                skipped += len(models) - len(missing)
-                if not missing:
-                    continue
-                if plan.fits(sample, spec):
-                    cells.append((sample, spec, missing))
-                else:
-                    not_applicable[spec.id] = not_applicable.get(spec.id, 0) + len(missing)
-        plan.prefetch([(sample, spec) for sample, spec, _ in cells])
-        task = None
-        if progress is not None and cells:
-            task = progress.add_task(f"{plan.ref.name}: {len(cells)} prompts x {len(models)} model(s)",
-                                     total=sum(len(c[2]) for c in cells))
-        for batch in _chunks(cells, config.batch_size):
-            t0 = time.perf_counter()
-            composed = []
-            for sample, spec, missing in batch:
-                prompt = plan.compose(sample, spec)
-                if prompt is None:
-                    not_applicable[spec.id] = not_applicable.get(spec.id, 0) + len(missing)
-                else:
-                    composed.append((sample, spec, missing, prompt))
-            compose_s = (time.perf_counter() - t0) / max(len(batch), 1)
-            for mspec, vlm in models:
-                mine = [(sm, sp, pr) for sm, sp, missing, pr in composed if any(v is vlm for _, v in missing)]
-                if not mine:
-                    continue
-                eff_settings = mspec.settings if mspec.settings != GenerationSettings() else settings
-                t1 = time.perf_counter()
-                responses = vlm.generate([pr for _, _, pr in mine], eff_settings)
-                calls += sum(1 for r in responses if not r.cached)
-                gen_s = (time.perf_counter() - t1) / len(mine)
-                # batched so an LLM judge sends one batch of requests, not one per record
-                verdicts = judge_many(judges[plan.kind], [(sm, pr, r) for (sm, _, pr), r in zip(mine, responses)])
-                recs = [RunRecord(
-                    key=record_key(sm.id, sp.id, vlm.fingerprint), benchmark=plan.ref.name, benchmark_kind=plan.kind,
-                    scenario_id=sp.id, scenario=sp.model_dump(mode="json"), model=mspec.label,
-                    model_fingerprint=vlm.fingerprint, sample=sm, prompt=pr, response=resp, verdict=verdict,
-                    mining=dict(pr.metadata.get("mining", {})), timings={"compose_s": compose_s, "generate_s": gen_s})
-                    for (sm, sp, pr), resp, verdict in zip(mine, responses, verdicts)]
-                new += store.append(recs)
-            if task is not None:
-                progress.advance(task, sum(len(c[2]) for c in batch))
-    records = store.records()
-    summary = write_summary(run_dir, records, extra={"not_applicable": not_applicable})
+    if not held:   # a new directory: locked as soon as it exists
+        held.append(RunLock(run_dir).acquire())
+    store = RunStore(run_dir, lock=held[0])
+    try:
+        write_format_marker(run_dir)
+        manifest = RunManifest.start(config.model_dump(mode="json"), argv)
+        manifest.seeds = {"run": config.seed}
+        for p in plans:
+            manifest.datasets[p.ref.name] = p.fingerprint
+            manifest.indices.update(p.index_hashes)
+        manifest.judge_id = ", ".join(sorted({j.judge_id for j in judges.values()}))
+        for mspec, vlm in models:
+            manifest.models[mspec.label] = vlm.fingerprint
+        manifest.write(run_dir)
+        lanes = _lanes(models, config, config.settings or GenerationSettings())
+        cells, not_applicable, skipped, total = plan_cells(plans, lanes, store, retry_failed)
+        n_todo = sum(len(need) for _, todo in cells for _, _, need in todo)
+        task = progress.add_task(f"{n_todo} cells x {len(lanes)} model(s)", total=n_todo) \
+            if progress is not None and n_todo else None
+        pipe = Pipeline(cells, lanes, judges, store, flush_every=config.flush_every,
+                        flush_seconds=config.flush_seconds, max_failed=config.max_failures * max(total, 1),
+                        progress=progress, task=task, judge_in_thread=config.judge.model is not None)
+        stats = run_sync(lambda: _serve(pipe, lanes))
+        for k, v in stats.not_applicable.items():
+            not_applicable[k] = not_applicable.get(k, 0) + v
+        store.flush()
+        store.compact()
+        failed_now = len(store.failed)
+    finally:
+        store.close()
+    records = read_records(run_dir)
+    summary = write_summary(run_dir, records, extra={"not_applicable": not_applicable,
+                                                     "windows": {l.label: l.window for l in lanes}})
     for r in records:
         manifest.templates.update(_template_of(r.prompt))
-    manifest.status = "complete"
-    manifest.counts = {"records": len(records), "new": new, "model_calls": calls,
-                       "not_applicable": sum(not_applicable.values())}
+    failure = stats.aborted
+    if failure is None and failed_now > config.max_failures * max(total, 1):
+        failure = (f"{failed_now} of {total} cells failed (more than the error budget of "
+                   f"{100 * config.max_failures:g} %); `mmrag run --resume {run_dir}` retries them")
+    manifest.status = "failed" if failure else ("complete" if not failed_now else "complete_with_failures")
+    manifest.counts = {"records": len(records), "new": stats.new, "model_calls": stats.model_calls,
+                       "failed": failed_now, "not_applicable": sum(not_applicable.values())}
+    manifest.stages = {k: round(v, 4) for k, v in {**stats.stages, "wall_s": stats.wall_s}.items()}
     manifest.write(run_dir)
-    errors = summary.get("errors", {})
-    return RunResult(run_dir=run_dir, summary=summary, new_records=new, model_calls=calls,
-                     skipped=skipped, errors=errors)
+    return RunResult(run_dir=run_dir, summary=summary, new_records=stats.new, model_calls=stats.model_calls,
+                     skipped=skipped, errors=summary.get("errors", {}), failed=failed_now, failure=failure)
 
 
 def _template_of(prompt) -> list[tuple[str, str]]:

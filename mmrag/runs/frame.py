@@ -32,7 +32,7 @@ import pandas as pd
 from mmrag.errors import InputError
 from mmrag.metrics.knowhal import graded_accuracy
 from mmrag.runs.records import RunRecord
-from mmrag.schema import OUTCOMES, is_nota_text
+from mmrag.schema import OUTCOMES, Verdict, is_nota_text
 from mmrag.scenarios.kinds import STRESS_JOINER, scenario_label
 from mmrag.util import iter_jsonl, parse_record
 
@@ -74,7 +74,19 @@ def samples_path(run_dir: str | Path) -> Path:
 
 
 def read_records(run_dir: str | Path) -> list[RunRecord]:
-    """Every record of a run, validated, in file order.
+    """Every record of a run, validated: a columnar run (see :mod:`mmrag.runs.store`) in plan
+    order, one record per cell; an old ``samples.jsonl`` run as described below."""
+    from mmrag.runs.store import is_columnar
+
+    if is_columnar(run_dir):
+        from mmrag.runs.columnar import records
+
+        return records(run_dir)
+    return read_jsonl_records(run_dir)
+
+
+def read_jsonl_records(run_dir: str | Path) -> list[RunRecord]:
+    """Every record of an old ``samples.jsonl`` run, validated, in file order.
 
     A malformed last line is dropped with a :class:`TruncatedLineWarning`; a malformed line
     anywhere else, or a line that parses as JSON but is not a valid RunRecord, raises InputError.
@@ -83,7 +95,8 @@ def read_records(run_dir: str | Path) -> list[RunRecord]:
     """
     path = samples_path(run_dir)
     if not path.exists():
-        raise InputError("no samples.jsonl here: not a run directory?", path=path)
+        raise InputError("no results here (neither records/ nor samples.jsonl): not a run directory?",
+                         path=Path(run_dir))
 
     def cut_short(exc: InputError) -> None:   # the one line a kill may legitimately leave half-written
         msg = f"{path}:{exc.line}: ignoring a truncated last line (run killed mid-write?)"
@@ -121,29 +134,14 @@ def _nota_letter(rec: RunRecord) -> str | None:
     return None
 
 
-def _score(rec: RunRecord) -> float:
-    """The item's graded accuracy exactly as :mod:`mmrag.metrics` counts it."""
-    return graded_accuracy(rec.verdict)
-
-
-def record_row(rec: RunRecord, run: str = "") -> dict[str, Any]:
-    """Flatten one record into the frame's columns (see :data:`COLUMNS`)."""
+def prompt_facets(rec: RunRecord) -> dict[str, Any]:
+    """The columns that depend only on the record's scenario, sample and prompt (the columnar store
+    keeps them once per sample / scenario, or as small columns of the record row)."""
     spec = rec.scenario
     kind = spec.get("kind", "")
     meta = rec.sample.metadata
     stress = spec.get("stress") or ()
-    label = rec.prompt.label if rec.prompt.label is not None else rec.sample.label
-    nota = _nota_letter(rec)
-    extracted = rec.verdict.extracted
-    details = rec.verdict.details
-    n_gold = sum(1 for c in rec.prompt.contexts if c.role == "gold")
-    n_neg = sum(1 for c in rec.prompt.contexts if c.role == "negative")
-    row: dict[str, Any] = {
-        "run": run,
-        "key": rec.key,
-        "benchmark": rec.benchmark,
-        "benchmark_kind": rec.benchmark_kind,
-        "scenario_id": rec.scenario_id,
+    return {
         "scenario": scenario_label(spec),
         "kind": kind,
         "n_distractors": int(spec.get("n_distractors", 0)) if _has_negatives(kind) else 0,
@@ -151,8 +149,6 @@ def record_row(rec: RunRecord, run: str = "") -> dict[str, Any]:
         "negative_modality": spec.get("negative_modality") if _has_negatives(kind) else None,
         "strictness": spec.get("strictness", "none"),
         "stress": STRESS_JOINER.join(stress) if stress else "common",
-        "model": rec.model,
-        "model_fingerprint": rec.model_fingerprint,
         "sample_id": rec.sample.id,
         "question_id": rec.sample.question_id,
         "question": rec.sample.question,
@@ -161,27 +157,51 @@ def record_row(rec: RunRecord, run: str = "") -> dict[str, Any]:
         "dimension": meta.get("dimension"),
         "polarity": meta.get("polarity"),
         "pair_id": meta.get("pair_id"),
-        "outcome": rec.verdict.outcome,
-        "score": _score(rec),
-        "extracted": extracted,
-        "label": label,
-        "nota_letter": nota,
+        "label": rec.prompt.label if rec.prompt.label is not None else rec.sample.label,
+        "nota_letter": _nota_letter(rec),
+        "n_contexts": len(rec.prompt.contexts),
+        "n_gold": sum(1 for c in rec.prompt.contexts if c.role == "gold"),
+        "n_negative": sum(1 for c in rec.prompt.contexts if c.role == "negative"),
+        "prompt_id": rec.prompt.id,
+        "template_id": rec.prompt.template_id,
+    }
+
+
+def verdict_facets(verdict: Verdict, label: str | None, nota: str | None) -> dict[str, Any]:
+    """score, label_is_nota, chose_nota of a verdict (given the prompt's label and NOTA letter)."""
+    extracted = verdict.extracted
+    details = verdict.details
+    return {
+        "score": graded_accuracy(verdict),
         # the MCQ judge records both; recomputed from the extracted letter for older judges
         "label_is_nota": bool(details["gold_is_nota"]) if "gold_is_nota" in details
         else bool(nota is not None and label == nota),
         "chose_nota": bool(details["chose_nota"]) if "chose_nota" in details
         else bool(nota is not None and extracted is not None and extracted.strip().upper() == nota.upper()),
+    }
+
+
+def record_row(rec: RunRecord, run: str = "") -> dict[str, Any]:
+    """Flatten one record into the frame's columns (see :data:`COLUMNS`)."""
+    facets = prompt_facets(rec)
+    row: dict[str, Any] = {
+        "run": run,
+        "key": rec.key,
+        "benchmark": rec.benchmark,
+        "benchmark_kind": rec.benchmark_kind,
+        "scenario_id": rec.scenario_id,
+        "model": rec.model,
+        "model_fingerprint": rec.model_fingerprint,
+        **facets,
+        "outcome": rec.verdict.outcome,
+        "extracted": rec.verdict.extracted,
+        **verdict_facets(rec.verdict, facets["label"], facets["nota_letter"]),
         "response": rec.response.text,
         "error": rec.response.error,
         "latency_s": float(rec.response.latency_s),
         "cached": bool(rec.response.cached),
         "prompt_tokens": rec.response.usage.prompt_tokens,
         "completion_tokens": rec.response.usage.completion_tokens,
-        "n_contexts": len(rec.prompt.contexts),
-        "n_gold": n_gold,
-        "n_negative": n_neg,
-        "prompt_id": rec.prompt.id,
-        "template_id": rec.prompt.template_id,
         "judge_id": rec.verdict.judge_id,
         "reason": rec.verdict.reason,
     }
@@ -222,7 +242,11 @@ def load(run_dir: str | Path | Sequence[str | Path]) -> pd.DataFrame:
     if not dirs:
         raise InputError("no run directory given")
     names = _run_names(dirs)
-    frames = [frame_from_records(read_records(d), run=n) for d, n in zip(dirs, names)]
+    from mmrag.runs.columnar import frame
+    from mmrag.runs.store import is_columnar
+
+    frames = [frame(d, run=n) if is_columnar(d) else frame_from_records(read_jsonl_records(d), run=n)
+              for d, n in zip(dirs, names)]
     if len(frames) == 1:
         return frames[0]
     return pd.concat(frames, ignore_index=True)

@@ -60,6 +60,8 @@ class RunManifest(BaseModel):
     models: dict[str, str] = Field(default_factory=dict)
     judge_id: str = ""
     counts: dict[str, int] = Field(default_factory=dict)
+    #: where the last invocation's time went (engine stage totals, seconds; mean in flight per model)
+    stages: dict[str, float] = Field(default_factory=dict)
 
     @classmethod
     def start(cls, config: dict[str, Any], argv: list[str] | None = None) -> "RunManifest":
