@@ -8,15 +8,18 @@ from typing import Optional
 import typer
 
 from mmrag.commands._console import console
+from mmrag.commands._engine import ADDRESS, ENGINE, REPLICAS, engine_scope
 
 
-def curate(config: Path = typer.Option(..., "--config"), out: Optional[Path] = typer.Option(None, "--out")) -> None:
+def curate(config: Path = typer.Option(..., "--config"), out: Optional[Path] = typer.Option(None, "--out"),
+           engine: str = ENGINE, address: Optional[str] = ADDRESS, replicas: Optional[int] = REPLICAS) -> None:
     """Re-curate a DeflectionBench-format benchmark: keep only samples that truly need retrieval."""
     from mmrag.curation import curate as run_curation, load_curate_config
     from mmrag.runs.engine import default_run_dir
 
     cfg = load_curate_config(config)
     target = out or (Path(cfg.out) if cfg.out else default_run_dir("curation"))
-    report = run_curation(cfg, target)
+    with engine_scope(engine, address, replicas):
+        report = run_curation(cfg, target)
     console.print((target / "report.md").read_text(encoding="utf-8"))
     console.print(f"survivors: {report['totals'].get('stage3_oracle', 0)} -> {target / 'curated.jsonl'}")

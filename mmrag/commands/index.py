@@ -9,8 +9,9 @@ from typing import Iterator, Optional
 import typer
 
 from mmrag.errors import InputError
-from mmrag.schema import Document, ImageRef
-from mmrag.util import iter_jsonl, parse_record
+from mmrag.commands._engine import ADDRESS, ENGINE
+from mmrag.schema import Document
+from mmrag.util import iter_jsonl
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Build, inspect and evaluate FAISS indices over a knowledge base.")
@@ -21,17 +22,11 @@ DEFAULT_ENCODER = {"text": "minilm", "visual": "color-layout", "multimodal": "fu
 
 def iter_kb(path: str | Path) -> Iterator[Document]:
     """Stream ``kb.jsonl`` (KBRecord lines) as Documents; image paths are relative to the file."""
-    from mmrag.benchmarks.formats import KBRecord
+    from mmrag.distributed.kb_blocks import kb_document
 
     path = Path(path)
     for line, obj in iter_jsonl(path):
-        rec = parse_record(KBRecord, obj, path=path, line=line)
-        image = None
-        if rec.image:
-            p = Path(rec.image)
-            image = ImageRef(path=str(p if p.is_absolute() else path.parent / p))
-        yield Document(id=rec.id, modality=rec.modality, text=rec.text, image=image, title=rec.title,
-                       source=rec.source, entity_id=rec.entity_id, metadata=rec.metadata)
+        yield kb_document(obj, path, line)
 
 
 def _encoder_spec(name: Optional[str], kwargs: Optional[str], kind: str) -> dict:
@@ -55,17 +50,30 @@ def build(kb: Path = typer.Option(..., "--kb", help="kb.jsonl (one KBRecord per 
           shard_size: Optional[int] = typer.Option(None, "--shard-size", help="vectors per shard file"),
           batch_size: int = typer.Option(256, "--batch-size"),
           threads: Optional[int] = typer.Option(None, "--threads", help="FAISS CPU threads"),
-          device: str = typer.Option("cpu", "--device", help="cpu | auto | gpu (FAISS)")) -> None:
+          device: str = typer.Option("cpu", "--device", help="cpu | auto | gpu (FAISS)"),
+          engine: str = ENGINE, address: Optional[str] = ADDRESS,
+          pool_size: Optional[int] = typer.Option(None, "--pool-size", help="--engine ray: encoder actors "
+                                                  "(default: one per GPU, else one per spare CPU)"),
+          block_docs: int = typer.Option(10_000, "--block-docs", min=1, help="--engine ray: KB lines per block")) -> None:
     """Encode a knowledge base and write a FAISS index with its manifest."""
+    from mmrag.distributed import check_engine
     from mmrag.indices import INDEX_KINDS, build_index, create_encoder
 
+    check_engine(engine, address)
     if kind not in INDEX_KINDS:
         raise InputError(f"unknown index kind '{kind}' (text | visual | multimodal)", field="--kind")
     if not kb.is_file():
         raise InputError("knowledge base file not found", path=kb)
-    enc = create_encoder(_encoder_spec(encoder, encoder_kwargs, kind))
-    m = build_index(iter_kb(kb), enc, kind, factory=factory, out=out, shard_size=shard_size,
-                    batch_size=batch_size, threads=threads, device=device, source=kb)
+    spec = _encoder_spec(encoder, encoder_kwargs, kind)
+    if engine == "ray":
+        from mmrag.distributed import build_index_ray
+
+        m = build_index_ray(kb, spec, kind, factory=factory, out=out, address=address, pool_size=pool_size,
+                            batch_size=batch_size, block_docs=block_docs, shard_size=shard_size, threads=threads,
+                            device=device)
+    else:
+        m = build_index(iter_kb(kb), create_encoder(spec), kind, factory=factory, out=out, shard_size=shard_size,
+                        batch_size=batch_size, threads=threads, device=device, source=kb)
     typer.echo(f"wrote {m.kind} index to {out}: {m.count} vectors, dim {m.dim}, factory {m.factory}, "
                f"{len(m.shards)} shard(s)")
 

@@ -11,6 +11,7 @@ from typing import Optional
 import typer
 
 from mmrag.commands._console import console, progress_bar, results_table
+from mmrag.commands._engine import ADDRESS, ENGINE, REPLICAS, engine_scope
 from mmrag.errors import InputError
 from mmrag.models.base import GenerationSettings
 from mmrag.runs.config import BenchmarkRef, CacheConfig, JudgeConfig, RunConfig, load_run_config
@@ -100,6 +101,7 @@ def run(
     batch_size: int = typer.Option(32, "--batch-size", min=1),
     max_new_tokens: Optional[int] = typer.Option(None, "--max-new-tokens"),
     out: Optional[Path] = typer.Option(None, "--out", help="run directory"),
+    engine: str = ENGINE, address: Optional[str] = ADDRESS, replicas: Optional[int] = REPLICAS,
 ) -> None:
     """Run benchmarks x scenarios x models, judge every answer, write a run directory."""
     if resume is not None:
@@ -107,7 +109,8 @@ def run(
         if not mpath.exists():
             raise InputError("no manifest.json here: not a run directory", path=resume)
         cfg = RunConfig.model_validate(json.loads(mpath.read_text(encoding="utf-8"))["config"])
-        run_and_print(cfg, resume)
+        with engine_scope(engine, address, replicas):
+            run_and_print(cfg, resume)
         return
     if config is not None:
         cfg = load_run_config(config)
@@ -124,7 +127,8 @@ def run(
                 raise InputError("--source applies to exactly one --benchmark", field="--source")
             cfg.benchmarks[0].source = source
     target = out or (Path(cfg.out) if cfg.out else default_run_dir("run"))
-    run_and_print(cfg, target)
+    with engine_scope(engine, address, replicas):
+        run_and_print(cfg, target)
 
 
 def sweep(
@@ -136,6 +140,7 @@ def sweep(
     base_url: Optional[str] = typer.Option(None, "--base-url"),
     api_key_env: Optional[str] = typer.Option(None, "--api-key-env", help="name of the env var holding the key"),
     limit: Optional[int] = typer.Option(None, "--limit", min=1),
+    engine: str = ENGINE, address: Optional[str] = ADDRESS, replicas: Optional[int] = REPLICAS,
 ) -> None:
     """Run every cell of a sweep; cells already in the run directory are not run again."""
     import yaml
@@ -160,7 +165,8 @@ def sweep(
                         models=[parse_model_arg(m, base_url=base_url, api_key_env=api_key_env) for m in _split([model])],
                         sweeps=[str(config)], limit=limit)
     target = out or (Path(cfg.out) if cfg.out else default_run_dir("sweep"))
-    run_and_print(cfg, target, title=f"Sweep {config.name}")
+    with engine_scope(engine, address, replicas):
+        run_and_print(cfg, target, title=f"Sweep {config.name}")
 
 
 def demo(
