@@ -60,13 +60,14 @@ class ModelReplica:
 class RayVLM:
     """``replicas`` actors of one model spec, used like the local model."""
 
-    def __init__(self, spec: ModelSpec, replicas: int = 1, *, num_gpus: float = 0, num_cpus: float = 1,
+    def __init__(self, spec: ModelSpec, replicas: int = 1, *, num_gpus: float = 0, num_cpus: float = 0,
                  max_batch: int = 64, max_restarts: int = 4) -> None:
         import ray
 
         self.spec, self.max_batch = spec, max(1, int(max_batch))
+        # SPREAD: replicas go to different nodes where they can, as one would place one per GPU
         actor = ray.remote(ModelReplica).options(num_cpus=num_cpus, num_gpus=num_gpus, max_restarts=max_restarts,
-                                                 max_task_retries=-1)
+                                                 max_task_retries=-1, scheduling_strategy="SPREAD")
         payload = spec.model_dump(mode="json")
         self.actors = [actor.remote(payload) for _ in range(max(1, int(replicas)))]
         infos = ray.get([a.info.remote() for a in self.actors])
@@ -138,17 +139,20 @@ def runs_in_actor(spec: ModelSpec) -> bool:
 
 class RayPlacement:
     """The ``create_model`` hook: in-process models become :class:`RayVLM` replica sets (one per
-    distinct spec, shared by every caller in this process); clients stay local (``None``)."""
+    distinct spec, shared by every caller in this process); clients stay local (``None``).
 
-    def __init__(self, replicas: int | None = None, replica_cpus: float = 1, max_batch: int = 64) -> None:
+    Sizing: on a GPU cluster each replica holds one whole GPU (``replicas`` defaults to all of
+    them), so every local model of a run needs its own GPUs — asking for more than the cluster has
+    is an error here rather than actors that wait forever.  On a CPU cluster a replica reserves
+    ``replica_cpus`` (default 0: latency-bound replicas share cores, and several models of one run
+    never wait on each other for a reservation)."""
+
+    def __init__(self, replicas: int | None = None, replica_cpus: float = 0, max_batch: int = 64) -> None:
         from mmrag.distributed.cluster import cluster_gpus
 
-        gpus = cluster_gpus()
-        self.num_gpus = 1 if gpus else 0
-        self.replicas = replicas or (gpus or 1)
-        if gpus and self.replicas > gpus:
-            raise InputError(f"--replicas {self.replicas} asks for more GPUs than the cluster has ({gpus}); "
-                             "each replica holds one GPU", field="--replicas")
+        self.gpus = cluster_gpus()
+        self.num_gpus = 1 if self.gpus else 0
+        self.replicas = replicas or (self.gpus or 1)
         self.replica_cpus, self.max_batch = replica_cpus, max_batch
         self.models: dict[str, RayVLM] = {}
 
@@ -157,6 +161,11 @@ class RayPlacement:
             return None
         key = spec.model_dump_json()
         if key not in self.models:
+            held = sum(len(m.actors) for m in self.models.values()) * self.num_gpus
+            if self.num_gpus and held + self.replicas > self.gpus:
+                raise InputError(f"model {spec.label} needs {self.replicas} more GPU(s) but the cluster has "
+                                 f"{self.gpus - held} free (one GPU per replica, {held} held by other models); "
+                                 "use --replicas or fewer local models per run", field="--replicas")
             self.models[key] = RayVLM(spec, self.replicas, num_gpus=self.num_gpus, num_cpus=self.replica_cpus,
                                       max_batch=self.max_batch)
         return self.models[key]
