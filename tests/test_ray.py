@@ -224,26 +224,29 @@ def test_demo_run_through_the_cluster_equals_the_local_run(cluster, tmp_path):
 
 
 def test_replica_killed_mid_run_loses_and_duplicates_nothing(cluster, tmp_path):
-    args = [*RUN, "--model", "sleepy:context-reader@150", "--batch-size", "4"]
+    args = [*RUN, "--model", "sleepy:context-reader@300", "--batch-size", "4"]
     assert main([*args, "--out", str(tmp_path / "local"), "--model", "always-deflect"]) == 0
     killed: list[int] = []
+    finished_before_kill: list[bool] = []
+    manifest = tmp_path / "ray" / "manifest.json"
 
     def killer() -> None:
         deadline = time.time() + 300
         while time.time() < deadline and not killed:
             pids = cluster.worker_pids("ModelReplica")
-            if len(pids) >= 2:
-                time.sleep(2.0)   # let the first batches be in flight on both replicas
+            if len(pids) >= 2 and manifest.exists():   # the run has started dispatching
+                time.sleep(1.0)   # 24 prompts x 300 ms over 2 replicas: both are busy for seconds
+                finished_before_kill.append('"complete"' in manifest.read_text())
                 os.kill(pids[0], signal.SIGKILL)
                 killed.append(pids[0])
-            time.sleep(0.5)
+            time.sleep(0.2)
 
     t = threading.Thread(target=killer, daemon=True)
     t.start()
     assert main([*args, "--out", str(tmp_path / "ray"), "--model", "always-deflect", "--engine", "ray",
                  "--address", cluster.address, "--replicas", "2"]) == 0
     t.join(timeout=5)
-    assert killed, "no replica was killed"
+    assert killed and finished_before_kill == [False], "no replica was killed mid-run"
     assert not psutil.pid_exists(killed[0]) or psutil.Process(killed[0]).status() == psutil.STATUS_ZOMBIE
     assert _run_keys(tmp_path / "ray") == _run_keys(tmp_path / "local")
 
