@@ -50,7 +50,8 @@ def test_every_kind_modality_strictness(world, spec):
     negs = [c for c in prompt.contexts if c.role == "negative"]
     gold_mods = {"g-text": "text", "g-img": "image", "g-mm": "multimodal"}
     if spec.uses_gold:
-        want = [g for g, m in gold_mods.items() if spec.positive_modality in ("any", m)]
+        rows = {"any": set(gold_mods.values()), "image": {"image", "multimodal"}}  # image row: gold with an image
+        want = [g for g, m in gold_mods.items() if m in rows.get(spec.positive_modality, {spec.positive_modality})]
         assert sorted(c.document.id for c in gold) == sorted(want)
     else:
         assert gold == []
@@ -176,7 +177,8 @@ def test_missing_inputs_are_named(world):
 def test_shortfall_and_leaks_are_recorded(world):
     sample, store, miner = world
     prompt = compose(sample, ScenarioSpec(kind="adversarial", n_distractors=8, negative_modality="image"), miner=miner)
-    assert prompt.metadata["mining"] == {"requested": 8, "found": 3, "shortfall": 5, "dropped_leaks": 0}
+    assert prompt.metadata["mining"] == {"requested": 8, "found": 3, "shortfall": 5, "dropped_leaks": 0,
+                                         "negatives": "curated", "from_curated": 0, "from_miner": 3, "filled": False}
     prompt = compose(sample, ScenarioSpec(kind="adversarial", n_distractors=2, negative_modality="text"), miner=miner)
     assert prompt.metadata["mining"]["dropped_leaks"] == 1
     assert [c.document.id for c in prompt.contexts] == ["n-text-1", "n-text-2"]  # ranked by overlap
@@ -300,3 +302,45 @@ def test_spec_canonical_form():
     with pytest.raises(ValueError, match="gold_position"):
         ScenarioSpec(kind="realistic", gold_position=-1)
     assert isinstance(Sample(id="x", benchmark="b", question="q").question_id, str)
+
+
+def test_curated_negatives_are_the_negatives_with_a_counted_flagged_fill(world):
+    sample, store, miner = world
+    curated = ["n-text-3", "n-img-3", "n-mm-3"]  # the least similar ones: the miner would never pick them
+    s = sample.model_copy(update={"metadata": {"negative_doc_ids": curated}})
+    for kind in ("realistic", "adversarial"):
+        for seed in range(4):
+            p = compose(s, ScenarioSpec(kind=kind, n_distractors=2, negative_modality="any", seed=seed), miner=miner)
+            negs = [c.document.id for c in p.contexts if c.role == "negative"]
+            assert len(negs) == 2 and set(negs) <= set(curated) and len({store.get(d).modality for d in negs}) == 2
+            assert p.metadata["mining"]["from_curated"] == 2 and p.metadata["mining"]["from_miner"] == 0
+    calls = miner.calls
+    p = compose(s, ScenarioSpec(kind="adversarial", n_distractors=5, negative_modality="any"), miner=miner)
+    negs = [c.document.id for c in p.contexts]
+    assert set(negs[:3]) == set(curated) and not set(negs[3:]) & set(curated) and miner.calls == calls + 1
+    assert {k: p.metadata["mining"][k] for k in ("from_curated", "from_miner", "filled", "shortfall")} == {
+        "from_curated": 3, "from_miner": 2, "filled": True, "shortfall": 0}
+    # a modality filter applies to curated negatives too; with no miner the shortfall is recorded
+    p = compose(s, ScenarioSpec(kind="adversarial", n_distractors=2, negative_modality="image"), store=store)
+    assert [c.document.id for c in p.contexts] == ["n-img-3"] and p.metadata["mining"]["shortfall"] == 1
+    # regenerate: always mined, the curated ones ignored
+    p = compose(s, ScenarioSpec(kind="adversarial", n_distractors=2, negatives="regenerate"), miner=miner)
+    assert not {c.document.id for c in p.contexts} & set(curated) and p.metadata["mining"]["from_curated"] == 0
+    assert ScenarioSpec(kind="oracle", negatives="regenerate").id == ScenarioSpec(kind="oracle").id
+
+
+def test_paper_preset_and_the_visual_positive_row(world):
+    from mmrag.scenarios import load_sweep
+
+    specs = load_sweep("deflectionbench-paper").expand()
+    assert [s.kind for s in specs] == ["parametric", "oracle", "realistic", "adversarial"]
+    assert all(s.strictness == "moderate" for s in specs)
+    assert [(s.n_distractors, s.negative_modality, s.negatives) for s in specs[2:]] == [(2, "any", "curated")] * 2
+    sample, store, miner = world
+    # Table 5's "visual positive" row: gold that carries an image, image+caption included
+    p = compose(sample, ScenarioSpec(kind="oracle", positive_modality="image"), miner=miner)
+    assert [c.document.id for c in p.contexts] == ["g-img", "g-mm"]
+    mm_only = sample.model_copy(update={"gold_doc_ids": ["g-text", "g-mm"]})
+    assert applicable(mm_only, ScenarioSpec(kind="realistic", positive_modality="image"), store) is None
+    assert [c.document.id for c in compose(mm_only, ScenarioSpec(kind="oracle", positive_modality="text"),
+                                           miner=miner).contexts] == ["g-text"]

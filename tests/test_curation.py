@@ -24,7 +24,7 @@ from mmrag.retrieval.base import MiningResult
 
 DEFLECT = "I don't know."
 FILES = ("stage1_parametric.jsonl", "stage2_mining.jsonl", "stage3_oracle.jsonl", "curated.jsonl",
-         "curated.kb.jsonl", "report.json", "report.md", "config.json")
+         "curated.kb.jsonl", "report.json", "report.md", "config.json", "manifest.json")
 
 
 # -- shared fixtures -------------------------------------------------------------------------------
@@ -66,7 +66,7 @@ def leaky(context: str) -> bool:
 
 def write_config(path: Path, **overrides) -> Path:
     cfg = {"benchmark": {"name": "demo"}, "judge": {"mode": "rule"}, "modalities": ["text", "image", "multimodal"],
-           "negatives_per_modality": 2, "k_min": 2, "seed": 0,
+           "negatives_per_modality": 2, "k_min": 2, "seed": 0, "negatives": "regenerate",
            "gating_models": [{"backend": "context-reader"}, {"backend": "first-option"}], "limit": 30}
     cfg.update(overrides)
     path.write_text(yaml.safe_dump(cfg))
@@ -99,7 +99,7 @@ class OneNegative:
 def _spec(kind: str, n: int = 0):
     from mmrag.scenarios.spec import ScenarioSpec
 
-    return ScenarioSpec(kind=kind, n_distractors=n, negative_modality="any", seed=0)
+    return ScenarioSpec(kind=kind, n_distractors=n, negative_modality="any", negatives="regenerate", seed=0)
 
 
 def verdicts_of(model, samples_prompts) -> list[str]:
@@ -352,3 +352,34 @@ def test_stage1_removes_samples_a_gating_model_answers_without_context(bench, an
     report = json.loads((out / "report.json").read_text())
     assert report["totals"]["stage1_parametric"] == len(samples) - len(expected)
     assert report["removal_reasons"]["stage1_parametric"] == {"answered without context": len(expected)}
+
+
+def test_curated_negatives_feed_stage3_and_the_manifest_names_the_retriever(home, bench, tmp_path):
+    """Stage II starts from the samples' own negatives; the configured retriever (bm25 for text)
+    is the one the miner used, and the manifest says so; a run of the curated file shows only the
+    Stage III survivors."""
+    out = tmp_path / "out"
+    curate(write_config(tmp_path / "c.yaml", negatives="curated", limit=12, k_min=1,
+                        retrieval={"retrievers": {"text": "bm25"}}), out)
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["negatives"] == "curated" and manifest["retrieval"]["retrievers"] == {"text": "bm25"}
+    assert manifest["index_hashes"]["text"].startswith("retriever:") and set(manifest["retrievers"]) == {
+        "text", "visual", "multimodal"}
+    by_id = {s.id: s for s in bench[1]}
+    s2 = [r for r in rows(out, "stage2_mining.jsonl") if "curated" in r["negatives"]]
+    assert s2 and all(r["negatives"]["curated"] == by_id[r["sample_id"]].metadata["negative_doc_ids"] for r in s2)
+    from mmrag.benchmarks import load_benchmark
+    from mmrag.scenarios import compose
+    from mmrag.scenarios.spec import ScenarioSpec
+
+    cur = load_benchmark("deflection", str(out / "curated.jsonl"))
+    store = {d.id: d for d in cur.documents()}
+    from mmrag.retrieval import InMemoryDocStore
+
+    st = InMemoryDocStore(list(store.values()))
+    s3 = {r["sample_id"]: r for r in rows(out, "stage3_oracle.jsonl")}
+    for s in cur.samples():
+        for kind in ("realistic", "adversarial"):
+            p = compose(s, ScenarioSpec(kind=kind, n_distractors=2, negative_modality="any"), store=st)
+            shown = {c.document.id for c in p.contexts if c.role == "negative"}
+            assert shown and shown <= set(s3[s.id]["negatives"])

@@ -102,4 +102,26 @@ def test_score_predictions_file_matches_official_evaluate(official, tmp_path, ca
     got = score_humblebench_predictions(path, model_name_or_path="m")
     ours = got.pop("mmrag")
     assert got == expected
-    assert ours["n"] == 600 and set(ours["nota"]) >= {"nota_hit_rate", "humility_score"}
+    assert ours["n"] == 600 and set(ours["nota"]) >= {"nota_hit_rate", "nota_f1"}
+    assert ours["postprocess"] == "none"
+
+
+def test_reasoning_postprocess_is_opt_in_and_named(official, tmp_path, capsys):
+    """Reasoning replies: raw, the official rule sees every letter of the chain of thought; with
+    postprocess="reasoning" the reply is first cut as the official reasoning wrappers cut it, and the
+    numbers equal the official scorer run on the cut replies."""
+    from mmrag.metrics.humblebench import reasoning_reply
+
+    replies = ["<think>A or B? The wall has a lamp, so C.</think>C", "<think>hmm</think><answer>E</answer>",
+               "Looking at a dog and a bench, the answer is B", "D", "<think>maybe a</think>\n<answer>A</answer>"]
+    assert [reasoning_reply(r) for r in replies] == ["C", "E", "B", "D", "A"]
+    recs = [{"question_id": i, "question": "q", "label": lab, "type": "Object", "image": "x.jpg", "prediction": r}
+            for i, (r, lab) in enumerate(zip(replies, "CEBDA"))]
+    path = tmp_path / "R.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    raw = score_humblebench_predictions(path)
+    cut = score_humblebench_predictions(path, postprocess="reasoning")
+    assert raw["Accuracy"]["Overall_accuracy"] == 60.0 and cut["Accuracy"]["Overall_accuracy"] == 100.0
+    assert (raw["mmrag"]["postprocess"], cut["mmrag"]["postprocess"]) == ("none", "reasoning")
+    expected = official.compute_metrics([{**r, "prediction": reasoning_reply(r["prediction"])} for r in recs])
+    assert {k: cut[k] for k in expected} == expected

@@ -260,3 +260,24 @@ def test_with_the_real_loader(photo, tmp_path):
     perm = list("ABCDE")
     random.Random(42 + 4).shuffle(perm)
     assert shuf.label == "ABCDE"[perm.index("C")] and shuf.metadata["nota_letter"] == "ABCDE"[perm.index("E")]
+
+
+def test_official_prompt_strings_verbatim(photo):
+    """HumbleBench's own strings, character for character (benchmarks.md A.2b): the typo
+    "optioins", curly quotes, and the prefix's trailing newline before the "\\n\\n" join."""
+    caut = get_template("humblebench-cautious-prefix").text
+    assert caut.startswith("You are answering a visual multiple-choice question.\n\nBe highly cautious. It is better "
+                           "to choose E (\u201cNone of the above\u201d) than to select A-D")
+    assert "any of optioins, choose \u201cNone of the above\u201d.\nAvoid overconfident" in caut
+    assert caut.endswith("Plausible options are not necessarily correct.\n")
+    forced = get_template("humblebench-forced-grounding-prefix").text
+    assert "If the image does not clearly support any of options, select \u201cNone of the above\u201d.\n" in forced
+    assert forced.endswith("An option should be chosen only when it is directly grounded in the image.\n")
+    assert SUFFIX == ("Please respond with only the letter of the correct choice (A, B, C, D, or E). "
+                      "Do not include the option text or any other explanation.")
+    s = loader_sample(photo)
+    text = body(compose(s, spec("cautious_prompt")))
+    assert text == caut + "\n\n" + s.metadata["raw_question"] + "\n" + SUFFIX and "correct.\n\n\nWhat is" in text
+    p = compose(s, spec("cautious_prompt"))
+    assert [t.get("source") for t in p.metadata["templates"]] == [
+        "HumbleBench main.py @ 6d33ea3", "HumbleBench/utils/constant.py @ 0a34e68 (NOT_REASONING_POST_PROMPT)"]

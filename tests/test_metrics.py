@@ -93,7 +93,7 @@ def test_humblebench_nota_measures():
     assert nota["false_nota_rate"] == pytest.approx(100 * 2 / 8)
     assert nota["nota_precision"] == pytest.approx(100 * 3 / 5)
     h, p = 75.0, 60.0
-    assert nota["humility_score"] == pytest.approx(2 * h * p / (h + p))
+    assert nota["nota_f1"] == pytest.approx(2 * h * p / (h + p))
     assert m["outcomes"]["counts"] == {"correct": 7, "deflection": 1, "hallucination": 3, "unparseable": 1}
     assert m["official"]["Accuracy"]["Overall_accuracy"] == pytest.approx(100 * 7 / 12)
     assert m["official"]["Accuracy"]["E_accuracy"] == 75.0

@@ -72,6 +72,19 @@ def test_answer_leaks_are_dropped_and_counted(world, tmp_path):
         and not pat.search("Portzed")
 
 
+def test_sentence_answers_leak_through_their_key_phrase():
+    from mmrag.retrieval.miner import key_phrases
+
+    q = "What colour is the roof of the Golden Pavilion?"
+    assert key_phrases("The roof of the Golden Pavilion is red.", q) == ["The roof of the Golden Pavilion is red", "red"]
+    assert key_phrases("Edward Whymper") == ["Edward Whymper"]
+    yes = "Yes, both are home to trajinera boats."
+    assert key_phrases(yes, "Are both Xochimilco and Cuemanco home to trajinera boats?") == [yes.rstrip(".")]
+    pat = leak_pattern(["The roof of the Golden Pavilion is red."], q)
+    assert pat.search("Its roof shingles are painted red every decade.")  # states the fact: a leak
+    assert not pat.search("The roof is covered in gold leaf.") and not pat.search("Fred built it.")
+
+
 def test_duplicates_of_gold_content_are_not_negatives(world, tmp_path):
     docs, samples, _, _, _ = world
     s = samples[2]
@@ -89,8 +102,11 @@ def test_seed_stability_pool_sampling_and_round_robin(world):
     s = samples[7]
     a = miner.negatives(s, 4, "any", seed=3)
     assert a == miner.negatives(s, 4, "any", seed=3)
-    assert a.sources[0] == miner.kinds[3 % len(miner.kinds)]
     assert set(a.sources) == {"text", "visual", "multimodal"}
+    # at n = 2 one prompt holds two kinds; across samples every kind appears (the start is per sample)
+    seen = [k for t in samples[:12] for k in miner.negatives(t, 2, "any", seed=0).sources]
+    assert {k: seen.count(k) > 0 for k in ("text", "visual", "multimodal")} == dict.fromkeys(
+        ("text", "visual", "multimodal"), True)
     pooled = IndexMiner(miner.store, miner.retrievers, pool_factor=3.0)
     draws = {tuple(d.id for d in pooled.negatives(s, 3, "text", seed=k).documents) for k in range(6)}
     assert len(draws) > 1

@@ -126,8 +126,10 @@ def test_01_modality_matrix(notebook_env):
     for neg in ("text", "image", "multimodal"):
         # a reader that cannot see does well only when the evidence is text
         assert reader[("text", neg)]["correct"] > reader[("image", neg)]["correct"] + 20
-    # image evidence + image negatives: nothing to read, so the reader deflects
-    assert reader[("image", "image")]["deflection"] >= 90
+    # image evidence + image negatives: only the captions of image+caption gold (the paper's Visual
+    # row includes them) are left to read, so the reader deflects far more than in the text row
+    assert reader[("image", "image")]["deflection"] > max(reader[("text", n)]["deflection"]
+                                                          for n in ("text", "image", "multimodal")) + 10
     # image evidence + text negatives: it reads the wrong entity's passage
     assert reader[("image", "text")]["hallucination"] >= 50
     assert res["summary"]["context-reader"]["text_over_image_gap"] > 20

@@ -184,7 +184,8 @@ def test_a_retriever_named_in_the_config_changes_the_negatives(demo, tmp_path):
 
     bench, samples = demo
     base = {"benchmarks": [{"name": "demo"}], "limit": 6, "models": [{"backend": "always-deflect"}],
-            "scenarios": [{"kind": "realistic", "n_distractors": 2, "negative_modality": "text"}]}
+            "scenarios": [{"kind": "realistic", "n_distractors": 2, "negative_modality": "text",
+                           "negatives": "regenerate"}]}  # mined: the retriever decides
     dirs = {}
     for name, retrievers in (("default", {}), ("bm25", {"text": "bm25"}),
                              ("custom", {"text": "custom_retriever_mod:KeywordRetriever"})):

@@ -35,12 +35,16 @@ def img_bytes(seed: int, fmt: str = "PNG") -> bytes:
 
 def write_img(path: Path, seed: int) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(img_bytes(seed, "JPEG" if path.suffix == ".jpg" else "PNG"))
+    path.write_bytes(img_bytes(seed, "JPEG" if path.suffix.lower() in (".jpg", ".jpeg") else "PNG"))
     return path
 
 
 def load(out: Path) -> tuple[list[DeflectionRecord], dict[str, KBRecord]]:
-    """Re-read both files with the models; check ids, references and images on disk."""
+    """Validate the build as `mmrag benchmark validate` does, re-read both files with the models,
+    check ids, references and images on disk."""
+    from mmrag.benchmarks.validate import validate_deflection, validate_kb
+
+    assert validate_deflection(out) == [] and validate_kb(kb_path_for(out)) == []
     recs = read_jsonl_models(out, DeflectionRecord)
     kb = {d.id: d for d in read_jsonl_models(kb_path_for(out), KBRecord)}
     assert len({r.sample_id for r in recs}) == len(recs)
@@ -70,23 +74,34 @@ def test_registry_lists_the_six_sources():
 
 # ---------------------------------------------------------------- InfoSeek
 def infoseek_images(tmp: Path) -> Path:
-    for i, name in enumerate(["oven_04990193", "oven_00120033", "oven_00230044", "oven_00230045", "oven_00230046"]):
-        write_img(tmp / "oven" / name[-2:] / f"{name}.jpg", i)  # nested, as the OVEN dump is
-    return tmp / "oven"
+    """The OVEN layout: <first two digits of the id's number>/<image_id><original extension>."""
+    oven = tmp / "oven_images"
+    write_img(oven / "04" / "oven_04990193.JPEG", 0)  # ImageNet-sourced: keeps .JPEG
+    for i, name in enumerate(["oven_00120033", "oven_00230044", "oven_00230045", "oven_00230046", "oven_00230047"], 1):
+        write_img(oven / name.split("_")[-1][:2] / f"{name}.jpg", i)
+    write_img(oven / "09" / "oven_09999999.jpg.png", 7)  # look-alikes of a missing image: never used
+    write_img(oven / "99" / "oven_09999999.jpg", 8)
+    return oven
 
 
-def test_infoseek(tmp_path):
-    out = tmp_path / "build" / "infoseek.jsonl"
-    stats = build_deflection("infoseek", FIX / "infoseek_val_withkb.jsonl", out, kb=FIX / "wiki6m_subset.jsonl",
-                             images=infoseek_images(tmp_path),
-                             options={"qtype": str(FIX / "infoseek_val_qtype.jsonl"), "passage_words": "20"})
-    assert (stats.records_read, stats.samples_written) == (6, 4)
-    assert stats.skipped == {"query image not found": 1, "entity not in KB": 1}
+def build_infoseek(tmp: Path, data: Path = FIX / "infoseek_val.jsonl", **options):
+    out = tmp / "build" / "infoseek.jsonl"
+    opts = {"qtype": str(FIX / "infoseek_val_qtype.jsonl"), "passage_words": "20", **options}
+    stats = build_deflection("infoseek", data, out, kb=options.pop("kb", FIX / "Wiki6M_ver_1_0.jsonl"),
+                             images=infoseek_images(tmp), options={k: v for k, v in opts.items() if k != "kb"})
+    return out, stats
+
+
+def test_infoseek_released_files_join_on_data_id(tmp_path):
+    out, stats = build_infoseek(tmp_path)  # infoseek_val_withkb.jsonl is found beside the question file
+    assert (stats.records_read, stats.samples_written) == (8, 5)
+    assert stats.skipped == {"query image not found": 1, "entity not in KB": 1, "no with-KB entry for data_id": 1}
     recs, kb = load(out)
     s = by_id(recs)
     alps = s["infoseek:infoseek_val_00000000:0"]
     assert alps.answer == "Alps" and alps.aliases == ["the Alps", "Alpine mountains"]
     assert alps.question_type == "string" and alps.entity_id == "Q1374" and alps.numeric_ranges == []
+    assert alps.metadata["entity_text"] == "Matterhorn" and alps.metadata["data_split"] == "val_unseen_question"
     assert [g.doc_id for g in alps.gold_contexts] == ["infoseek:Q1374:p0"] and "Alps" in kb["infoseek:Q1374:p0"].text
     height = s["infoseek:infoseek_val_00000001:0"]
     assert height.numeric_ranges == [(4030.2, 4925.8)] and height.question_type == "numerical"
@@ -96,42 +111,77 @@ def test_infoseek(tmp_path):
     assert y1.question_id == y2.question_id != alps.question_id != height.question_id
     assert y1.query_images != y2.query_images and y1.question_type == "time"
     assert [g.doc_id for g in y1.gold_contexts] == ["infoseek:Q243:p1"]
-    assert sorted(kb) == [f"infoseek:{q}:p{i}" for q in ("Q1374", "Q243") for i in range(3)]  # no Q90 page
-    assert all(d.entity_id in ("Q1374", "Q243") and d.modality == "text" for d in kb.values())
-    assert stats.images_written == 4 and len(list((tmp_path / "build" / "infoseek.images").iterdir())) == 4
+    assert not any(k.startswith("infoseek:Q90") for k in kb)  # pages nobody asks about stay out
 
 
-def test_infoseek_evqa_style_kb_default_range_and_page_policy(tmp_path):
+def test_infoseek_bare_dict_answer_eval_and_empty_content(tmp_path):
+    out, _ = build_infoseek(tmp_path)
+    cn = by_id(load(out)[0])["infoseek:infoseek_val_00000005:0"]
+    lo, hi = cn.numeric_ranges[0]  # answer_eval is a bare {"wikidata": 330.0}: official +-10%
+    assert (round(lo, 6), round(hi, 6)) == (297.0, 363.0) and cn.question_type == "numerical"
+    assert cn.gold_contexts and cn.entity_id == "Q9188"  # empty wikipedia_content: the summary is the page
+
+
+def test_infoseek_jpeg_extension_and_exact_lookup(tmp_path):
+    out, stats = build_infoseek(tmp_path)
+    recs, _ = load(out)
+    alps = by_id(recs)["infoseek:infoseek_val_00000000:0"]
+    assert Image.open(out.parent / alps.query_images[0]).format == "JPEG"
+    assert "infoseek:infoseek_val_00000004:0" not in by_id(recs)  # only look-alike names exist: skipped
+    assert stats.skipped["query image not found"] == 1
+
+
+def test_infoseek_withkb_option_gz_kb_and_page_policy(tmp_path):
+    import gzip
+
+    elsewhere = tmp_path / "q" / "infoseek_val.jsonl"
+    elsewhere.parent.mkdir()
+    elsewhere.write_bytes((FIX / "infoseek_val.jsonl").read_bytes())
+    with pytest.raises(InputError, match="with-KB mapping not found beside the question file") as err:
+        build_infoseek(tmp_path, data=elsewhere)
+    assert "infoseek_val.jsonl" in str(err.value)
+    gz = tmp_path / "Wiki6M_ver_1_0.jsonl.gz"
+    gz.write_bytes(gzip.compress((FIX / "Wiki6M_ver_1_0.jsonl").read_bytes()))
+    out, stats = build_infoseek(tmp_path, data=elsewhere, withkb=str(FIX / "infoseek_val_withkb.jsonl"), kb=gz,
+                                gold_policy="page")
+    assert stats.samples_written == 5
+    recs, kb = load(out)
+    assert [g.doc_id for g in by_id(recs)["infoseek:infoseek_val_00000000:0"].gold_contexts] == [
+        "infoseek:Q1374:p0", "infoseek:Q1374:p1", "infoseek:Q1374:p2"]
+
+
+def test_infoseek_evqa_style_kb(tmp_path):
     kb = tmp_path / "kb.json"
     kb.write_text(json.dumps({
         "https://en.wikipedia.org/wiki/CN_Tower": {"title": "CN Tower", "wikidata_id": "Q9188",
                                                     "section_titles": ["CN Tower", "History"],
-                                                    "section_texts": ["The CN Tower is 553 m tall.", "Built in 1976."],
+                                                    "section_texts": ["The CN Tower is 553 m tall.", "Its deck is at 330 m."],
                                                     "url": "https://en.wikipedia.org/wiki/CN_Tower"},
         "Q243": {"title": "Eiffel Tower", "section_titles": ["Eiffel Tower"], "section_texts": ["Completed in 1889."]},
         "https://en.wikipedia.org/wiki/No_qid": {"title": "No qid", "section_texts": ["ignored"]}}))
-    out = tmp_path / "b.jsonl"
-    build_deflection("infoseek", FIX / "infoseek_val_withkb.jsonl", out, kb=kb, images=infoseek_images(tmp_path),
-                     options={"gold_policy": "page"})
+    out, _ = build_infoseek(tmp_path, kb=kb)
     recs, kbr = load(out)
     cn = by_id(recs)["infoseek:infoseek_val_00000005:0"]
-    lo, hi = cn.numeric_ranges[0]
-    assert (round(lo, 6), round(hi, 6)) == (297.0, 363.0)  # official +-10% when no range is given
-    assert [g.doc_id for g in cn.gold_contexts] == ["infoseek:Q9188:p0", "infoseek:Q9188:p1"]
+    assert [g.doc_id for g in cn.gold_contexts] == ["infoseek:Q9188:p1"]
     assert kbr["infoseek:Q9188:p0"].metadata["url"] == "https://en.wikipedia.org/wiki/CN_Tower"
     assert not any(k.startswith("infoseek:Q1374") for k in kbr)
 
 
 # ---------------------------------------------------------------- E-VQA
+def evqa_images(tmp: Path) -> Path:
+    imgs = tmp / "imgs"
+    names = {d["id"]: d["file_name"] for d in json.loads((FIX / "inat2021_val_subset.json").read_text())["images"]}
+    for seed, image_id in enumerate(["4f3c9b1e2a", "7d2e8c0a91", "b10e5a", "b10e5b"], 1):  # b10e5c is missing
+        write_img(imgs / names[image_id], seed)
+    write_img(imgs / "b10e5c.jpg", 9)  # named by the id but not where the annotations say: never used
+    write_img(imgs / "0" / "a" / "1" / "0a1b2c3d4e5f6a7b.jpg", 5)  # GLDv2: a/b/c/<id>.jpg
+    return imgs
+
+
 def test_evqa(tmp_path):
-    imgs = tmp_path / "imgs"
-    write_img(imgs / "inat" / "snakes" / "4f3c9b1e2a.jpg", 1)
-    write_img(imgs / "inat" / "snakes" / "7d2e8c0a91.jpg", 2)
-    write_img(imgs / "b10e5a.png", 3)
-    write_img(imgs / "b10e5b.png", 4)  # b10e5c is missing: that one sample is skipped
-    write_img(imgs / "gld" / "0" / "a" / "0a1b2c3d4e5f6a7b.jpg", 5)
     out = tmp_path / "evqa.jsonl"
-    stats = build_deflection("evqa", FIX / "evqa_val.csv", out, kb=FIX / "evqa_kb.json", images=imgs)
+    stats = build_deflection("evqa", FIX / "evqa_val.csv", out, kb=FIX / "evqa_kb.json", images=evqa_images(tmp_path),
+                             options={"inat_annotations": str(FIX / "inat2021_val_subset.json")})
     assert (stats.records_read, stats.samples_written, stats.skipped) == (3, 5, {"query image not found": 1})
     recs, kb = load(out)
     snake = [r for r in recs if r.question.startswith("What does this snake")]
@@ -149,6 +199,13 @@ def test_evqa(tmp_path):
     assert "Switzerland" in kb[hop.gold_contexts[1].doc_id].text
     titles = {d.title for d in kb.values()}
     assert "Unused page" not in titles and len(kb) == 3 + 2 + 2 + 2  # empty 'References' section left out
+
+
+def test_evqa_inaturalist_needs_the_annotations(tmp_path):
+    with pytest.raises(InputError, match="-o inat_annotations=PATH") as err:
+        build_deflection("evqa", FIX / "evqa_val.csv", tmp_path / "e.jsonl", kb=FIX / "evqa_kb.json",
+                         images=evqa_images(tmp_path))
+    assert "evqa_val.csv:2" in str(err.value)
 
 
 # ---------------------------------------------------------------- WebQA
@@ -190,54 +247,56 @@ def test_webqa_imgs_tsv(tmp_path):
 
 
 # ---------------------------------------------------------------- ViQuAE
-def viquae_inputs(tmp: Path) -> tuple[Path, Path, Path]:
+VIQ = FIX / "viquae"
+BRAVEHEART, WHYMPER = "viquae:5e1a7f0c0bcf4a5b9e0a1d2c:0", "viquae:7c2d0e9f1a2b4c3d8e7f6a5b:0"
+
+
+def viquae_images(tmp: Path) -> Path:
+    for seed, name in enumerate(["512px-Mel_Gibson_Cannes.jpg", "512px-Matterhorn.jpg", "512px-Eiffel.jpg"], 21):
+        write_img(tmp / "images" / name, seed)
+    return tmp / "images"
+
+
+def check_viquae(out: Path, stats) -> None:
+    assert (stats.records_read, stats.samples_written) == (4, 2)
+    assert stats.skipped == {"provenance article not in KB": 1, "no provenance passage contains the answer": 1}
+    recs, kbr = load(out)
+    bh, wh = by_id(recs)[BRAVEHEART], by_id(recs)[WHYMPER]
+    # evidence in another article: the depicted man is Mel Gibson, the gold is the Braveheart article's passage
+    assert bh.answer == "Braveheart" and bh.aliases == ["braveheart"] and bh.entity_id == "Q42229"
+    assert [g.doc_id for g in bh.gold_contexts] == ["viquae:159013:p1"] and kbr["viquae:159013:p1"].entity_id == "Q221102"
+    assert bh.metadata["kilt_id"] == "qw_2719" and bh.metadata["provenance_articles"] == ["159013"]
+    assert not any(k.startswith("viquae:196431") for k in kbr)  # the depicted entity's own article is not gold
+    assert [g.doc_id for g in wh.gold_contexts] == ["viquae:736:p3"]  # matched through the alias 'Whymper'
+    assert sorted(kbr) == ["viquae:159013:p1", "viquae:159013:p3", "viquae:736:p1", "viquae:736:p3",
+                           "viquae:9232:p1", "viquae:9232:p3"]  # no title paragraph, no heading
+    assert kbr["viquae:736:p3"].metadata["section"] == "Climbing"
+
+
+def test_viquae_released_jsonl_and_gz_kb_parts(tmp_path):
+    out = tmp_path / "viquae.jsonl"
+    stats = build_deflection("viquae", VIQ / "validation.jsonl", out, kb=VIQ / "kb", images=viquae_images(tmp_path))
+    check_viquae(out, stats)
+
+
+def test_viquae_saved_hf_datasets(tmp_path):
     import datasets
 
-    out_feat = {"original_answer": "", "answer": [], "provenance": [{"start_paragraph_id": 0, "end_paragraph_id": 0}]}
-    rows = [
-        {"id": "q_eiffel", "image": "512px-Eiffel.jpg", "input": "In which city is this tower?", "kilt_id": "9232",
-         "wikidata_id": "Q243", "output": {**out_feat, "original_answer": "Paris", "answer": ["Paris", "City of Light"],
-                                           "provenance": []}},
-        {"id": "q_matter", "image": "512px-Matterhorn.jpg", "input": "Who first climbed this mountain?", "kilt_id": "736",
-         "wikidata_id": "Q1374", "output": {**out_feat, "original_answer": "Edward Whymper", "answer": ["Whymper"],
-                                            "provenance": [{"start_paragraph_id": 3, "end_paragraph_id": 3}]}},
-        {"id": "q_other", "image": "512px-Eiffel.jpg", "input": "Who is this?", "kilt_id": "1", "wikidata_id": "Q1",
-         "output": {**out_feat, "original_answer": "Nobody", "answer": [], "provenance": []}},
-    ]
-    data = tmp / "viquae_dataset"
+    rows = [json.loads(x) for x in (VIQ / "validation.jsonl").read_text().splitlines()]
+    data = tmp_path / "viquae_dataset"
     ds = datasets.Dataset.from_list(rows)
     datasets.DatasetDict({"validation": ds, "test": ds.select([0])}).save_to_disk(str(data))
-    kilt = [
-        {"kilt_id": "9232", "wikipedia_id": "9232", "wikipedia_title": "Eiffel Tower", "url": "https://en.wikipedia.org/wiki?curid=9232",
-         "wikidata_info": {"wikidata_id": "Q243"},
-         "text": {"paragraph": ["Eiffel Tower\n", "The Eiffel Tower is a lattice tower in Paris, France.\n",
-                                "Section::::History.\n", "It was designed by the company of Gustave Eiffel.\n"]}},
-        {"kilt_id": "736", "wikipedia_id": "736", "wikipedia_title": "Matterhorn", "url": "https://en.wikipedia.org/wiki?curid=736",
-         "wikidata_info": {"wikidata_id": "Q1374"},
-         "text": {"paragraph": ["Matterhorn\n", "The Matterhorn is a mountain of the Alps.\n", "Section::::Climbing.\n",
-                                "Edward Whymper led the first ascent in 1865.\n"]}},
-    ]
-    kb = tmp / "kilt.parquet"
-    datasets.Dataset.from_list(kilt).to_parquet(str(kb))
-    write_img(tmp / "viquae_images" / "512px-Eiffel.jpg", 21)
-    write_img(tmp / "viquae_images" / "512px-Matterhorn.jpg", 22)
-    return data, kb, tmp / "viquae_images"
+    kb = tmp_path / "viquae_wikipedia"
+    from mmrag.benchmarks.sources.tables import iter_table
 
-
-def test_viquae(tmp_path):
-    data, kb, imgs = viquae_inputs(tmp_path)
+    arts = [obj for _, _, obj in iter_table(VIQ / "kb")]
+    datasets.Dataset.from_list([{k: a[k] for k in ("kilt_id", "wikipedia_id", "wikipedia_title", "text", "url",
+                                                   "wikidata_info")} for a in arts]).save_to_disk(str(kb))
     out = tmp_path / "viquae.jsonl"
     with pytest.raises(InputError, match="choose a split with --split; this dataset has: validation, test"):
-        build_deflection("viquae", data, out, kb=kb, images=imgs)
-    stats = build_deflection("viquae", data, out, kb=kb, images=imgs, options={"split": "validation"})
-    assert (stats.samples_written, stats.skipped) == (2, {"entity article not in KB": 1})
-    recs, kbr = load(out)
-    eiffel, matter = by_id(recs)["viquae:q_eiffel:0"], by_id(recs)["viquae:q_matter:0"]
-    assert eiffel.answer == "Paris" and eiffel.aliases == ["City of Light"] and eiffel.entity_id == "Q243"
-    assert [g.doc_id for g in eiffel.gold_contexts] == ["viquae:9232:p1"] and eiffel.metadata["gold_match"] == "answer"
-    assert [g.doc_id for g in matter.gold_contexts] == ["viquae:736:p3"] and matter.metadata["gold_match"] == "provenance"
-    assert sorted(kbr) == ["viquae:736:p1", "viquae:736:p3", "viquae:9232:p1", "viquae:9232:p3"]  # no title/heading
-    assert kbr["viquae:736:p3"].metadata["section"] == "Climbing"
+        build_deflection("viquae", data, out, kb=kb, images=viquae_images(tmp_path))
+    check_viquae(out, build_deflection("viquae", data, out, kb=kb, images=tmp_path / "images",
+                                       options={"split": "validation"}))
 
 
 # ---------------------------------------------------------------- MRAG-Bench
@@ -323,13 +382,33 @@ def _edit_json(src: Path, dst: Path, key: str, fn) -> Path:
     return dst
 
 
+def _infoseek_copy(t: Path, fn) -> Path:
+    (t / "infoseek_val_withkb.jsonl").write_bytes((FIX / "infoseek_val_withkb.jsonl").read_bytes())
+    return _edit_jsonl(FIX / "infoseek_val.jsonl", t / "infoseek_val.jsonl", 2, fn)
+
+
+def _gz_part_not_gzip(t: Path) -> Path:
+    kb = t / "kb"
+    kb.mkdir()
+    for p in (VIQ / "kb").iterdir():
+        (kb / p.name).write_bytes(p.read_bytes())
+    (kb / "non_humans.jsonl.gz").write_bytes(b'{"kilt_id": "1"}\n')  # decompressed by hand, name kept
+    return kb
+
+
 CASES = {
-    "infoseek-missing-question": lambda t: ("infoseek", _edit_jsonl(FIX / "infoseek_val_withkb.jsonl", t / "i.jsonl", 2,
-                                                                     lambda r: r.pop("question")), {"kb": FIX / "wiki6m_subset.jsonl"},
-                                            "i.jsonl:2, field 'question'"),
-    "infoseek-bad-range": lambda t: ("infoseek", _edit_jsonl(FIX / "infoseek_val_withkb.jsonl", t / "i.jsonl", 2,
-                                                              lambda r: r["answer_eval"][0].update(range="high")),
-                                     {"kb": FIX / "wiki6m_subset.jsonl"}, "i.jsonl:2, field 'answer_eval[0].range'"),
+    "infoseek-missing-question": lambda t: ("infoseek", _infoseek_copy(t, lambda r: r.pop("question")),
+                                            {"kb": FIX / "Wiki6M_ver_1_0.jsonl"}, "infoseek_val.jsonl:2, field 'question'"),
+    "infoseek-bad-range": lambda t: ("infoseek", _infoseek_copy(t, lambda r: r["answer_eval"][0].update(range="high")),
+                                     {"kb": FIX / "Wiki6M_ver_1_0.jsonl"}, "infoseek_val.jsonl:2, field 'answer_eval[0].range'"),
+    "infoseek-withkb-as-data": lambda t: ("infoseek", FIX / "infoseek_val_withkb.jsonl", {"kb": FIX / "Wiki6M_ver_1_0.jsonl"},
+                                          "infoseek_val_withkb.jsonl:1: this is InfoSeek's with-KB mapping"),
+    "viquae-kb-part-not-gzip": lambda t: ("viquae", VIQ / "validation.jsonl", {"kb": _gz_part_not_gzip(t)},
+                                          "non_humans.jsonl.gz: not a gzip file"),
+    "evqa-inat-without-images": lambda t: ("evqa", FIX / "evqa_val.csv",
+                                           {"kb": FIX / "evqa_kb.json", "options": {"inat_annotations": str(
+                                               _write(t / "inat.json", json.dumps({"annotations": []})))}},
+                                           "inat.json, field 'images'"),
     "evqa-section-id": lambda t: ("evqa", _write(t / "e.csv", (FIX / "evqa_val.csv").read_text().replace(",1,Breeding", ",one,Breeding")),
                                   {"kb": FIX / "evqa_kb.json"}, "e.csv:3, field 'evidence_section_id'"),
     "evqa-missing-column": lambda t: ("evqa", _write(t / "e.csv", (FIX / "evqa_val.csv").read_text().replace("wikipedia_url,", "wiki_url,", 1)),
@@ -339,9 +418,9 @@ CASES = {
     "webqa-fact-text": lambda t: ("webqa", _edit_json(FIX / "WebQA_train_val.json", t / "w.json", "d5c0a4e60dba11ecb1e81171463288e9",
                                                       lambda r: r["txt_posFacts"][0].pop("fact")), {},
                                   "field 'txt_posFacts[0].fact': record 'd5c0a4e60dba11ecb1e81171463288e9'"),
-    "viquae-answer": lambda t: ("viquae", _write(t / "v.jsonl", json.dumps({"id": "a", "input": "q?", "image": "x.jpg", "output": {"answer": []}}) + "\n"
+    "viquae-answer": lambda t: ("viquae", _write(t / "v.jsonl", json.dumps({"id": "a", "input": "q?", "image": "x.jpg", "output": {"answer": [""]}}) + "\n"
                                                  + json.dumps({"id": "b", "input": "q?", "image": "x.jpg", "output": {"answer": []}}) + "\n"),
-                                {"kb": FIX / "wiki6m_subset.jsonl"}, "v.jsonl:1, field 'output.original_answer'"),
+                                {"kb": VIQ / "kb"}, "v.jsonl:1, field 'output.original_answer'"),
     "mragbench-choice": lambda t: ("mragbench", mrag_parquet(t, bad_choice=True), {}, "test-00000-of-00001.parquet:2, field 'answer_choice'"),
     "mmdocrag-gold": lambda t: ("mmdocrag", _edit_jsonl(FIX / "mmdocrag_dev_15.jsonl", t / "m.jsonl", 3,
                                                         lambda r: r.update(gold_quotes=["image9"])), {}, "m.jsonl:3, field 'gold_quotes'"),
@@ -409,9 +488,7 @@ def test_cli_build_deflection(tmp_path):
 def test_builds_load_as_deflection_benchmark(tmp_path):
     from mmrag.benchmarks.deflection import DeflectionBenchmark
 
-    out = tmp_path / "is.jsonl"
-    build_deflection("infoseek", FIX / "infoseek_val_withkb.jsonl", out, kb=FIX / "wiki6m_subset.jsonl",
-                     images=infoseek_images(tmp_path), options={"passage_words": "20"})
+    out, _ = build_infoseek(tmp_path)
     bench = DeflectionBenchmark(out, kb=kb_path_for(out))
     samples = {s.id: s for s in bench.samples()}
     height = samples["infoseek:infoseek_val_00000001:0"]

@@ -145,5 +145,5 @@ def test_stress_axis_and_unknown_sweep_name(tmp_path):
         """)
     specs = load_sweep(path).expand()
     assert [s.stress for s in specs] == [(), ("noise_image",), ("nota_only",), ("noise_image", "forced_grounding_prompt")]
-    with pytest.raises(InputError, match="ready-made sweeps: distractor-curve"):
+    with pytest.raises(InputError, match="ready-made sweeps: deflectionbench-paper, distractor-curve"):
         load_sweep("no-such-sweep")

@@ -75,13 +75,16 @@ def score_humblebench_command(
     use_noise_image: bool = typer.Option(False, "--use-noise-image", help="Recorded like the official flag."),
     nota_only: bool = typer.Option(False, "--nota-only", help="Recorded like the official flag."),
     model_name: Optional[str] = typer.Option(None, "--model-name", help="Recorded as model_name_or_path."),
+    postprocess: str = typer.Option("none", "--postprocess",
+                                    help="none | reasoning: cut replies as the official reasoning wrappers do "
+                                         "(</think>, <answer>, 'answer is') before the official rule."),
 ) -> None:
     """Official HumbleBench metrics (official nesting) plus mmrag's NOTA measures under "mmrag"."""
     from mmrag.metrics.humblebench import score_humblebench_predictions
 
     try:
         result = score_humblebench_predictions(predictions, use_noise_image=use_noise_image, nota_only=nota_only,
-                                               model_name_or_path=model_name)
+                                               model_name_or_path=model_name, postprocess=postprocess)
     except MmragError as exc:
         _fail(exc)
     typer.echo(json.dumps(result, indent=2))

@@ -16,7 +16,8 @@ class CurateConfig(BaseModel):
     """Stage I keeps a sample only if *every* gating model fails it without context; Stage II mines
     ``negatives_per_modality`` hard negatives from each index in ``modalities``; Stage III drops a
     sample that every gating model still fails with gold evidence, drops each negative with which
-    any gating model answers correctly, and requires ``k_min`` negatives to survive (the paper: 5)."""
+    any gating model answers correctly, and requires ``k_min`` negatives to survive (the paper: 5).
+    The miner is the one ``mmrag run`` builds from ``retrieval`` (same retrievers)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -27,6 +28,9 @@ class CurateConfig(BaseModel):
     modalities: list[Literal["text", "image", "multimodal"]] = Field(default_factory=lambda: ["text", "image", "multimodal"])
     negatives_per_modality: int = Field(default=4, ge=1)
     k_min: int = Field(default=5, ge=0)
+    #: "curated": Stage II starts from the sample's own negatives (WebQA negFacts, MMDocRAG quotes,
+    #: MRAG-Bench retrieved images, an earlier curation), mining only a shortfall; "regenerate": mine
+    negatives: Literal["curated", "regenerate"] = "curated"
     limit: int | None = Field(default=None, ge=1)
     seed: int = 0
     batch_size: int = Field(default=64, ge=1)

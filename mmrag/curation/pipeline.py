@@ -5,7 +5,15 @@ writes its decisions (kept or the reason for removal) to ``stageN_*.jsonl`` atom
 completes; a re-run loads finished stages instead of recomputing them, and every model call goes
 through the shared response cache, so an interrupted curation resumes without paying twice.
 The survivors are written in the DeflectionBench format (``curated.jsonl`` + ``curated.kb.jsonl``)
-that ``mmrag run --benchmark deflection --source`` reads directly.
+that ``mmrag run --benchmark deflection --source`` reads directly; their ``negative_doc_ids`` are
+the Stage III survivors, which runs then show (``negatives: curated``).
+
+Stage II takes a sample's own negatives when it has them (``negatives: curated``, the default; the
+miner fills up to ``k_min``) or mines them from the indices (``negatives: regenerate``: how a user
+tests their own retriever); either way Stage III filters them, so the guarantee "no shown negative
+alone lets a gating model answer" holds for regenerated negatives too.  The miner is built by the
+same code as ``mmrag run`` (``retrieval:`` section: the same retrievers, factory and cache), and
+``manifest.json`` records the retrievers and index hashes used.
 """
 
 from __future__ import annotations
@@ -71,7 +79,9 @@ def _stage(path: Path, compute: Callable[[], list[dict[str, Any]]]) -> list[dict
 
 
 def _spec(kind: str, seed: int, n: int = 0) -> ScenarioSpec:
-    return ScenarioSpec(kind=kind, n_distractors=n, negative_modality="any", seed=seed)
+    # "regenerate": Stage III shows exactly the negative under test (FixedNegatives), never the
+    # sample's curated list
+    return ScenarioSpec(kind=kind, n_distractors=n, negative_modality="any", negatives="regenerate", seed=seed)
 
 
 def curate(config: CurateConfig, out: str | Path, progress: Any = None) -> dict[str, Any]:
@@ -86,11 +96,14 @@ def curate(config: CurateConfig, out: str | Path, progress: Any = None) -> dict[
                         cache=config.cache, retrieval=config.retrieval)
     gate = Gate([make_model(m, run_cfg) for m in config.gating_models], make_judge(bench.kind, run_cfg),
                 config.settings, config.batch_size)
-    from mmrag.retrieval import build_world_miner
+    from mmrag.runs.plan import build_miner, index_hashes
 
-    cache_dir = Path(config.retrieval.cache_dir) if config.retrieval.cache_dir else mmrag_home() / "indices"
-    miner = build_world_miner(docs, cache_dir, factory=config.retrieval.factory)
+    miner = build_miner(docs, run_cfg)  # the configured retrievers, exactly as `mmrag run` builds them
     store = miner.store
+    atomic_write_json(out / "manifest.json", {
+        "retrieval": config.retrieval.model_dump(mode="json"), "index_hashes": index_hashes(miner),
+        "retrievers": {k: getattr(r, "fingerprint", type(r).__name__) for k, r in miner.retrievers.items()},
+        "negatives": config.negatives, "gating_models": [m.model_dump(mode="json") for m in config.gating_models]})
 
     # Stage I: parametric filtering
     def stage1() -> list[dict[str, Any]]:
@@ -113,7 +126,14 @@ def curate(config: CurateConfig, out: str | Path, progress: Any = None) -> dict[
         for s in survivors1:
             found: dict[str, list[str]] = {}
             shortfall = 0
-            for mod in config.modalities:
+            curated = [d for d in s.metadata.get("negative_doc_ids") or [] if d in store]
+            if config.negatives == "curated" and curated:
+                found["curated"] = curated
+                if len(curated) < config.k_min:  # the miner fills the shortfall, counted per modality
+                    for mod in config.modalities:
+                        res = miner.negatives(s, config.k_min - len(curated), mod, seed=config.seed)
+                        found[mod] = [d.id for d in res.documents if d.id not in curated]
+            for mod in config.modalities if "curated" not in found else []:
                 res = miner.negatives(s, config.negatives_per_modality, mod, seed=config.seed)
                 found[mod] = [d.id for d in res.documents]
                 shortfall += res.shortfall

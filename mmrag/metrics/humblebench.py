@@ -15,7 +15,14 @@ from the robust extractor's verdicts, with NOTA found by option text on the *eff
 * ``non_nota_accuracy``: accuracy on items whose gold is not NOTA;
 * ``false_nota_rate``: non-NOTA-gold items on which the model chose NOTA;
 * ``nota_precision``: of the items where the model chose NOTA, the share whose gold is NOTA;
-* ``humility_score``: the F1 of choosing NOTA (harmonic mean of hit rate and precision).
+* ``nota_f1``: the F1 of choosing NOTA (harmonic mean of hit rate and precision).  It is *not* the
+  paper's "humility score" (whose formula is unpublished) and must not be compared with it.
+
+Reasoning models: the official HumbleBench wrappers of reasoning models cut the reply before
+scoring (split on ``</think>``, ``<answer>`` ... ``</answer>``, "answer is").  ``postprocess=
+"reasoning"`` applies that cut (:func:`reasoning_reply`) to every reply before the official rule;
+it is opt-in (the official rule on raw text is the default) and every result names it under
+``postprocess``.
 """
 
 from __future__ import annotations
@@ -103,6 +110,31 @@ def _label_rule_mask(label: str) -> int:
     return -1
 
 
+#: the reply post-processings a result can name; "none" = the raw reply, as the official scorer reads it
+POSTPROCESS = ("none", "reasoning")
+
+
+def reasoning_reply(text: str) -> str:
+    """The official reasoning wrappers' cut of a reply (HB@0a34e68 ``models/GLM41V.py``,
+    ``Visionary_R1.py``, ``R1_Onevision.py``, ``Ovis_2.py``): keep what follows the last
+    ``</think>``; then the inside of ``<answer>...</answer>`` if present, else what follows the last
+    "answer is"."""
+    if "</think>" in text:
+        text = text.split("</think>")[-1]
+    if "<answer>" in text:
+        text = text.split("<answer>")[-1].split("</answer>")[0]
+    elif "answer is" in text:
+        text = text.split("answer is")[-1]
+    return text.strip()
+
+
+def _replies(items: Sequence[Scored], postprocess: str) -> list[str]:
+    if postprocess not in POSTPROCESS:
+        raise InputError(f"unknown postprocess '{postprocess}' (one of {', '.join(POSTPROCESS)})", field="postprocess")
+    texts = [it.response.text or "" for it in items]
+    return [reasoning_reply(t) for t in texts] if postprocess == "reasoning" else texts
+
+
 def _ratio(num: int, den: int) -> float | None:
     return 100.0 * num / den if den else None
 
@@ -114,8 +146,8 @@ def nota_measures(items: Sequence[Scored]) -> dict[str, Any]:
     correct = np.array([it.verdict.outcome == "correct" for it in items], dtype=bool)
     hit = _ratio(int((gold_nota & chose).sum()), int(gold_nota.sum()))
     precision = _ratio(int((gold_nota & chose).sum()), int(chose.sum()))
-    humility = (2 * hit * precision / (hit + precision)) if hit and precision else (0.0 if hit is not None
-                                                                                       and precision is not None else None)
+    f1 = (2 * hit * precision / (hit + precision)) if hit and precision else (0.0 if hit is not None
+                                                                                 and precision is not None else None)
     return {
         "n_nota_gold": int(gold_nota.sum()),
         "n_chose_nota": int(chose.sum()),
@@ -123,8 +155,9 @@ def nota_measures(items: Sequence[Scored]) -> dict[str, Any]:
         "non_nota_accuracy": _ratio(int((correct & ~gold_nota).sum()), int((~gold_nota).sum())),
         "false_nota_rate": _ratio(int((chose & ~gold_nota).sum()), int((~gold_nota).sum())),
         "nota_precision": precision,
-        "humility_score": humility,
-        "humility_definition": "mmrag: F1 of choosing NOTA = harmonic mean(nota_hit_rate, nota_precision)",
+        "nota_f1": f1,
+        "nota_f1_definition": "mmrag: F1 of choosing NOTA = harmonic mean(nota_hit_rate, nota_precision); "
+                              "not the paper's humility score (formula unpublished)",
     }
 
 
@@ -140,11 +173,11 @@ def _label_of(it: Scored) -> str:
 
 
 def humblebench_metrics(items: Sequence[Scored], *, level: float = 0.95, n_boot: int = 1000,
-                        seed: int = 0) -> dict[str, Any]:
+                        seed: int = 0, postprocess: str = "none") -> dict[str, Any]:
     """``{"official": ..., "nota": ..., "outcomes": ...}`` for the items of ONE setting (stress
     transforms change labels and options; score each scenario separately).  A failed request
     enters the official numbers as an empty reply, which the official rule counts wrong."""
-    official = official_humblebench_metrics([it.response.text or "" for it in items],
+    official = official_humblebench_metrics(_replies(items, postprocess),
                                             [_label_of(it) for it in items], [_type_of(it) for it in items])
     outcomes = np.array([it.verdict.outcome for it in items], dtype=object)
     clusters = clusters_of(items)
@@ -153,6 +186,7 @@ def humblebench_metrics(items: Sequence[Scored], *, level: float = 0.95, n_boot:
                       for it in items if "official_correct" in it.verdict.details]
     return {
         "official": official,
+        "postprocess": postprocess,
         "nota": nota_measures(items),
         "outcomes": {
             "counts": outcome_counts(items),
@@ -164,7 +198,7 @@ def humblebench_metrics(items: Sequence[Scored], *, level: float = 0.95, n_boot:
 
 
 def score_humblebench_predictions(path: str | Path, *, use_noise_image: bool = False, nota_only: bool = False,
-                                  model_name_or_path: str | None = None) -> dict[str, Any]:
+                                  model_name_or_path: str | None = None, postprocess: str = "none") -> dict[str, Any]:
     """Score an official results file (one JSON per line with question_id, question, label, type,
     image, prediction): the official metrics under the official nesting and key names (as
     ``HumbleBench.utils.metrics.evaluate`` returns them), ours under ``"mmrag"``."""
@@ -174,13 +208,13 @@ def score_humblebench_predictions(path: str | Path, *, use_noise_image: bool = F
     items = read_humblebench_predictions(path)
     judge = MCQJudge()
     scored = [Scored(s, p, r, judge.judge(s, p, r)) for s, p, r in items]
-    ours = humblebench_metrics(scored)
+    ours = humblebench_metrics(scored, postprocess=postprocess)
     result: dict[str, Any] = dict(ours["official"])
     if model_name_or_path:
         result["model_name_or_path"] = model_name_or_path
     result["use_noise_image"] = use_noise_image
     result["nota_only"] = nota_only
-    result["mmrag"] = {"n": len(scored), "judge": judge.judge_id, "nota": ours["nota"],
+    result["mmrag"] = {"n": len(scored), "judge": judge.judge_id, "postprocess": postprocess, "nota": ours["nota"],
                        "outcomes": ours["outcomes"]}
     return result
 

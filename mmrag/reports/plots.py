@@ -115,7 +115,7 @@ def draw_modality_matrix(df: pd.DataFrame, opts: CIOptions = CIOptions()) -> Fig
                     if p in pos and n in neg:
                         r, lo, hi = rate_ci(g[outcome].to_numpy(), g["question_id"].to_numpy(), opts)
                         mat[pos.index(p), neg.index(n)] = r
-                        notes[pos.index(p)][neg.index(n)] = f"{r:.0f}\n[{lo:.0f}–{hi:.0f}]"
+                        notes[pos.index(p)][neg.index(n)] = f"{r:.0f}\n[{lo:.0f}–{hi:.0f}]\nn={len(g)}"
                 im = ax.imshow(mat, vmin=0, vmax=100, cmap=cmap, aspect="auto")
                 for i in range(len(pos)):
                     for j in range(len(neg)):

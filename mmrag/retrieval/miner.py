@@ -5,8 +5,9 @@ similar to a *mining query* built from the sample and its gold evidence, then fi
 
 1. gold documents, and every document of a gold entity (``sample.entity_id`` and the gold
    documents' ``entity_id``) are excluded — they are positives, not negatives;
-2. answer leaks are dropped and counted: a candidate whose title or text contains a gold answer or
-   alias (case-insensitive, on word boundaries) would turn an adversarial prompt into an oracle one;
+2. answer leaks are dropped and counted: a candidate whose title or text contains a key phrase of a
+   gold answer or alias (case-insensitive, on word boundaries; for a sentence answer also its new
+   information, see :func:`key_phrases`) would turn an adversarial prompt into an oracle one;
 3. duplicates are dropped: the same id, or the same content (normalised text + image) as a gold
    document or an earlier candidate;
 4. with ``strict_modality`` (default) a candidate must be of the asked modality: a "text" negative
@@ -24,7 +25,9 @@ visual negatives as the images most similar to the gold image; we do the analogu
 Selection is stable for a seed: candidates are ranked by similarity with ties broken by a seeded
 hash of the document id; the ``n`` hardest are taken, or, with ``pool_factor`` > 1, ``n`` are drawn
 (seeded) from the top ``n * pool_factor`` and returned in similarity order.  Modality ``"any"``
-takes candidates round-robin across the available kinds, starting at kind ``seed % kinds``.
+takes candidates round-robin across the available kinds, starting at a kind drawn from (seed,
+sample id): at n = 2 one prompt holds two kinds, and across samples all three appear (the paper's
+"multimodal contexts via different indices"); a fixed start would never show the third kind.
 When fewer than ``n`` survive, ``shortfall`` says how many are missing.
 
 Query vectors are cached per (kind, query), so deeper searches and repeated calls (several
@@ -52,8 +55,42 @@ DOC_MODALITY_OF_KIND = {"text": "text", "visual": "image", "multimodal": "multim
 KIND_ORDER = ("text", "visual", "multimodal")
 
 
-def leak_pattern(answers: list[str]) -> re.Pattern[str] | None:
-    alts = sorted({" ".join(a.split()) for a in answers if a and a.strip()}, key=len, reverse=True)
+#: words that never make a key phrase on their own (articles, auxiliaries, yes/no, pronouns...)
+_FILLER = frozenset("""a an the yes no yeah nope both all either neither it its this that these those they there
+is are was were be been being has have had do does did to of in on at by for with from and or but as not
+so than very also which who what where when how why one ones""".split())
+_WORD = re.compile(r"\w+(?:['’]\w+)*")
+
+
+def key_phrases(answer: str, question: str = "") -> list[str]:
+    """The spans of ``answer`` that state the gold fact.
+
+    A short answer ("1887", "Edward Whymper") is its own key phrase.  A sentence answer (WebQA's
+    "Yes, both are home to trajinera boats.", "The roof of the temple is red.") is also cut down
+    to its new information: the answer's words with the leading and trailing words that only
+    repeat the question or are fillers trimmed off ("red"), so a negative stating the fact in
+    other words around it is still caught.  Nothing is derived when every word repeats the
+    question (a bare yes/no fact cannot be told apart from its topic)."""
+    words = _WORD.findall(answer)
+    phrases = [" ".join(answer.split()).strip(" .!?,;:")]
+    if len(words) <= 3:
+        return [p for p in phrases if p]
+    known = {w.lower() for w in _WORD.findall(question)} | _FILLER
+    lo, hi = 0, len(words)
+    while lo < hi and words[lo].lower() in known:
+        lo += 1
+    while hi > lo and words[hi - 1].lower() in known:
+        hi -= 1
+    core = words[lo:hi]
+    if core and len(core) <= 6 and any(len(w) >= 3 for w in core):
+        phrases.append(" ".join(core))
+    return [p for p in dict.fromkeys(phrases) if p]
+
+
+def leak_pattern(answers: list[str], question: str = "") -> re.Pattern[str] | None:
+    """One case-insensitive, word-bounded pattern over every answer's key phrases."""
+    alts = sorted({" ".join(k.split()) for a in answers if a and a.strip() for k in key_phrases(a, question)},
+                  key=len, reverse=True)
     if not alts:
         return None
     body = "|".join(re.escape(a).replace(r"\ ", r"\s+") for a in alts)
@@ -201,7 +238,7 @@ class IndexMiner:
         if query is None:
             return [], set()
         excluded = self.excluded(sample)
-        pattern = leak_pattern(sample.answers)
+        pattern = leak_pattern(sample.answers, sample.question)
         seen_content = {content_key(self.store.get(g)) for g in sample.gold_doc_ids}
         depth = 4 * want + len(excluded) + 8
         while True:
@@ -263,7 +300,8 @@ class IndexMiner:
             leaks |= dropped
         picked: list[tuple[Document, float, str]] = []
         ids, contents = set(), set()
-        order = kinds[seed % len(kinds):] + kinds[: seed % len(kinds)]
+        start = int(stable_id("any-start", seed, sample.id, length=8), 16) % len(kinds)
+        order = kinds[start:] + kinds[:start]
         cursors = {k: 0 for k in order}
         while len(picked) < n and any(cursors[k] < len(per_kind[k]) for k in order):
             for k in order:

@@ -12,10 +12,14 @@ The four VLM-DeflectionBench retrieval scenarios are built here:
   block at that index among the negatives (clamped to the end, and the clamp is recorded).
 - ``adversarial``: the N negatives only, in the miner's rank order.
 
-``positive_modality`` keeps only the gold documents of that modality (``any`` keeps all); when none
+``positive_modality`` keeps only the gold documents of that modality (``any`` keeps all; ``image``
+keeps every gold that carries an image, image+caption included — :func:`gold_matches`); when none
 is left the sample does not fit the spec and :class:`ScenarioNotApplicable` is raised rather than
-showing an "oracle" without gold.  Negatives come from ``miner.negatives(sample, n, modality, seed)``;
-a shortfall is recorded in ``metadata["mining"]``, never padded.  The budget (see
+showing an "oracle" without gold.  Negatives are the sample's curated ones (``negatives: curated``,
+the default where a sample has them) with the miner filling a shortfall, or
+``miner.negatives(sample, n, modality, seed)`` (``negatives: regenerate``); see
+:mod:`mmrag.scenarios.negatives`.  A remaining shortfall is recorded in ``metadata["mining"]``, never
+padded.  The budget (see
 :mod:`mmrag.scenarios.budget`) then drops documents, negatives first, and records each drop.
 
 HumbleBench and KnowHal builders live in their own modules and register themselves here.
@@ -33,6 +37,7 @@ from mmrag.scenarios import knowhal as _knowhal  # noqa: F401  (registers "knowh
 from mmrag.scenarios.base import (SCENARIO_BUILDERS, ScenarioNotApplicable, copy_choices, finish_prompt,
                                   option_lines, seeded_rng)
 from mmrag.scenarios.budget import apply_budget
+from mmrag.scenarios.negatives import choose_negatives
 from mmrag.scenarios.render import build_messages
 from mmrag.scenarios.spec import RETRIEVAL_KINDS, ScenarioSpec
 from mmrag.scenarios.templates import get_template
@@ -56,11 +61,23 @@ def applicable(sample: Sample, spec: ScenarioSpec, store: DocStore | None = None
         if not sample.gold_doc_ids:
             return "the sample has no gold documents"
         if spec.positive_modality != "any" and store is not None:
-            if not any(i in store and store.get(i).modality == spec.positive_modality for i in sample.gold_doc_ids):
+            if not any(i in store and gold_matches(store.get(i), spec.positive_modality) for i in sample.gold_doc_ids):
                 return f"no gold document of modality '{spec.positive_modality}'"
     if spec.kind == "humblebench":
         return _humblebench.applicable(sample, spec)
     return None
+
+
+def gold_matches(doc: Document, positive: str) -> bool:
+    """Whether a gold document belongs to the ``positive_modality`` row.  ``image`` is the paper's
+    "visual positive" row of Table 5: every gold that carries an image, an image with its caption
+    (WebQA image facts, MMDocRAG image quotes) included — otherwise those sources would fall out of
+    both the textual and the visual row.  ``multimodal`` keeps only image+caption gold."""
+    if positive == "any":
+        return True
+    if positive == "image":
+        return doc.image is not None and doc.modality in ("image", "multimodal")
+    return doc.modality == positive
 
 
 def _gold_documents(sample: Sample, spec: ScenarioSpec, store: DocStore | None) -> tuple[list[Document], int]:
@@ -73,31 +90,13 @@ def _gold_documents(sample: Sample, spec: ScenarioSpec, store: DocStore | None) 
             raise InputError(f"gold document '{doc_id}' of sample '{sample.id}' is not in the knowledge base",
                              field="gold_doc_ids")
         docs.append(store.get(doc_id))
-    matching = [d for d in docs if spec.positive_modality in ("any", d.modality)]
+    matching = [d for d in docs if gold_matches(d, spec.positive_modality)]
     if not matching:
         reason = ("the sample has no gold documents" if not docs
                   else f"no gold document of modality '{spec.positive_modality}' "
                        f"(gold modalities: {', '.join(sorted({d.modality for d in docs}))})")
         raise ScenarioNotApplicable(sample.id, spec.id, reason)
     return matching, len(docs)
-
-
-def _negatives(sample: Sample, spec: ScenarioSpec, miner: NegativeMiner | None) -> tuple[list[Document], dict]:
-    if not spec.uses_negatives:
-        return [], {"requested": 0, "found": 0, "shortfall": 0, "dropped_leaks": 0}
-    if miner is None:
-        raise InputError(f"scenario '{spec.kind}' with n_distractors={spec.n_distractors} needs a negative miner",
-                         field="miner")
-    res = miner.negatives(sample, spec.n_distractors, spec.negative_modality, seed=spec.seed)
-    gold = set(sample.gold_doc_ids)
-    docs = [d for d in res.documents if d.id not in gold]
-    guard = len(res.documents) - len(docs)  # a miner that returned gold: dropped here, and counted
-    docs = docs[: spec.n_distractors]
-    info = {"requested": spec.n_distractors, "found": len(docs),
-            "shortfall": max(0, spec.n_distractors - len(docs)), "dropped_leaks": res.dropped_leaks}
-    if guard:
-        info["dropped_gold"] = guard
-    return docs, info
 
 
 def _arrange(spec: ScenarioSpec, sample: Sample, gold: list[Context], negs: list[Context],
@@ -132,7 +131,7 @@ def build_retrieval_prompt(sample: Sample, spec: ScenarioSpec, miner: NegativeMi
     if spec.uses_gold:
         gold_docs, n_all = _gold_documents(sample, spec, store)
         meta["positive"] = {"modality": spec.positive_modality, "gold_total": n_all, "gold_matching": len(gold_docs)}
-    neg_docs, meta["mining"] = _negatives(sample, spec, miner)
+    neg_docs, meta["mining"] = choose_negatives(sample, spec, miner, store)
 
     candidates = ([Context(document=d.model_copy(deep=True), role="gold") for d in gold_docs]
                   + [Context(document=d.model_copy(deep=True), role="negative") for d in neg_docs])

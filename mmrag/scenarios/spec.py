@@ -24,6 +24,7 @@ from mmrag.schema import stable_id
 ScenarioKind = Literal["parametric", "oracle", "realistic", "adversarial", "humblebench", "knowhal"]
 ModalityChoice = Literal["text", "image", "multimodal", "any"]
 Strictness = Literal["none", "soft", "moderate", "severe"]
+NegativesFrom = Literal["curated", "regenerate"]
 HumbleStress = Literal["noise_image", "nota_only", "shuffle_options", "cautious_prompt", "forced_grounding_prompt"]
 
 #: The order in which the official HumbleBench code names (``build_setting_name``) and applies the
@@ -39,7 +40,7 @@ OFFICIAL_NOISE_SEED = 3720
 
 
 _DEFAULTS: dict[str, object] = {"n_distractors": 0, "positive_modality": "any", "negative_modality": "text",
-                                "gold_position": "random", "max_context_tokens": None, "shuffle_seed": 42,
+                                "gold_position": "random", "max_context_tokens": None, "negatives": "curated", "shuffle_seed": 42,
                                 "noise_seed": OFFICIAL_NOISE_SEED}
 
 
@@ -50,7 +51,7 @@ def canonical_fields(data: dict) -> dict:
     kind = data.get("kind", "oracle")
     ignored: list[str] = []
     if kind not in ("realistic", "adversarial"):
-        ignored += ["n_distractors", "negative_modality"]
+        ignored += ["n_distractors", "negative_modality", "negatives"]
     if kind not in ("oracle", "realistic"):
         ignored.append("positive_modality")
     if kind != "realistic":
@@ -78,6 +79,9 @@ class ScenarioSpec(BaseModel):
     n_distractors: int = Field(default=2, ge=0, le=64)
     positive_modality: ModalityChoice = "any"
     negative_modality: ModalityChoice = "text"
+    #: "curated": the sample's own negatives (Stage III survivors, WebQA negFacts, ...), the miner
+    #: only filling a shortfall; "regenerate": always mine from the indices (mmrag.scenarios.negatives)
+    negatives: NegativesFrom = "curated"
     strictness: Strictness = "none"
     #: "random" | "first" | "last" | an integer index among the contexts (clamped to the end)
     gold_position: Literal["random", "first", "last"] | int = "random"

@@ -12,6 +12,8 @@ Fields:
 - ``evidence_header``: the line above the numbered evidence (retrieval scenarios).
 - ``question``: how the question line is written; must contain ``{question}``.
 - ``text``: the instruction (for a prefix/suffix template: the prefix/suffix itself).
+- ``source``: for a benchmark's own wording kept verbatim, the file and commit it comes from
+  (recorded in each prompt's template stamp; not part of the hash, like ``description``).
 
 Placeholders allowed in ``system`` / ``text``: ``{deflection_phrase}`` (mmrag.schema.DEFLECTION_PHRASE).
 Write literal braces as ``{{`` and ``}}``.
@@ -47,6 +49,8 @@ class PromptTemplate(BaseModel):
     id: str
     version: str
     description: str = ""
+    #: where a verbatim wording comes from (file and commit of the official code); not hashed
+    source: str = ""
     system: str | None = None
     evidence_header: str = "Context:"
     question: str = "{question}"
@@ -73,7 +77,7 @@ class PromptTemplate(BaseModel):
 
     def canonical(self) -> dict[str, Any]:
         """What the hash covers: every field a model can see, plus id and version."""
-        return self.model_dump(mode="json", exclude={"description"})
+        return self.model_dump(mode="json", exclude={"description", "source"})
 
     @property
     def sha256(self) -> str:
@@ -84,7 +88,10 @@ class PromptTemplate(BaseModel):
         return raw.format_map({"deflection_phrase": DEFLECTION_PHRASE, **values})
 
     def stamp(self) -> dict[str, str]:
-        return {"id": self.id, "version": self.version, "sha256": self.sha256}
+        out = {"id": self.id, "version": self.version, "sha256": self.sha256}
+        if self.source:
+            out["source"] = self.source
+        return out
 
 
 def _check_placeholders(tpl: PromptTemplate, path: str | Path | None) -> None:

@@ -97,10 +97,13 @@ class BuildContext:
             self._folder = FolderImages(self.images)
         return self._folder
 
-    def stored_image(self, key: str) -> tuple[str | None, str]:
-        """Find image ``key`` in ``--images`` and store it: ``(relative path, "")`` or
-        ``(None, reason)`` for the caller to count as a skip or a drop."""
-        found = self.image_folder().find(key)
+    def stored_image(self, *relpaths: str) -> tuple[str | None, str]:
+        """Find an image in ``--images`` by its exact relative path(s) and store it."""
+        return self.store_found(self.image_folder().find(*relpaths))
+
+    def store_found(self, found: Path | None) -> tuple[str | None, str]:
+        """Store a found image file: ``(relative path, "")`` or ``(None, reason)`` for the caller
+        to count as a skip or a drop."""
         if found is None:
             return None, "image not found"
         try:

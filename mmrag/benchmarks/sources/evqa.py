@@ -2,8 +2,11 @@
 
 Input: the published ``{train,val,test}.csv`` (one row per textual question); ``--kb``: the
 ``encyclopedic_kb_wiki.json`` dict keyed by ``wikipedia_url`` (``title``, ``section_titles``,
-``section_texts``, ``image_urls``, ...); ``--images``: a folder with the iNaturalist 2021 / GLDv2
-images named by their ``dataset_image_ids`` (any sub-folder layout).
+``section_texts``, ``image_urls``, ...); ``--images``: the folder holding the images in their
+releases' layouts — GLDv2 landmarks as ``a/b/c/<id>.jpg`` (the id's first three characters), and
+iNaturalist 2021 by the ``file_name`` that the iNaturalist annotation JSON given with
+``-o inat_annotations=PATH`` (``{"images": [{"id", "file_name"}, ...]}``) maps each id to, as
+EchoSight's ``iNat_id2name`` does (iNaturalist ids are not file names).  Lookup is exact.
 
 * Samples: a row lists up to five image ids (``|``-separated); each image gives one sample, all
   sharing one ``question_id`` (``evqa:<hash of question, answer, urls, image ids>`` — the CSV has
@@ -23,11 +26,12 @@ images named by their ``dataset_image_ids`` (any sub-folder layout).
 from __future__ import annotations
 
 import csv
+import json
 from pathlib import Path
 from typing import Any, Iterator
 
 from mmrag.benchmarks.formats import DeflectionRecord, GoldContext, KBRecord
-from mmrag.benchmarks.sources.base import SOURCES, BuildContext, SourceBuilder
+from mmrag.benchmarks.sources.base import SOURCES, BuildContext, SourceBuilder, SourceOptions
 from mmrag.benchmarks.sources.fields import Fields, dedupe
 from mmrag.errors import InputError
 from mmrag.schema import stable_id
@@ -69,9 +73,40 @@ def load_kb(path: Path, needed: set[str]) -> dict[str, Fields]:
     return {url: Fields(data[url], path, key=url) for url in needed if url in data}
 
 
+class EVQAOptions(SourceOptions):
+    inat_annotations: Path | None = None
+
+
+def load_inat_names(path: Path) -> dict[str, str]:
+    """iNaturalist 2021 annotation JSON -> ``{image id: file_name}``."""
+    if not path.is_file():
+        raise InputError("iNaturalist annotation file not found", path=path, field="option inat_annotations")
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"invalid JSON ({exc.msg})", path=path, line=exc.lineno) from None
+    images = data.get("images") if isinstance(data, dict) else None
+    if not isinstance(images, list):
+        raise InputError("expected the iNaturalist 2021 annotation JSON with an 'images' list of "
+                         "{id, file_name}", path=path, field="images")
+    out = {}
+    for i, im in enumerate(images):
+        if not isinstance(im, dict) or "id" not in im or not im.get("file_name"):
+            raise InputError("each image needs 'id' and 'file_name'", path=path, field=f"images[{i}]")
+        out[str(im["id"])] = str(im["file_name"])
+    return out
+
+
+def landmark_path(image_id: str) -> str:
+    """GLDv2's ``a/b/c/<id>.jpg``."""
+    return f"{image_id[0]}/{image_id[1]}/{image_id[2]}/{image_id}.jpg" if len(image_id) >= 3 else f"{image_id}.jpg"
+
+
 @SOURCES.register("evqa")
 class EVQABuilder(SourceBuilder):
     name = "evqa"
+    Options = EVQAOptions
 
     def records(self, ctx: BuildContext) -> Iterator[DeflectionRecord]:
         rows = []
@@ -81,12 +116,17 @@ class EVQABuilder(SourceBuilder):
             rows.append(self._parse(Fields(raw, ctx.data, line=ln)))
         kb = load_kb(ctx.require_kb(), {u for r in rows for u in r["urls"]})
         ctx.image_folder()  # fail early when --images is missing
+        inat = self._inat(rows)
         for r in rows:
             gold = self._emit_pages(ctx, r, kb)
             if gold is None:
                 continue
             for i, image_id in enumerate(r["image_ids"]):
-                rel, why = ctx.stored_image(image_id)
+                if r["inat"]:
+                    name = inat.get(image_id)
+                    rel, why = ctx.stored_image(name) if name else (None, "id not in the iNaturalist annotations")
+                else:
+                    rel, why = ctx.stored_image(landmark_path(image_id))
                 if rel is None:
                     ctx.skip(f"query {why}")
                     continue
@@ -100,6 +140,17 @@ class EVQABuilder(SourceBuilder):
                     query_images=[rel], answer=r["answer"], aliases=r["aliases"],
                     gold_contexts=[GoldContext(doc_id=d, modality="text") for d in gold], source="evqa",
                     question_type=r["question_type"], entity_id=r["urls"][0], metadata=meta)
+
+    def _inat(self, rows: list[dict[str, Any]]) -> dict[str, str]:
+        path = self.options.inat_annotations  # type: ignore[attr-defined]
+        if path is not None:
+            return load_inat_names(Path(path))
+        first = next((r for r in rows if r["inat"]), None)
+        if first is not None:
+            raise InputError("iNaturalist rows name images by iNaturalist id, not by file: pass the iNaturalist "
+                             "2021 annotation JSON with -o inat_annotations=PATH", path=first["path"],
+                             line=first["line"], field="dataset_name")
+        return {}
 
     @staticmethod
     def _parse(f: Fields) -> dict[str, Any]:
@@ -122,7 +173,8 @@ class EVQABuilder(SourceBuilder):
         return {"question": question, "answer": answer, "aliases": aliases, "parts": parts, "question_type": qtype,
                 "urls": urls, "raw_url": raw_url, "sections": sections, "image_ids": image_ids,
                 "dataset_name": f.str("dataset_name", default=None), "split": f.str("encyclopedic_vqa_split", default=None),
-                "section_title": f.str("evidence_section_title", default=None), "line": f.line,
+                "section_title": f.str("evidence_section_title", default=None), "line": f.line, "path": f.path,
+                "inat": (f.str("dataset_name", default="") or "").lower() == "inaturalist",
                 "qkey": stable_id(question, f.str("answer"), raw_url, image_ids, length=12)}
 
     @staticmethod

@@ -9,9 +9,8 @@ several samples or documents is stored once.
 
 Datasets ship images in three ways, each with a small finder here:
 
-* a folder of files named by the dataset's image id (InfoSeek/OVEN, E-VQA, ViQuAE, MMDocRAG):
-  :class:`FolderImages`, which tries ``DIR/<name>`` and ``DIR/<id>.<ext>`` first and otherwise
-  indexes the folder tree once by file stem (real image folders are nested);
+* a folder laid out as the release documents it (InfoSeek/OVEN, E-VQA, ViQuAE, MMDocRAG, WebQA):
+  :class:`FolderImages`, exact lookup only (a missing file is a counted skip);
 * WebQA's ``imgs.tsv`` (``image_id<TAB>base64``): :func:`ingest_webqa_tsv` streams it once and
   stores only the ids a build needs;
 * Hugging Face ``Image`` values (MRAG-Bench's parquet): :func:`image_bytes` accepts the
@@ -32,7 +31,8 @@ from mmrag.util import atomic_write_bytes
 
 #: PIL format name -> file extension of the stored copy.  Other formats are re-encoded as PNG.
 _EXT = {"JPEG": ".jpg", "PNG": ".png", "WEBP": ".webp", "GIF": ".gif", "BMP": ".bmp", "TIFF": ".tif"}
-_LOOKUP_EXTS = (".jpg", ".jpeg", ".png", ".webp", ".gif", ".bmp", ".JPG", ".JPEG", ".PNG")
+#: extensions (lower-cased) that :meth:`FolderImages.find_stem` accepts as an image file
+_IMAGE_EXTS = (".jpg", ".jpeg", ".png", ".webp", ".gif", ".bmp", ".tif", ".tiff")
 
 
 class BadImage(Exception):
@@ -104,41 +104,48 @@ def _checked(data: bytes) -> tuple[str, bytes]:
 
 
 class FolderImages:
-    """Find an image by id or file name inside a folder tree."""
+    """Find an image inside a dataset's image folder, exactly as the release lays it out.
+
+    Lookup is exact on purpose: in a dump of millions of files a "close" name (``x.jpg`` vs
+    ``x.jpg.png``, the same stem in another folder) can be a different picture, so a missing file
+    is reported as missing (the builder counts the skip) and never replaced by a look-alike.
+
+    * :meth:`find` — one or more paths relative to the folder (the release's documented layout,
+      e.g. E-VQA landmarks ``a/b/c/<id>.jpg``, MMDocRAG's ``img_path``, ViQuAE's ``image``);
+    * :meth:`find_stem` — a file named ``<stem><ext>`` in one sub-folder when the release keeps
+      each image's original extension and the data names the image by id only (OVEN's
+      ``<two digits>/<image_id><ext>``, with ``.JPEG`` for ImageNet images).
+    """
 
     def __init__(self, root: Path) -> None:
         self.root = root
-        self._by_stem: dict[str, Path] | None = None
-        self._by_name: dict[str, Path] | None = None
+        self._listing: dict[Path, dict[str, list[Path]]] = {}
 
-    def find(self, key: str) -> Path | None:
-        key = str(key).strip()
-        if not key:
-            return None
-        direct = self.root / key
-        if direct.is_file():
-            return direct
-        for ext in _LOOKUP_EXTS:
-            p = self.root / f"{key}{ext}"
+    def find(self, *relpaths: str) -> Path | None:
+        for rel in relpaths:
+            rel = str(rel).strip()
+            if not rel or Path(rel).is_absolute() or ".." in Path(rel).parts:
+                continue
+            p = self.root / rel
             if p.is_file():
                 return p
-        self._index()
-        assert self._by_name is not None and self._by_stem is not None
-        name = Path(key).name
-        return self._by_name.get(name) or self._by_stem.get(Path(name).stem if Path(name).suffix else name)
+        return None
 
-    def _index(self) -> None:
-        """Walk the tree once (lazily: only when a direct lookup missed)."""
-        if self._by_stem is not None:
-            return
-        by_stem: dict[str, Path] = {}
-        by_name: dict[str, Path] = {}
-        for dirpath, _dirs, files in os.walk(self.root):
-            for f in files:
-                p = Path(dirpath) / f
-                by_name.setdefault(f, p)
-                by_stem.setdefault(p.stem, p)
-        self._by_stem, self._by_name = by_stem, by_name
+    def find_stem(self, subdir: str, stem: str) -> Path | None:
+        """The file ``<subdir>/<stem><ext>`` for the one image extension present (files are
+        listed once per sub-folder); None when there is none."""
+        folder = self.root / subdir if subdir else self.root
+        if folder not in self._listing:
+            by_stem: dict[str, list[Path]] = {}
+            if folder.is_dir():
+                for entry in os.scandir(folder):
+                    if entry.is_file():
+                        p = Path(entry.path)
+                        if p.suffix.lower() in _IMAGE_EXTS:
+                            by_stem.setdefault(p.stem, []).append(p)
+            self._listing[folder] = by_stem
+        hits = sorted(self._listing[folder].get(stem, []))
+        return hits[0] if hits else None
 
 
 def image_bytes(value: Any, base_dir: Path | None = None) -> bytes | None:

@@ -1,12 +1,18 @@
-"""InfoSeek (Chen et al., 2023) -> DeflectionBench.
+"""InfoSeek (Chen et al., 2023) -> DeflectionBench, from the files as released.
 
-Input: ``infoseek_{split}_withkb.jsonl`` — one line per (image, question) with ``data_id``,
-``image_id``, ``question``, ``answer`` (list), ``answer_eval``, ``data_split``, ``entity_id``
-(Wikidata id) and ``entity_text``.  Lines without ``entity_id`` (the plain ``infoseek_{split}.jsonl``
-files) have no gold page and are skipped with a counted reason.  ``--images``: the OVEN image
-folder (files named by ``image_id``).  ``--kb``: a Wikidata-keyed page collection (formats in
-:mod:`mmrag.benchmarks.sources.wiki`).  Option ``qtype=PATH`` reads ``infoseek_val_qtype.jsonl``
-(``data_id`` -> ``question_type`` in time | numerical | string).
+``--data``: the question file ``infoseek_{split}.jsonl`` (``data_id``, ``image_id``, ``question``,
+``answer`` list, ``answer_eval``, ``data_split``).  Its entity comes from the separate with-KB
+mapping ``infoseek_{split}_withkb.jsonl`` (only ``data_id``, ``entity_id``, ``entity_text``),
+found beside the question file or given with ``-o withkb=PATH``, and joined on ``data_id``.
+Passing the mapping itself as ``--data`` is an error that says so.  ``--kb``: ``Wiki6M_ver_1_0.jsonl``
+or ``.jsonl.gz`` as released (other KB shapes in :mod:`mmrag.benchmarks.sources.wiki`).
+``--images``: the OVEN image folder, ``<two digits>/<image_id><original ext>`` (the digits are the
+first two of the id's number, as ``merge_oven_images.py`` shards; ImageNet images keep ``.JPEG``),
+or the same files flat in one folder.  ``-o qtype=infoseek_val_qtype.jsonl`` gives the question
+types (``String | Numerical | Time``, lower-cased as the official evaluator compares them).
+
+Items with no with-KB entry, whose entity is not in the KB, or whose image is missing are
+skipped and counted by reason, as UniIR's and infoseek_eval's pipelines skip them.
 
 Answers, as InfoSeek's scorer uses them:
 
@@ -30,7 +36,9 @@ from mmrag.benchmarks.formats import DeflectionRecord, GoldContext
 from mmrag.benchmarks.sources.base import SOURCES, BuildContext, SourceBuilder, SourceOptions
 from mmrag.benchmarks.sources.fields import Fields, dedupe
 from mmrag.benchmarks.sources.text import GoldPolicy
+from mmrag.benchmarks.sources.images import FolderImages
 from mmrag.benchmarks.sources.wiki import emit_page, load_wikidata_kb, page_passages
+from mmrag.errors import InputError
 from mmrag.schema import stable_id
 from mmrag.util import iter_jsonl
 
@@ -38,6 +46,7 @@ NUMERIC_TOLERANCE = 0.1  # infoseek_eval.metric_numerical_range's default
 
 
 class InfoSeekOptions(SourceOptions):
+    withkb: Path | None = None
     qtype: Path | None = None
     gold_policy: GoldPolicy = "answer"
     passage_words: int = 100
@@ -82,6 +91,16 @@ def parse_answer_eval(f: Fields) -> tuple[list[str], list[tuple[float, float]]]:
     return strings, ranges
 
 
+def oven_image(folder: FolderImages | None, image_id: str) -> Path | None:
+    """OVEN's ``<two digits>/<image_id><ext>`` (digits: the first two of the number after the last
+    ``_``, as ``merge_oven_images.py`` shards), else the same file flat in the folder; exact id,
+    any original extension (``.JPEG`` included)."""
+    if folder is None:
+        return None
+    shard = image_id.rsplit("_", 1)[-1][:2]
+    return folder.find_stem(shard, image_id) or folder.find_stem("", image_id)
+
+
 @SOURCES.register("infoseek")
 class InfoSeekBuilder(SourceBuilder):
     name = "infoseek"
@@ -94,22 +113,25 @@ class InfoSeekBuilder(SourceBuilder):
         for ln, obj in iter_jsonl(ctx.data):
             if not ctx.take():
                 break
+            if not rows and "question" not in obj and "entity_id" in obj:
+                raise InputError("this is InfoSeek's with-KB mapping (data_id, entity_id, entity_text), not the "
+                                 "question file: pass --data infoseek_<split>.jsonl (the mapping is found beside it "
+                                 "or given with -o withkb=PATH)", path=ctx.data, line=ln)
             f = Fields(obj, ctx.data, line=ln)
             rows.append((f, self._parse(f)))
-        pages = load_wikidata_kb(ctx.require_kb(), {r["entity_id"] for _, r in rows if r["entity_id"]})
-        folder_checked = False
+        entities = self._withkb(ctx.data, opts.withkb, {r["data_id"] for _, r in rows})
+        pages = load_wikidata_kb(ctx.require_kb(), {e[0] for e in entities.values()})
+        folder = ctx.image_folder() if rows else None
         for f, r in rows:
-            if not r["entity_id"]:
-                ctx.skip("no entity_id (use the *_withkb.jsonl file)")
+            if r["data_id"] not in entities:
+                ctx.skip("no with-KB entry for data_id")
                 continue
+            r["entity_id"], r["entity_text"] = entities[r["data_id"]]
             page = pages.get(r["entity_id"])
             if page is None:
                 ctx.skip("entity not in KB")
                 continue
-            if not folder_checked:
-                ctx.image_folder()
-                folder_checked = True
-            rel, why = ctx.stored_image(r["image_id"])
+            rel, why = ctx.store_found(oven_image(folder, r["image_id"]))
             if rel is None:
                 ctx.skip(f"query {why}")
                 continue
@@ -120,7 +142,7 @@ class InfoSeekBuilder(SourceBuilder):
             gold, how = emit_page(ctx, passages, title=page.title, entity_id=page.entity_id, url=page.url,
                                   answers=[r["answer"], *r["aliases"]], ranges=r["ranges"],
                                   policy=opts.gold_policy, max_gold=opts.max_gold)
-            qtype = qtypes.get(r["data_id"]) or r["question_type"] or ("numerical" if r["ranges"] else None)
+            qtype = qtypes.get(r["data_id"]) or ("numerical" if r["ranges"] else None)
             qkey = stable_id(" ".join(r["question"].lower().split()), r["entity_id"], length=12)
             yield DeflectionRecord(
                 sample_id=f"infoseek:{r['data_id']}:0", question_id=f"infoseek:q:{qkey}",
@@ -131,6 +153,26 @@ class InfoSeekBuilder(SourceBuilder):
                           "entity_text": r["entity_text"], "gold_match": how, "line": f.line})
 
     @staticmethod
+    def _withkb(data: Path, given: Path | None, wanted: set[str]) -> dict[str, tuple[str, str | None]]:
+        """``data_id -> (entity_id, entity_text)`` from the with-KB mapping (only ``wanted`` ids)."""
+        path = given
+        if path is None:
+            stem = data.name[: -len(".jsonl")] if data.name.endswith(".jsonl") else data.stem
+            path = data.with_name(f"{stem}_withkb.jsonl")
+            if not path.is_file():
+                raise InputError(f"InfoSeek's with-KB mapping not found beside the question file (looked for "
+                                 f"{path.name}); pass it with -o withkb=PATH", path=data, field="withkb")
+        elif not path.is_file():
+            raise InputError("with-KB mapping not found", path=path, field="option withkb")
+        out: dict[str, tuple[str, str | None]] = {}
+        for ln, obj in iter_jsonl(path):
+            f = Fields(obj, path, line=ln)
+            data_id = f.str("data_id")
+            if data_id in wanted:
+                out[data_id] = (f.str("entity_id"), f.str("entity_text", default=None))
+        return out
+
+    @staticmethod
     def _parse(f: Fields) -> dict[str, Any]:
         answers = f.str_list("answer", nonempty=True)
         strings, ranges = parse_answer_eval(f)
@@ -138,9 +180,7 @@ class InfoSeekBuilder(SourceBuilder):
         return {
             "data_id": f.str("data_id"), "image_id": f.str("image_id"), "question": f.str("question"),
             "answer": canonical, "aliases": dedupe(answers + strings, exclude=(canonical,)), "ranges": ranges,
-            "data_split": f.str("data_split", default=None), "entity_id": f.str("entity_id", default=None),
-            "entity_text": f.str("entity_text", default=None),
-            "question_type": f.str("question_type", default=None),
+            "data_split": f.str("data_split", default=None),
         }
 
     @staticmethod

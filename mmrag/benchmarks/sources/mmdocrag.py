@@ -5,8 +5,8 @@ with ``q_id``, ``doc_name``, ``domain``, ``question``, ``evidence_modality_type`
 ``question_type``, ``text_quotes`` and ``img_quotes`` (each quote: ``quote_id``, ``type``,
 ``text``, ``img_path``, ``img_description``, ``page_id``, ``layout_id``), ``gold_quotes`` (quote
 ids) and ``answer_short``.  ``--images``: the folder ``images.zip`` unpacks to; an ``img_path`` is
-looked up as given, under ``--images``, then by file name.  No ``--kb``: each question carries its
-own 15 or 20 candidate quotes.
+looked up exactly: as given under ``--images``, else its file name directly in ``--images``.
+No ``--kb``: each question carries its own 15 or 20 candidate quotes.
 
 * The query is text only; ``answer_short`` is the answer (no aliases are published).
 * Gold = the ``gold_quotes``: text quotes as ``text`` documents, image quotes as ``multimodal``
@@ -122,7 +122,7 @@ class MMDocRAGBuilder(SourceBuilder):
             found: Path | None = p
         else:
             folder = ctx.image_folder()
-            found = folder.find(img_path) or folder.find(p.name)
+            found = folder.find(img_path, p.name)  # as given, or inside the unpacked images/ folder
         if found is None:
             return None
         try:

@@ -5,7 +5,8 @@ The hub datasets reach users in three shapes; all are accepted, row by row, as p
 * a folder written by ``datasets.save_to_disk`` (a ``Dataset`` or a ``DatasetDict``; pick a split
   with ``split=`` when there are several);
 * a parquet file, or a folder holding parquet files (the hub's ``data/*.parquet`` layout);
-* a JSONL file.
+* a JSONL file, plain or gzip-compressed (``.jsonl.gz``: Wiki6M and ViQuAE's KB parts ship so), or
+  a folder of such files (ViQuAE's three ``*.jsonl.gz`` KB parts).
 
 Rows come out in Arrow form, so an ``Image`` column stays the ``{"bytes", "path"}`` struct and is
 only decoded when the builder checks and stores it.  Each row carries its file and 1-based row
@@ -16,6 +17,10 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any, Iterator
+
+import gzip
+import json
+import zlib
 
 from mmrag.errors import InputError
 from mmrag.util import iter_jsonl
@@ -36,19 +41,55 @@ def iter_table(path: Path, *, split: str | None = None, batch_size: int = 256) -
         yield from _iter_saved(path, split, batch_size)
     elif path.is_file() and path.suffix == ".parquet":
         yield from _iter_parquet(path, batch_size)
+    elif path.is_dir() and not any(path.rglob("*.parquet")) and _jsonl_files(path):
+        for f in _jsonl_files(path):
+            for ln, obj in iter_jsonl_any(f):
+                yield f, ln, obj
     elif path.is_dir():
         files = sorted(path.rglob("*.parquet"))
         if split is not None:
             files = [f for f in files if f.name.startswith(split) or f.parent.name == split] or files
         if not files:
-            raise InputError("folder holds neither a saved Hugging Face dataset nor parquet files", path=path)
+            raise InputError("folder holds neither a saved Hugging Face dataset, parquet nor JSONL(.gz) files",
+                             path=path)
         for f in files:
             yield from _iter_parquet(f, batch_size)
-    elif path.suffix in (".jsonl", ".json"):
-        for ln, obj in iter_jsonl(path):
+    elif path.suffix in (".jsonl", ".json", ".gz"):
+        for ln, obj in iter_jsonl_any(path):
             yield path, ln, obj
     else:
-        raise InputError("expected a saved Hugging Face dataset folder, parquet, or JSONL", path=path)
+        raise InputError("expected a saved Hugging Face dataset folder, parquet, or JSONL(.gz)", path=path)
+
+
+def _jsonl_files(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.iterdir() if p.is_file() and p.name.endswith((".jsonl", ".jsonl.gz")))
+
+
+def iter_jsonl_any(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(line, object)`` of a JSONL file; ``*.gz`` is decompressed while streaming (the KBs are
+    GBs).  A ``.gz`` that is not gzip, or is truncated, is one InputError naming the file."""
+    path = Path(path)
+    if not path.name.endswith(".gz"):
+        yield from iter_jsonl(path)
+        return
+    if not path.is_file():
+        raise InputError("file not found", path=path)
+    lineno = 0
+    try:
+        with gzip.open(path, "rt", encoding="utf-8") as fh:
+            for lineno, line in enumerate(fh, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    obj = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise InputError(f"invalid JSON ({exc.msg})", path=path, line=lineno) from None
+                if not isinstance(obj, dict):
+                    raise InputError("expected a JSON object", path=path, line=lineno)
+                yield lineno, obj
+    except (gzip.BadGzipFile, EOFError, zlib.error, UnicodeDecodeError) as exc:
+        what = "not a gzip file" if lineno == 0 else f"damaged gzip data after line {lineno}"
+        raise InputError(f"{what} ({exc})", path=path) from None
 
 
 def _iter_parquet(path: Path, batch_size: int) -> Iterator[Row]:

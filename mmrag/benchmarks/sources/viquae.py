@@ -1,20 +1,28 @@
-"""ViQuAE (Lerner et al., 2022) -> DeflectionBench.
+"""ViQuAE (Lerner et al., 2022) -> DeflectionBench, from the files as released.
 
-Input: the Hugging Face dataset ``PaulLerner/viquae_dataset`` — a ``save_to_disk`` folder (option
-``split=validation`` picks a split of a DatasetDict), its parquet files, or JSONL — with ``id``,
-``image`` (file name), ``input`` (the question), ``output`` (``original_answer`` and the alias list
-``answer``; KILT's list-of-outputs form is accepted too), ``wikidata_id`` and ``kilt_id``.
-``--images``: the ``viquae_images`` folder.  ``--kb``: the KILT-format Wikipedia
-(``PaulLerner/viquae_wikipedia``: ``kilt_id``/``wikipedia_id``, ``wikipedia_title``,
-``text.paragraph`` list, ``wikidata_info.wikidata_id``), in the same table forms.
+``--data``: the KILT-shaped ``validation.jsonl`` (or ``train``/``test``) at the root of the dataset
+repository, or the same as a saved Hugging Face dataset / parquet (``-o split=validation`` picks a
+split of a DatasetDict).  A line holds ``id``, ``input`` (the question), ``kilt_id`` (the KILT
+*question* id, kept in metadata), ``image`` (file name), ``wikidata_id`` (the depicted entity),
+``original_question`` and ``output``, a dict of lists as ``datasets`` stores KILT:
+``output.original_answer``, ``output.answer`` (the aliases; entries that only carry evidence are
+``""``) and ``output.provenance``, a list of dicts whose fields are lists
+(``{"wikipedia_id": ["159013"], "title": ["Braveheart"], ...}``).  KILT's list-of-outputs form is
+read too.  ``--images``: the extracted ``images/`` folder (exact file name).  ``--kb``: the folder
+of the three ``*.jsonl.gz`` parts of ``viquae_wikipedia`` (``humans_with_faces``,
+``humans_without_faces``, ``non_humans``), a saved HF dataset, parquet or one JSONL file; each
+article has ``kilt_id`` (= ``wikipedia_id``), ``wikipedia_title``, ``text.paragraph``,
+``wikidata_info`` and ``url``.
 
-* Answer: ``output.original_answer`` (else the first alias); ``output.answer`` entries are aliases.
-* Gold: the entity's article paragraphs (KILT paragraph 0 is the title and ``Section::::``
-  paragraphs are headings; neither becomes a passage; doc ids keep KILT's paragraph index).  When
-  the output carries KILT ``provenance`` (``start_paragraph_id``..``end_paragraph_id``) those
-  paragraphs are gold; otherwise the answer-matching policy of
-  :mod:`mmrag.benchmarks.sources.text` picks them.  Every paragraph of the article goes to the KB
-  with the Wikidata id as entity id.
+* Answer: ``output.original_answer``; the non-empty ``output.answer`` entries are aliases.
+* Gold, as ViQuAE's ``ir/metrics.find_relevant_item``: passages of the **provenance articles**
+  (``wikipedia_id``, else ``title``; they may differ from the depicted entity's article) that
+  contain the original answer or an alias (word-boundary match after normalisation).  A question
+  whose provenance articles are not in the KB, or hold no answer-bearing passage, is skipped and
+  counted.  KILT paragraph 0 (the title) and ``Section::::`` headings are not passages; doc ids keep
+  KILT's paragraph index.  Every passage of a provenance article goes to the KB with the article's
+  Wikidata id (else ``kilt:<id>``) as entity id, so the miner never offers its other passages as
+  negatives.
 """
 
 from __future__ import annotations
@@ -25,14 +33,12 @@ from mmrag.benchmarks.formats import DeflectionRecord, GoldContext
 from mmrag.benchmarks.sources.base import SOURCES, BuildContext, SourceBuilder, SourceOptions
 from mmrag.benchmarks.sources.fields import Fields, dedupe
 from mmrag.benchmarks.sources.tables import iter_table
-from mmrag.benchmarks.sources.text import GoldPolicy
 from mmrag.benchmarks.sources.wiki import Passage, emit_page
 
 
 class ViQuAEOptions(SourceOptions):
     split: str | None = None
     kb_split: str | None = None
-    gold_policy: GoldPolicy = "answer"
     max_gold: int = 3
 
 
@@ -50,6 +56,26 @@ def _kilt_passages(kilt_id: str, paragraphs: list[str]) -> list[Passage]:
     return out
 
 
+def _first(v: Any) -> str | None:
+    """A KILT provenance field: a list (``datasets``' dict-of-lists form) or a scalar."""
+    if isinstance(v, (list, tuple)):
+        v = next((x for x in v if x not in (None, "")), None)
+    return None if v is None or str(v).strip() == "" else str(v).strip()
+
+
+def _provenance(out: Fields) -> list[tuple[str | None, str | None]]:
+    """``(wikipedia_id, title)`` of every provenance entry, in order, de-duplicated."""
+    refs: list[tuple[str | None, str | None]] = []
+    for i, p in enumerate(out.list("provenance", default=[])):
+        entries = p if isinstance(p, list) else [p]  # KILT's list-of-outputs form nests one level more
+        for e in entries:
+            sub = out.sub("provenance", index=i, value=e)
+            ref = (_first(sub.obj.get("wikipedia_id")), _first(sub.obj.get("title")))
+            if ref != (None, None) and ref not in refs:  # an all-empty entry carries no evidence
+                refs.append(ref)
+    return refs
+
+
 @SOURCES.register("viquae")
 class ViQuAEBuilder(SourceBuilder):
     name = "viquae"
@@ -62,78 +88,76 @@ class ViQuAEBuilder(SourceBuilder):
             if not ctx.take():
                 break
             rows.append(self._parse(Fields(obj, path, line=n)))
-        articles = self._load_kb(ctx, {r["kilt_id"] for r in rows if r["kilt_id"]},
-                                 {r["entity_id"] for r in rows if r["entity_id"]})
+        articles = self._load_kb(ctx, {w for r in rows for w, _ in r["provenance"] if w},
+                                 {t for r in rows for _, t in r["provenance"] if t})
         ctx.image_folder()
         for r in rows:
-            art = articles.get(("kilt", r["kilt_id"])) or articles.get(("qid", r["entity_id"]))
-            if art is None:
-                ctx.skip("entity article not in KB")
+            arts = [a for a in (articles.get(("id", w)) or articles.get(("title", t)) for w, t in r["provenance"]) if a]
+            arts = list({a["kilt_id"]: a for a in arts}.values())
+            if not r["provenance"]:
+                ctx.skip("no provenance")
+                continue
+            if not arts:
+                ctx.skip("provenance article not in KB")
                 continue
             rel, why = ctx.stored_image(r["image"])
             if rel is None:
                 ctx.skip(f"query {why}")
                 continue
-            passages = _kilt_passages(art["kilt_id"], art["paragraphs"])
-            if not passages:
-                ctx.skip("entity article is empty")
+            gold: list[str] = []
+            answers = [r["answer"], *r["aliases"]]
+            for art in arts:
+                passages = _kilt_passages(art["kilt_id"], art["paragraphs"])
+                if passages:
+                    ids, how = emit_page(ctx, passages, title=art["title"], entity_id=art["entity"], url=art["url"],
+                                         answers=answers, ranges=[], policy="answer", max_gold=opts.max_gold)
+                    gold += ids if how == "answer" else []
+            if not gold:
+                ctx.skip("no provenance passage contains the answer")
                 continue
-            gold, how = emit_page(ctx, passages, title=art["title"], entity_id=r["entity_id"] or art["qid"],
-                                  url=art["url"], answers=[r["answer"], *r["aliases"]], ranges=[],
-                                  policy=opts.gold_policy, max_gold=opts.max_gold)
-            prov = [f"viquae:{art['kilt_id']}:p{i}" for i in r["provenance"]]
-            prov = [d for d in prov if ctx.has_doc(d)]
-            if prov:
-                gold, how = prov, "provenance"
             yield DeflectionRecord(
                 sample_id=f"viquae:{r['id']}:0", question_id=f"viquae:{r['id']}", question=r["question"],
                 query_images=[rel], answer=r["answer"], aliases=r["aliases"],
-                gold_contexts=[GoldContext(doc_id=d, modality="text") for d in gold], source="viquae",
-                entity_id=r["entity_id"] or art["qid"],
-                metadata={"id": r["id"], "kilt_id": art["kilt_id"], "image": r["image"], "gold_match": how,
+                gold_contexts=[GoldContext(doc_id=d, modality="text") for d in gold[: opts.max_gold]],
+                source="viquae", entity_id=r["entity_id"] or arts[0]["entity"],
+                metadata={"id": r["id"], "kilt_id": r["kilt_id"], "image": r["image"], "gold_match": "provenance",
+                          "provenance_articles": [a["kilt_id"] for a in arts],
                           "original_question": r["original_question"]})
 
     @staticmethod
     def _parse(f: Fields) -> dict[str, Any]:
         raw_out = f.raw("output")
-        if isinstance(raw_out, list):
-            if not raw_out:
-                raise f.error("empty output list", field="output")
-            raw_out = raw_out[0]
+        if isinstance(raw_out, list):  # KILT's list of outputs -> the dict-of-lists form
+            raw_out = {"answer": [o.get("answer", "") for o in raw_out if isinstance(o, dict)],
+                       "original_answer": next((o["original_answer"] for o in raw_out
+                                                if isinstance(o, dict) and o.get("original_answer")), None),
+                       "provenance": [o.get("provenance", []) for o in raw_out if isinstance(o, dict)]}
         out = f.sub("output", value=raw_out)
-        aliases = out.str_list("answer", default=[])
-        original = out.str("original_answer", default=None) or next((a for a in aliases if a), None)
+        aliases = [a for a in out.str_list("answer", default=[]) if a]
+        original = _first(out.obj.get("original_answer")) or next(iter(aliases), None)
         if not original:
             raise out.error("needs 'original_answer' or a non-empty 'answer' list", field="output.original_answer")
-        provenance: list[int] = []
-        for i, p in enumerate(out.list("provenance", default=[])):
-            sub = out.sub("provenance", index=i, value=p)
-            start = sub.int("start_paragraph_id", default=None)
-            end = sub.int("end_paragraph_id", default=start)
-            if start is not None:
-                provenance.extend(range(start, (end if end is not None else start) + 1))
-        kilt = f.raw("kilt_id", default=None)
         return {"id": f.str("id"), "question": f.str("input"), "image": f.str("image"), "answer": original,
                 "aliases": dedupe(aliases, exclude=(original,)), "entity_id": f.str("wikidata_id", default=None),
-                "kilt_id": str(kilt).strip() if kilt is not None else None, "provenance": provenance,
+                "kilt_id": f.str("kilt_id", default=None), "provenance": _provenance(out),
                 "original_question": f.str("original_question", default=None)}
 
-    def _load_kb(self, ctx: BuildContext, kilt_ids: set[str], qids: set[str]) -> dict[tuple[str, str], dict]:
+    def _load_kb(self, ctx: BuildContext, ids: set[str], titles: set[str]) -> dict[tuple[str, str], dict]:
         opts: ViQuAEOptions = self.options  # type: ignore[assignment]
         found: dict[tuple[str, str], dict] = {}
         for path, n, obj in iter_table(ctx.require_kb(), split=opts.kb_split):
-            f = Fields(obj, path, line=n)
-            kid = f.str("kilt_id", default=None) or f.str("wikipedia_id", default=None)
-            info = f.raw("wikidata_info", default={}) or {}
-            qid = str(info.get("wikidata_id") or "").strip() if isinstance(info, dict) else ""
-            if kid not in kilt_ids and qid not in qids:
+            kid = str(obj.get("kilt_id") or obj.get("wikipedia_id") or "").strip()
+            title = str(obj.get("wikipedia_title") or "").strip()
+            if kid not in ids and title not in titles:
                 continue
-            if kid is None:
+            f = Fields(obj, path, line=n)
+            if not kid:
                 raise f.error("missing required field", field="kilt_id")
-            text = f.sub("text")
-            art = {"kilt_id": kid, "qid": qid or None, "title": f.str("wikipedia_title", default=""),
-                   "url": f.str("url", default=""), "paragraphs": text.str_list("paragraph")}
-            found[("kilt", kid)] = art
-            if qid:
-                found.setdefault(("qid", qid), art)
+            info = obj.get("wikidata_info") if isinstance(obj.get("wikidata_info"), dict) else {}
+            qid = str(info.get("wikidata_id") or "").strip()
+            art = {"kilt_id": kid, "entity": qid or f"kilt:{kid}", "title": title, "url": f.str("url", default=""),
+                   "paragraphs": f.sub("text").str_list("paragraph")}
+            found[("id", kid)] = art
+            if title:
+                found.setdefault(("title", title), art)
         return found

@@ -4,13 +4,14 @@ Input: ``WebQA_train_val.json`` (or any file of that shape): a JSON object keyed
 record with ``Q``, ``A`` (list), ``Qcate``, ``split``, ``topic``, ``txt_posFacts`` /
 ``txt_negFacts`` (``snippet_id``, ``title``, ``fact``, ``url``) and ``img_posFacts`` /
 ``img_negFacts`` (``image_id``, ``title``, ``caption``, ``url``).  ``--images``: a folder of files
-named by ``image_id``, the release's ``imgs.tsv`` (``image_id<TAB>base64``), or a folder holding
+named ``<image_id><ext>`` (exact id), the release's ``imgs.tsv`` (``image_id<TAB>base64``), or a folder holding
 ``imgs.tsv`` (used for ids not found as files).  No ``--kb``: WebQA has no global KB, each question
 carries its own candidate pool.
 
 * The query is text only (the paper's Table 2: WebQA queries are textual, contexts multimodal).
   WebQA wraps ``Q`` and ``A`` in literal double quotes; one surrounding pair is removed.
-  ``A[0]`` is the answer, further entries aliases.
+  ``A[0]`` is the answer, further entries aliases.  ``Qcate`` is kept as ``question_type`` (the
+  official accuracy is category-aware).
 * Gold = the positive facts: text facts as ``text`` documents, image facts as ``multimodal``
   documents (image + caption; option ``image_fact_modality=image`` drops the caption).
 * Negatives = the negative facts, written to the KB and listed in ``negative_doc_ids``: they are
@@ -134,8 +135,8 @@ class WebQABuilder(SourceBuilder):
         if ctx.images.is_dir():
             folder = FolderImages(ctx.images)
             for image_id in sorted(wanted):
-                p = folder.find(image_id)
-                if p is not None and p.suffix != ".tsv":
+                p = folder.find_stem("", image_id)  # <image_id><ext> in the folder, exactly
+                if p is not None:
                     try:
                         found[image_id] = ctx.store.put_file(p)
                     except BadImage:

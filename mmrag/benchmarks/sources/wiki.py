@@ -3,8 +3,10 @@ KILT pages are turned into), cut into passages and written as KB documents.
 
 Accepted InfoSeek KB formats (see docs/sources.md):
 
-* JSONL, one page per line: ``{"wikidata_id", "wikipedia_title", "wikipedia_content"}`` — OVEN's
-  Wiki6M dump.  Lines may instead carry ``section_titles``/``section_texts`` lists.
+* JSONL, plain or ``.jsonl.gz``, one page per line: ``{"wikidata_id", "wikipedia_title",
+  "wikipedia_content", "wikipedia_image_url", "wikipedia_summary"}`` — OVEN's
+  ``Wiki6M_ver_1_0.jsonl`` as released (an empty ``wikipedia_content`` falls back to the summary).
+  Lines may instead carry ``section_titles``/``section_texts`` lists.
 * JSON dict in the Encyclopedic-VQA KB format (``{key: {"title", "section_titles",
   "section_texts", "url", ...}}``, e.g. EchoSight's 100K subset).  Each entry is matched to an
   InfoSeek entity by its ``wikidata_id`` field when present, else by its key when the key is a
@@ -22,8 +24,9 @@ from typing import Iterable
 from mmrag.benchmarks.formats import KBRecord
 from mmrag.benchmarks.sources.base import BuildContext
 from mmrag.benchmarks.sources.fields import Fields
+from mmrag.benchmarks.sources.tables import iter_jsonl_any
 from mmrag.benchmarks.sources.text import GoldPolicy, select_gold, split_passages
-from mmrag.util import iter_jsonl, read_json_mapping
+from mmrag.util import read_json_mapping
 
 _QID = re.compile(r"^Q\d+$")
 
@@ -70,12 +73,14 @@ def load_wikidata_kb(path: Path, needed: Iterable[str]) -> dict[str, WikiPage]:
     """Pages for the ``needed`` Wikidata ids only (the full KBs hold millions of pages)."""
     needed = set(needed)
     pages: dict[str, WikiPage] = {}
-    if path.suffix == ".jsonl":
-        for ln, obj in iter_jsonl(path):
-            f = Fields(obj, path, line=ln)
-            qid = f.str("wikidata_id")
-            if qid in needed:
-                pages[qid] = _page_from(f, qid)
+    if path.name.endswith((".jsonl", ".jsonl.gz")):
+        for ln, obj in iter_jsonl_any(path):
+            qid = obj.get("wikidata_id")
+            if qid is None:  # every Wiki6M line has one: a line without it is a wrong file
+                Fields(obj, path, line=ln).str("wikidata_id")
+            if str(qid).strip() in needed:
+                qid = str(qid).strip()
+                pages[qid] = _page_from(Fields(obj, path, line=ln), qid)
         return pages
     data = read_json_mapping(path, "a JSON object keyed by URL or Wikidata id")
     for key, entry in data.items():
@@ -94,5 +99,6 @@ def _page_from(f: Fields, qid: str, url_default: str = "") -> WikiPage:
         titles = f.str_list("section_titles", default=[])
         sections = [(titles[i] if i < len(titles) else "", t) for i, t in enumerate(texts)]
     else:
-        sections = [("", f.str("wikipedia_content"))]
+        content = f.str("wikipedia_content", default="", allow_empty=True)
+        sections = [("", content or f.str("wikipedia_summary", default="", allow_empty=True))]
     return WikiPage(entity_id=qid, title=title, url=url, sections=sections)
