@@ -259,3 +259,35 @@ def test_engine_flags_are_checked_before_anything_runs(tmp_path, capsys):
     assert main(["index", "build", "--kb", str(tmp_path / "none.jsonl"), "--kind", "text", "--out", str(tmp_path / "i"),
                  "--engine", "spark"]) != 0
     assert "unknown engine 'spark'" in capsys.readouterr().err
+
+
+def test_ray_is_imported_only_when_asked_and_a_missing_extra_is_one_clear_error(monkeypatch):
+    import subprocess as sp
+
+    code = ("import sys; from mmrag.cli import main; import mmrag.distributed, mmrag.commands.run; "
+            "main(['run', '--help']); sys.exit(1 if 'ray' in sys.modules else 0)")
+    assert sp.run([sys.executable, "-c", code], capture_output=True, env={**os.environ, "PYTHONPATH": str(ROOT)}).returncode == 0
+    from mmrag.distributed import require_ray
+
+    monkeypatch.setitem(sys.modules, "ray", None)   # as if the extra were not installed
+    with pytest.raises(InputError, match=r"pip install 'mmrag\[ray\]'"):
+        require_ray()
+
+
+def test_sleepy_model_answers_like_its_baseline_at_a_device_pace():
+    from mmrag.models import MODELS, parse_model_arg
+    from mmrag.models.base import GenerationSettings
+    from mmrag.schema import Prompt
+
+    prompts = [Prompt.model_validate({"id": f"p{i}", "sample_id": f"s{i}", "messages": [
+        {"role": "user", "content": [{"type": "text", "text": f"What is {i}?"}]}]}) for i in range(5)]
+    slow = MODELS.create("sleepy", parse_model_arg("sleepy:random-choice@40"))
+    fast = MODELS.create("random-choice", parse_model_arg("random-choice"))
+    t0 = time.perf_counter()
+    got = slow.generate(prompts, GenerationSettings())
+    assert time.perf_counter() - t0 >= 5 * 0.040
+    assert [r.text for r in got] == [r.text for r in fast.generate(prompts, GenerationSettings())]
+    assert slow.fingerprint == f"sleepy:{fast.fingerprint}" and slow.cache_key_extra(prompts[0]) == fast.cache_key_extra(prompts[0])
+    for bad in ("sleepy:nosuch", "sleepy:random-choice@fast", "sleepy:sleepy"):
+        with pytest.raises(InputError, match="sleepy"):
+            MODELS.create("sleepy", parse_model_arg(bad))

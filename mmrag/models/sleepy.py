@@ -43,7 +43,7 @@ class SleepyVLM:
         try:
             delay = float(ms.removesuffix("ms")) if ms else float(spec.options.get("delay_ms", DEFAULT_DELAY_MS))
         except ValueError:
-            raise InputError(f"'{spec.model}': the delay after '@' must be milliseconds, e.g. @20",
+            raise InputError(f"sleepy:{spec.model}: the delay after '@' must be milliseconds, e.g. @20",
                              field="--model") from None
         inner_opts = {k: v for k, v in spec.options.items() if k != "delay_ms"}
         inner = MODELS.create(name, ModelSpec(backend=name, settings=spec.settings, options=inner_opts))
