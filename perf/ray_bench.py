@@ -101,16 +101,28 @@ def index(n: int) -> bool:
     kb = tmp / "kb.jsonl"
     _kb(kb, n)
     spec = {"name": "minilm", "kwargs": {}}
-    t0 = time.perf_counter()
-    build_index(iter_kb(kb), create_encoder(spec), "text", "Flat", tmp / "local", source=kb)
-    t_local = time.perf_counter() - t0
+    enc = create_encoder(spec)
+    enc.encode_text(["warm up"])
+
+    def local() -> float:
+        t0 = time.perf_counter()
+        build_index(iter_kb(kb), enc, "text", "Flat", tmp / "local", source=kb)
+        return time.perf_counter() - t0
+
+    load0 = os.getloadavg()[0]
+    t_local_before = local()
     t0 = time.perf_counter()
     connect(None)
     t_start = time.perf_counter() - t0
     stats: dict = {}
     t0 = time.perf_counter()
-    build_index_ray(kb, spec, "text", "Flat", tmp / "ray", pool_size=2, encoder_cpus=0.75, stats=stats)
+    build_index_ray(kb, spec, "text", "Flat", tmp / "ray", pool_size=2, encoder_cpus=0.75, stats=stats,
+                    block_docs=max(1, n // 8))
     t_ray = time.perf_counter() - t0
+    t_local_after = local()   # the machine is shared: local measured before and after, the faster counts
+    t_local = min(t_local_before, t_local_after)
+    print(f"load average {load0:.1f} before, {os.getloadavg()[0]:.1f} after; local builds "
+          f"{t_local_before:.1f} s and {t_local_after:.1f} s")
     a, b = (json.loads((tmp / d / "manifest.json").read_text()) for d in ("local", "ray"))
     a.pop("created_at"), b.pop("created_at")
     same = a == b

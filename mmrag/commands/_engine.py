@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-ENGINE = typer.Option("local", "--engine", help="local | ray (Ray needs the mmrag[ray] extra; see docs/ray.md)")
+ENGINE = typer.Option("local", "--engine", help="local | ray (needs the 'ray' extra of mmrag; see docs/ray.md)")
 ADDRESS = typer.Option(None, "--address", help="Ray cluster address HOST:PORT (default: start a local cluster)")
 REPLICAS = typer.Option(None, "--replicas", help="model replicas on a CPU cluster (default: one per GPU, else 1)")
 

@@ -136,7 +136,8 @@ def build_index_ray(kb: str | Path, encoder_spec: dict[str, Any], kind: str, fac
     groups = encode_groups(offsets, lines, batch_size, kb.stat().st_size)
     timing: dict[str, Any] = {"pool_size": int(pool_size), "blocks": len(blocks), "batches": len(groups),
                               "gpus": gpus, "docs": hasher.count, "scan_s": time.perf_counter() - t0}
-    DataContext.get_current().execution_options.preserve_order = True   # batches reach the spool in KB order
+    options = DataContext.get_current().execution_options
+    keep_order, options.preserve_order = options.preserve_order, True   # batches reach the spool in KB order
     show = progress if progress is not None else len(offsets) >= 2048
 
     def batches() -> Iterator[tuple[list[str], list[str], np.ndarray]]:
@@ -159,12 +160,15 @@ def build_index_ray(kb: str | Path, encoder_spec: dict[str, Any], kind: str, fac
                 bar.advance(len(b["doc_id"]))
         timing["encode_s"] = time.perf_counter() - t1
 
-    manifest = build_index_from_embeddings(
-        batches(), out, dim=enc.dim, kind=kind, encoder_fingerprint=enc.fingerprint,
-        encoder_spec=enc.spec() if hasattr(enc, "spec") else None, kb_content_hash=hasher.hexdigest(),
-        factory=factory, shard_size=shard_size, train_size=train_size, seed=seed, search_params=search_params,
-        threads=threads, device=device, progress=False, source=kb,
-        extra_params={"batch_size": batch_size, "include_title": include_title})
+    try:
+        manifest = build_index_from_embeddings(
+            batches(), out, dim=enc.dim, kind=kind, encoder_fingerprint=enc.fingerprint,
+            encoder_spec=enc.spec() if hasattr(enc, "spec") else None, kb_content_hash=hasher.hexdigest(),
+            factory=factory, shard_size=shard_size, train_size=train_size, seed=seed, search_params=search_params,
+            threads=threads, device=device, progress=False, source=kb,
+            extra_params={"batch_size": batch_size, "include_title": include_title})
+    finally:
+        options.preserve_order = keep_order
     timing["total_s"] = time.perf_counter() - t0
     timing["faiss_s"] = timing["total_s"] - timing["scan_s"] - timing.get("encode_s", 0.0)
     if stats is not None:
