@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from mmrag.reports.browser import browser_html, scenario_label, write_browser
+from mmrag.reports.browser import browser_html, write_browser
+from mmrag.scenarios.kinds import scenario_label
 from mmrag.runs.frame import read_records
 from mmrag.schema import sha256_file
 from runfactory import XSS, build_run
@@ -95,7 +96,7 @@ def test_filters_change_the_visible_rows(page, run):
     assert set(visible_keys(page)) == expected and 0 < len(expected) < len(records)
     # the scenario selector shows readable labels, not hashes
     label = page.eval_on_selector(f"#f-scenario option[value='{scen}']", "o => o.textContent")
-    assert label == scenario_label(scen) and not re.search(r"-[0-9a-f]{8}$", label)
+    assert label == scenario_label(records[0].scenario) and not re.search(r"-[0-9a-f]{8}$", label)
     page.select_option("#f-scenario", "")
     page.select_option("#f-model", "")
     page.fill("#f-search", "kh-1-negative")
@@ -186,3 +187,30 @@ def test_missing_image_file_shows_a_placeholder(browser, tmp_path):
     finally:
         page.close()
     assert errors == []
+
+
+def test_list_shows_responses_scrolls_to_the_selection_and_tables_metadata(page, run):
+    _, records, _ = run
+    # every row shows its own response (or says it is empty / failed)
+    cells = dict(zip(visible_keys(page), page.eval_on_selector_all("tr.row td.resp", "cs => cs.map(c => c.title)")))
+    for r in records:
+        want = f"(failed: {r.response.error})" if r.response.error else (r.response.text or "(empty)")
+        assert cells[r.key] == want
+    # selecting the last record (a deep link, or ↓ from the top) brings its row into the list's view
+    page.set_viewport_size({"width": 1100, "height": 400})
+    last = visible_keys(page)[-1]
+    page.goto(page.url.split("#")[0] + "#" + last)
+    page.reload()
+    page.wait_for_selector(f"#detail[data-key='{last}']")
+    inside = page.eval_on_selector(
+        f"tr.row[data-key='{last}']",
+        "tr => { const l = document.getElementById('list').getBoundingClientRect(), r = tr.getBoundingClientRect();"
+        " return r.top >= l.top - 1 && r.bottom <= l.bottom + 1 && document.getElementById('list').scrollTop > 0; }")
+    assert inside
+    # metadata and verdict details are tables with one row per key, not a JSON line
+    rec = next(r for r in records if r.sample.metadata)
+    page.click(f"tr.row[data-key='{rec.key}']")
+    page.wait_for_selector(f"#detail[data-key='{rec.key}']")
+    heads = page.eval_on_selector_all("#d-question table.meta th", "hs => hs.map(h => h.textContent)")
+    assert heads == sorted(rec.sample.metadata)
+    assert page.errors == []

@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 from mmrag.errors import InputError
 from mmrag.judging import (JUDGES, KnowHalJudge, LLMJudge, RuleJudge, RuleThenLLMJudge, extract_choice,
                            is_deflection, make_judge, parse_grade, rejects_premise)
+from mmrag.judging.llm import GRADER_TEMPLATE, grader_template
 from mmrag.judging.records import judge_file, record_to_item
 from mmrag.metrics.agreement import agreement
 from mmrag.metrics import cohen_kappa
@@ -192,7 +193,7 @@ def test_parse_grade(reply, grade):
 
 def test_llm_judge_maps_grades_and_never_defaults():
     script = {"Lyon": "B", "Paris": "A", "dunno": "C", "garbled": "The model seems ok-ish", "boom": ("timeout",)}
-    model = ScriptedJudgeModel(lambda t: next(v for k, v in script.items() if f"Model answer: {k}" in t))
+    model = ScriptedJudgeModel(lambda t: next(v for k, v in script.items() if f"Predicted answer: {k}\n" in t))
     judge = LLMJudge(model)
     items = [item(text=t) for t in ("Paris", "Lyon", "dunno", "garbled", "boom")] + [item(text="x", error="other")]
     verdicts = judge.judge_many(items)
@@ -201,7 +202,9 @@ def test_llm_judge_maps_grades_and_never_defaults():
     assert "judge error: timeout" in verdicts[4].reason and "model error: other" in verdicts[5].reason
     assert len(model.calls) == 1 and len(model.calls[0]) == 5          # one batch; failed request not sent
     prompt_text = model.calls[0][0].messages[-1].text()
-    assert "Reference answer" in prompt_text and "Paris" in prompt_text and judge.judge_id.endswith("scripted-judge")
+    assert "Gold target: Paris\n" in prompt_text and judge.judge_id.endswith("scripted-judge")
+    assert prompt_text == GRADER_TEMPLATE.format(question="Q?", target="Paris", predicted_answer="Paris")
+    assert [m.role for m in model.calls[0][0].messages] == ["user"]          # no system prompt, as simple-evals
 
 
 def test_rule_then_llm_sends_only_undecided_items():
@@ -260,8 +263,8 @@ def test_knowhal_judge_rules_and_llm():
 # -- files and CLI ---------------------------------------------------------------------------------
 def test_judge_file_and_agreement(tmp_path):
     out = tmp_path / "judged.jsonl"
-    counts = judge_file(DATA, out, RuleJudge())
-    assert sum(counts.values()) == len(DATA.read_text().splitlines())
+    stats = judge_file(DATA, out, RuleJudge())
+    assert sum(stats["counts"].values()) == len(DATA.read_text().splitlines()) and stats["judged_by_llm"] == 0
     rows = [json.loads(x) for x in out.read_text().splitlines()]
     assert all({"outcome", "extracted", "judge_id", "label"} <= set(r) for r in rows)
     res = agreement(DATA, out, field_a="label")
@@ -291,7 +294,168 @@ def test_cli_commands(tmp_path):
     r = runner.invoke(app, ["judge", "--input", str(DATA), "--output", str(out), "--judge", "rule"])
     assert r.exit_code == 0, r.output
     assert Counter(json.loads(x)["outcome"] for x in out.read_text().splitlines())["correct"] > 50
-    r = runner.invoke(app, ["judge-agreement", str(DATA), str(out), "--field-a", "label"])
+    r = runner.invoke(app, ["judge-agreement", str(DATA), str(out), "--field-a", "label", "--json"])
     assert r.exit_code == 0 and json.loads(r.output)["kappa"] >= 0.9
+    r = runner.invoke(app, ["judge-agreement", str(DATA), str(out), "--field-a", "label"])
+    assert r.exit_code == 0 and "kappa=" in r.output and "correct" in r.output
     r = runner.invoke(app, ["judge", "--input", str(DATA), "--output", str(out), "--judge", "llm"])
     assert r.exit_code == 2 and "judge model" in r.output
+
+
+# -- issue 12: per-source rules, implicit deflections, number words, unparseable -------------------
+def src_item(source, question, answers, text, *, qtype=None, meta=None, ranges=()):
+    s, p, r = item(question=question, answers=answers, text=text, ranges=ranges,
+                   meta={**(meta or {}), **({"question_type": qtype} if qtype else {})})
+    return s.model_copy(update={"source": source}), p, r
+
+
+@pytest.mark.parametrize("question,answer,qtype,text,expected", [
+    ("Are the bridge and the tower both made of granite?", "Yes, the bridge and the tower are both made of granite.",
+     "YesNo", "Yes.", "correct"),
+    ("Are the bridge and the tower both made of granite?", "Yes, the bridge and the tower are both made of granite.",
+     "YesNo", "No, the tower is brick.", "hallucination"),
+    ("What color is the roof of the station?", "The roof of the station is green.", "color", "Green.", "correct"),
+    ("What color is the roof of the station?", "The roof of the station is green.", "color", "It's red.",
+     "hallucination"),
+    ("What color is the roof of the station?", "The roof of the station is green.", "color",
+     "The roof is not green, it is grey.", "hallucination"),
+    ("What shape is the window above the door?", "The window above the door is round.", "shape",
+     "A circular window.", "correct"),
+    ("How many arches does the aqueduct have?", "The aqueduct has forty-seven arches.", "number", "47", "correct"),
+    ("How many arches does the aqueduct have?", "The aqueduct has 47 arches.", "number", "forty-seven", "correct"),
+    ("How many arches does the aqueduct have?", "The aqueduct has 47 arches.", "number", "It has 35.",
+     "hallucination"),
+    ("Which is taller, the clock tower or the bell tower?", "The clock tower is taller than the bell tower.", "choose",
+     "The clock tower.", "correct"),
+    ("Which is taller, the clock tower or the bell tower?", "The clock tower is taller than the bell tower.", "choose",
+     "The bell tower is taller.", "hallucination"),
+    ("What animal is carved above the entrance?", "A lion is carved above the entrance.", "Others",
+     "There is a lion over the door.", "correct"),
+    ("What animal is carved above the entrance?", "A lion is carved above the entrance.", "Others", "An eagle.",
+     "hallucination"),
+])
+def test_webqa_sentence_references_by_qcate(question, answer, qtype, text, expected):
+    v = RuleJudge().judge(*src_item("webqa", question, [answer], text, qtype=qtype))
+    assert v.outcome == expected, (v.reason, v.details)
+    assert v.details["answer_rule"] == "webqa" and v.details["qcate"] == qtype
+
+
+@pytest.mark.parametrize("question,text", [
+    ("When was this company founded?", "Nothing in these passages gives the founding year."),
+    ("What does the sign say?", "The sign's lettering can't be read at this resolution."),
+    ("Who was the first director of this museum?", "The article covers the founders but never names a director."),
+    ("How many people are on the balcony?", "The picture is too dark to count them."),
+    ("What is the statue holding?", "The passages describe the statue's history but say nothing of what it holds."),
+])
+def test_implicit_deflections_from_the_issue(question, text):
+    v = RuleJudge().judge(*src_item("infoseek", question, ["1923"], text))
+    assert v.outcome == "deflection", (v.reason, v.details)
+
+
+def test_a_guess_is_not_a_deflection_and_a_bare_name_is_an_answer():
+    j = RuleJudge()
+    v = j.judge(*src_item("infoseek", "What is the name of this lake?", ["Lake Bled"],
+                          "The passages don't name it, but it's probably Lake Bohinj."))
+    assert v.outcome == "hallucination"
+    v = j.judge(*src_item("mmdocrag", "Which segment contributed most to operating income?",
+                          ["The cloud services segment contributed the most to operating income."], "The hardware segment."))
+    assert v.outcome == "hallucination"
+
+
+def test_number_words_everywhere():
+    from mmrag.judging import digits_for_words
+
+    assert digits_for_words("There are forty-seven steps and one hundred and two doors.") == \
+        "There are 47 steps and 102 doors."
+    assert digits_for_words("two and a half") == "2 and a half"
+    j = RuleJudge()
+    assert j.judge(*src_item("infoseek", "How many species?", ["47"], "forty-seven", ranges=[(42.3, 51.7)])).outcome \
+        == "correct"
+    assert j.judge(*src_item("viquae", "How many children did he have?", ["47"], "He had forty-seven.")).outcome \
+        == "correct"
+    assert j.judge(*src_item("infoseek", "How tall is it?", ["330"], "roughly three hundred and twenty-four metres",
+                             ranges=[(297, 363)])).outcome == "correct"
+
+
+def test_evqa_multi_answer_iou():
+    j = RuleJudge()
+    q, parts = "In which months does it flower?", {"answer_parts": [["June", "July"]]}
+    assert j.judge(*src_item("evqa", q, ["June, July"], "In June and July.", qtype="multi_answer", meta=parts)).outcome \
+        == "correct"
+    assert j.judge(*src_item("evqa", q, ["June, July"], "June.", qtype="multi_answer", meta=parts)).outcome == "correct"
+    assert j.judge(*src_item("evqa", q, ["June && July"], "June, August, September, October.",
+                             qtype="multi_answer")).outcome == "hallucination"           # IoU 1/5
+    assert j.judge(*src_item("evqa", q, ["June && July"], "March and April.", qtype="multi_answer")).outcome \
+        == "hallucination"
+
+
+def test_a_reply_no_rule_can_decide_is_unparseable_and_counted(tmp_path):
+    v = RuleJudge().judge(*src_item("viquae", "What is this?", ["Lyon"], "Hmm, well, let me see."))
+    assert v.outcome in ("unparseable", "deflection")
+    rows = [{"id": "u1", "question": "What is the dog's breed?", "answers": [], "response": "A beagle."},
+            {"id": "u2", "question": "Q?", "answers": ["x"], "response": "x"}]
+    f = tmp_path / "in.jsonl"
+    f.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    stats = judge_file(f, tmp_path / "out.jsonl", RuleJudge())
+    assert stats["counts"] == {"unparseable": 1, "correct": 1}
+
+
+def test_knowhal_relation_negative_is_option_matching_and_records_route_by_source(tmp_path):
+    rch = ["A. behind it", "B. on its back", "C. in front of it", "D. under it"]
+    rows = [
+        {"id": "k1", "source": "knowhal", "question": "Where is the woman?", "answers": ["A"], "choices": rch,
+         "question_type": "Relation", "metadata": {"polarity": "negative"}, "response": "B", "label": "hallucination"},
+        {"id": "k2", "source": "knowhal", "question": "Where is the woman?", "answers": ["A"], "choices": rch,
+         "question_type": "Relation", "metadata": {"polarity": "negative"}, "response": "A. behind it",
+         "label": "correct"},
+        {"id": "k3", "source": "knowhal", "question": "Why is the blue car on the roof?", "answers": [],
+         "question_type": "Attribute", "metadata": {"polarity": "negative", "false_premise": "a car on the roof"},
+         "response": "There is no car on the roof.", "label": "correct"},
+        {"id": "k4", "source": "knowhal", "question": "What breed is the dog?", "answers": ["beagle"],
+         "question_type": "Entity", "metadata": {"polarity": "positive"}, "response": "It's a beagle.",
+         "label": "correct"},
+        {"id": "w1", "source": "webqa", "question": "What color is the roof?", "question_type": "color",
+         "answers": ["The roof of the station is green."], "response": "Green.", "label": "correct"},
+    ]
+    f = tmp_path / "in.jsonl"
+    f.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "out.jsonl"
+    judge_file(f, out, RuleJudge())
+    judged = [json.loads(x) for x in out.read_text().splitlines()]
+    assert [r["outcome"] for r in judged] == [r["label"] for r in rows]
+    res = agreement(f, out, field_a="label")
+    assert set(res["by_source"]) == {"knowhal", "webqa"} and res["by_source"]["knowhal"]["n"] == 4
+    # a KnowHal open record without polarity is a clear input error naming the line and field
+    f.write_text(json.dumps({**rows[3], "metadata": {}}) + "\n")
+    with pytest.raises(InputError) as exc:
+        judge_file(f, tmp_path / "o2.jsonl", RuleJudge())
+    assert exc.value.line == 1 and exc.value.field == "metadata.polarity"
+
+
+def test_simpleqa_grader_template_is_verbatim_data_with_its_source():
+    text, meta = grader_template()
+    assert meta["source"]["repo"] == "openai/simple-evals" and meta["source"]["license"] == "MIT"
+    assert text.startswith("Your job is to look at a question, a gold target, and a predicted answer")
+    assert text.count("Predicted answer 4:") == 3                     # incl. the original's duplicate, kept
+    assert text.endswith('Just return the letters "A", "B", or "C", with no text around it.')
+    assert all(f"{{{p}}}" in text for p in meta["placeholders"]) and text.count("{") == 3
+
+
+def test_rule_plus_llm_sends_knowhal_open_negatives_to_the_premise_prompt():
+    model = ScriptedJudgeModel(lambda t: "A")
+    judge = RuleThenLLMJudge(RuleJudge(), LLMJudge(model))
+    neg = {"polarity": "negative", "false_premise": "the cat is on the sofa"}
+    s, p, r = item(question="What is the cat playing with?", answers=[], text="Some yarn, I think.", meta=neg)
+    s = s.model_copy(update={"source": "knowhal"})
+    v = judge.judge(s, p, r)
+    sent = model.calls[0][0].messages[-1].text()
+    assert "false premise: the cat is on the sofa" in sent and v.details["judged_by"] == "llm"
+
+
+def test_rule_judge_kappa_on_tuning_data_per_source(tmp_path):
+    tuning = Path(__file__).parent / "data" / "judge_tuning.jsonl"
+    out = tmp_path / "t.jsonl"
+    judge_file(tuning, out, RuleJudge())
+    res = agreement(tuning, out, field_a="label")
+    print({s: round(r["kappa"], 3) for s, r in res["by_source"].items()}, res["kappa"])
+    assert res["kappa"] >= 0.9 and len(res["by_source"]) == 8

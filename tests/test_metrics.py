@@ -28,16 +28,17 @@ def scored(outcome, *, qid="q", source="infoseek", scenario=None, meta=None, sco
     return Scored(s, p, Response(prompt_id=p.id, text=text), v)
 
 
-def test_deflection_rates_sum_to_100_with_unparseable_apart():
+def test_deflection_rates_are_over_all_responses_and_sum_to_100():
     items = ([scored("correct", qid=f"q{i}") for i in range(6)] + [scored("deflection", qid=f"d{i}") for i in range(3)]
              + [scored("hallucination", qid="h")] + [scored("unparseable", qid="u")] * 2)
     m = deflection_metrics(items, by=(), n_boot=200)["overall"]
-    assert m["n"] == 12 and m["n_decided"] == 10
-    assert m["accuracy"]["value"] + m["deflection"]["value"] + m["hallucination"]["value"] == pytest.approx(100)
-    assert m["accuracy"]["value"] == 60.0 and m["unparseable"] == {"count": 2, "rate": pytest.approx(100 * 2 / 12)}
-    # CRAG truthfulness: +1 / 0 / -1 averaged = accuracy - hallucination
-    assert m["truthfulness"]["value"] == pytest.approx(60.0 - 10.0)
-    for key in ("accuracy", "deflection", "hallucination", "truthfulness"):
+    assert m["n"] == 12 and m["counts"]["unparseable"] == 2 and m["denominator"] == "all responses"
+    # the paper's denominator: every response, unparseable ones included (6 of 12, not 6 of 10)
+    assert m["correct"]["value"] == 50.0 and m["unparseable"]["value"] == pytest.approx(100 * 2 / 12)
+    assert sum(m[o]["value"] for o in ("correct", "deflection", "hallucination", "unparseable")) == pytest.approx(100)
+    # CRAG truthfulness: +1 / 0 / -1 (unparseable 0) averaged = correct - hallucination
+    assert m["truthfulness"]["value"] == pytest.approx(50.0 - 100 / 12)
+    for key in ("correct", "deflection", "hallucination", "unparseable", "truthfulness"):
         lo, hi = m[key]["ci"]
         assert lo <= m[key]["value"] <= hi
 
@@ -63,10 +64,10 @@ def test_deflection_groups_and_crossed_keys():
 def test_clustered_interval_is_wider_than_per_sample():
     # 20 questions x 5 samples with identical outcomes inside a question
     items = [scored("correct" if q % 2 else "hallucination", qid=f"q{q}") for q in range(20) for _ in range(5)]
-    clustered = deflection_metrics(items, by=(), n_boot=500)["overall"]["accuracy"]["ci"]
+    clustered = deflection_metrics(items, by=(), n_boot=500)["overall"]["correct"]["ci"]
     for k, it in enumerate(items):
         it.sample.question_id = f"own{k}"
-    naive = deflection_metrics(items, by=(), n_boot=500)["overall"]["accuracy"]["ci"]
+    naive = deflection_metrics(items, by=(), n_boot=500)["overall"]["correct"]["ci"]
     assert clustered[1] - clustered[0] > 1.5 * (naive[1] - naive[0])
 
 

@@ -177,11 +177,11 @@ def test_03_custom_retriever(notebook_env):
                                                           for s in ("realistic", "adversarial")}
     for r in rows:
         assert r["n"] == res["n_samples"]
-        assert math.isclose(r["accuracy"] + r["deflection"] + r["hallucination"], 100.0, abs_tol=1e-6)
+        assert math.isclose(r["correct"] + r["deflection"] + r["hallucination"], 100.0, abs_tol=1e-6)
         if r["scenario"] == "adversarial":  # no gold shown: a correct answer would be a leak
-            assert r["accuracy"] <= 10.0
+            assert r["correct"] <= 10.0
         else:
-            assert r["accuracy"] >= 30.0
+            assert r["correct"] >= 30.0
 
 
 @pytest.mark.slow

@@ -17,7 +17,7 @@ from mmrag.reports import (CIOptions, build_tables, humblebench_panel, knowhal_t
 from mmrag.reports.paired import holm, neighbours
 from mmrag.reports.tables import strictness_rows
 from mmrag.runs.frame import load
-from runfactory import MODELS, build_run, humblebench_records, write_run
+from runfactory import MODELS, build_run, deflection_records, humblebench_records, write_run
 
 FAST = CIOptions(n_boot=300)
 
@@ -145,7 +145,7 @@ def test_humblebench_panel_and_knowhal_numbers(df, run_dir):
     for _, r in hb.iterrows():
         g = rows[(rows.model == r.model) & (rows.stress == r.stress)]
         assert r.nota_share == pytest.approx(100 * g.chose_nota.mean())
-        assert r.accuracy == pytest.approx(100 * g.correct.mean())
+        assert r.correct == pytest.approx(100 * g.correct.mean())
     nota_only = hb[hb.stress == "nota_only"]
     assert (nota_only.n_nota_gold == nota_only.n).all() and nota_only.non_nota_accuracy.isna().all()
     assert (nota_only.nota_hit_rate == nota_only.nota_share).all()
@@ -174,14 +174,14 @@ def test_humblebench_panel_and_knowhal_numbers(df, run_dir):
 def test_figures_png_and_svg_deterministic(df, tmp_path):
     out = make_plots(df, tmp_path / "a", FAST)
     assert set(out) == {"distractor_curve", "modality_matrix", "strictness", "humblebench_stress", "knowhal"}
-    for name, (png, svg) in out.items():
+    for name, (png, svg, _csv) in out.items():
         with Image.open(png) as im:
             assert im.format == "PNG" and im.width > 600 and im.height > 300
             # not a blank canvas: many distinct colours
             assert len(im.convert("RGB").getcolors(maxcolors=1 << 20)) > 20
         root = ET.parse(svg).getroot()
         assert root.tag.endswith("svg")
-    assert "Hallucination" in out["distractor_curve"][1].read_text()
+    assert "hallucination % all" in out["distractor_curve"][1].read_text()
     again = make_plots(df, tmp_path / "b", FAST, names=["distractor_curve", "knowhal"])
     for name in again:
         assert out[name][1].read_bytes() == again[name][1].read_bytes()
@@ -252,3 +252,78 @@ def test_cli_command(tmp_path):
     assert isinstance(res.exception, InputError) and res.exception.field == "--level"
     res = CliRunner().invoke(app, ["browse", str(run_dir), "--out", str(tmp_path / "b.html")])
     assert res.exit_code == 0 and (tmp_path / "b.html").stat().st_size > 1000
+
+
+# -- figures return the numbers they draw -----------------------------------------------------------
+
+def _frame_rate(rows: pd.DataFrame, outcome: str) -> float:
+    return 100.0 * rows[outcome].mean()
+
+
+def test_distractor_curve_draws_each_outcome_in_its_panel(df):
+    from mmrag.reports import draw_distractor_curve
+
+    data = draw_distractor_curve(df, FAST).data
+    base = df[(df.benchmark_kind == "deflection") & (df.strictness == "none")]
+    assert set(data.outcome) == {"correct", "deflection", "hallucination"} and set(data.kind) == {"realistic", "adversarial"}
+    for _, r in data.iterrows():
+        if r.kind == "realistic" and r.n_distractors == 0:  # the oracle rows are the n = 0 point
+            rows = base[(base.kind == "oracle") & (base.model == r.model)]
+        else:
+            rows = base[(base.kind == r.kind) & (base.n_distractors == r.n_distractors) & (base.model == r.model)]
+        assert r.rate == pytest.approx(_frame_rate(rows, r.outcome)) and r.n == len(rows)
+        assert r.lo <= r.rate <= r.hi
+    # each panel draws its own outcome: the hallucination panel is not the deflection panel
+    h = data[data.outcome == "hallucination"].rate.to_numpy()
+    d = data[data.outcome == "deflection"].rate.to_numpy()
+    assert not np.allclose(h, d)
+
+
+def test_modality_matrix_is_one_experiment_per_cell(df):
+    from mmrag.reports import draw_modality_matrix
+
+    fig = draw_modality_matrix(df, FAST)
+    data = fig.data
+    real = df[(df.kind == "realistic") & (df.strictness == "none")]
+    assert sorted(data.n_distractors.unique()) == sorted(real.n_distractors.unique())  # one panel row per count
+    assert "oracle" not in set(df.loc[df.key.isin(real.key), "kind"])
+    for _, c in data.iterrows():
+        rows = real[(real.n_distractors == c.n_distractors) & (real.model == c.model)
+                    & (real.positive_modality == c.positive_modality) & (real.negative_modality == c.negative_modality)]
+        assert c.n == len(rows) == rows.sample_id.nunique()  # never a sample counted twice in a cell
+        assert c.rate == pytest.approx(_frame_rate(rows, c.outcome))
+    only2 = draw_modality_matrix(df, FAST, n_distractors=2).data
+    assert set(only2.n_distractors) == {2}
+    assert only2.rate.tolist() == data[data.n_distractors == 2].rate.tolist()
+
+
+def _title_boxes(fig):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    return [ax.title.get_window_extent(renderer) for ax in fig.axes if ax.get_title()]
+
+
+@pytest.mark.parametrize("names", [("a-rather-long-model-name-v2-instruct", "another-long-model-name-13b-chat"),
+                                   ("m1", "m2")])
+def test_titles_never_overlap_and_failed_models_are_marked(tmp_path, names):
+    from mmrag.reports import draw_modality_matrix, draw_strictness
+
+    recs = deflection_records(tmp_path, n_questions=2)
+    renames = dict(zip(MODELS, names))
+    for r in recs:
+        r.model = renames[r.model]
+    frame = load(write_run(tmp_path / "run", recs))
+    failed = frame[frame.error.notna()].model.value_counts()
+    for draw in (draw_modality_matrix, draw_strictness):
+        fig = draw(frame, FAST)
+        boxes = _title_boxes(fig)
+        assert len(boxes) >= 2
+        for i, a in enumerate(boxes):
+            for b in boxes[i + 1:]:
+                assert not a.overlaps(b), (draw.__name__, a, b)
+    texts = [ax.get_title() for ax in draw_modality_matrix(frame, FAST).axes]
+    for model, n in failed.items():
+        assert any(f"FAILED: {n} request" in t and model in t.replace("\n", "") for t in texts)

@@ -470,16 +470,16 @@ def test_limit_counts_source_records(tmp_path):
 def test_cli_build_deflection(tmp_path):
     out = tmp_path / "cli" / "mm.jsonl"
     runner = CliRunner()
-    res = runner.invoke(app, ["build-deflection", "--source", "mmdocrag", "--data", str(FIX / "mmdocrag_dev_15.jsonl"),
+    res = runner.invoke(app, ["build-deflection", "--dataset", "mmdocrag", "--data", str(FIX / "mmdocrag_dev_15.jsonl"),
                               "--images", str(mmdoc_images(tmp_path)), "--out", str(out), "--limit", "2",
-                              "-o", "image_quote_modality=image"])
+                              "--option", "image_quote_modality=image"])
     assert res.exit_code == 0, res.output
     stats = json.loads(res.stdout)
     assert stats["records_read"] == 2 and stats["samples_written"] == 2 and stats["kb_out"].endswith("mm.kb.jsonl")
     recs, kb = load(out)
     assert by_id(recs)["mmdocrag:1:0"].gold_contexts[0].modality == "image" and kb["mmdocrag:1:image1"].text == ""
-    bad = runner.invoke(app, ["build-deflection", "--source", "mmdocrag", "--data", str(tmp_path / "nope.jsonl"),
-                              "--out", str(out), "-o", "novalue"])
+    bad = runner.invoke(app, ["build-deflection", "--dataset", "mmdocrag", "--data", str(tmp_path / "nope.jsonl"),
+                              "--out", str(out), "--option", "novalue"])
     assert bad.exit_code != 0 and isinstance(bad.exception, InputError)
     assert "expected KEY=VALUE" in str(bad.exception)
 

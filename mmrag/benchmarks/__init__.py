@@ -2,7 +2,8 @@
 
 Importing this package registers the built-in benchmarks in :data:`BENCHMARKS`: ``demo``,
 ``demo-humblebench``, ``demo-knowhal`` (the generated world), ``humblebench``, ``knowhal`` and
-``deflection``.  Third-party benchmarks register through the ``mmrag.benchmarks`` entry-point group.
+``deflection``, and the built-in families (:data:`BENCHMARK_FAMILIES`).  Third-party benchmarks register
+through the ``mmrag.benchmarks`` entry-point group, their families through ``mmrag.benchmark_families``.
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ from typing import Any
 from mmrag.benchmarks import deflection as _deflection  # noqa: F401  (registers "deflection")
 from mmrag.benchmarks import humblebench as _humblebench  # noqa: F401  (registers "humblebench")
 from mmrag.benchmarks import knowhal as _knowhal  # noqa: F401  (registers "knowhal")
-from mmrag.benchmarks.base import BENCHMARKS, Benchmark, BenchmarkKind
+from mmrag.benchmarks.base import BENCHMARKS, Benchmark
+from mmrag.benchmarks.family import BENCHMARK_FAMILIES, BenchmarkFamily, get_family, register_family
 from mmrag.benchmarks.demo import ensure_world, generate_world
 from mmrag.benchmarks.demo import loaders as _demo_loaders  # noqa: F401  (registers the demo benchmarks)
 
@@ -22,4 +24,5 @@ def load_benchmark(name: str, source: str | None = None, **options: Any) -> Benc
     return BENCHMARKS.create(name, source, **options)
 
 
-__all__ = ["BENCHMARKS", "Benchmark", "BenchmarkKind", "ensure_world", "generate_world", "load_benchmark"]
+__all__ = ["BENCHMARKS", "BENCHMARK_FAMILIES", "Benchmark", "BenchmarkFamily", "ensure_world", "generate_world",
+           "get_family", "load_benchmark", "register_family"]

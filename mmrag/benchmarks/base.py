@@ -1,25 +1,24 @@
 """The Benchmark protocol and its registry.
 
 A benchmark turns records on disk into :class:`~mmrag.schema.Sample` objects and, when it has one,
-exposes its knowledge base as :class:`~mmrag.schema.Document` objects.  ``kind`` names the family
-of metrics it is scored with (``deflection`` | ``humblebench`` | ``knowhal``) so that the run layer
-can pick the judge and metrics without dispatching on the benchmark's name.
+exposes its knowledge base as :class:`~mmrag.schema.Document` objects.  ``kind`` is the id of the
+registered :class:`~mmrag.benchmarks.family.BenchmarkFamily` it belongs to (built-ins:
+``deflection``, ``humblebench``, ``knowhal``; plug-ins add more), so that the run layer picks the
+scenario kinds, judge and metrics from the family without dispatching on the benchmark's name.
 """
 
 from __future__ import annotations
 
-from typing import Iterable, Literal, Protocol, runtime_checkable
+from typing import Iterable, Protocol, runtime_checkable
 
 from mmrag.registry import Registry
 from mmrag.schema import Document, Sample
 
-BenchmarkKind = Literal["deflection", "humblebench", "knowhal"]
-
-
 @runtime_checkable
 class Benchmark(Protocol):
     name: str
-    kind: BenchmarkKind
+    #: the id of the benchmark's registered BenchmarkFamily
+    kind: str
 
     def samples(self) -> Iterable[Sample]:
         """All samples, in a stable order."""

@@ -7,8 +7,11 @@ from typing import Any, Iterator
 
 from rich.console import Console
 from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TaskProgressColumn,
-                           TextColumn, TimeElapsedColumn, TimeRemainingColumn)
+                           TextColumn)
 from rich.table import Table
+
+from mmrag.metrics.rates import RATES
+from mmrag.scenarios.kinds import scenario_label
 
 import sys
 
@@ -28,42 +31,79 @@ class _RateColumn(TextColumn):
         return Text(f"{speed:6.1f}/s" if speed else "   -  /s", style="progress.data.speed")
 
 
+def _clock(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    s = int(round(seconds))
+    return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
+
+
+class TimeColumn(TextColumn):
+    """``0:00:15 elapsed · eta 0:01:02``: the two times labelled, never one under the other's name.
+
+    The ETA is rich's speed estimate (recent completions per second) over the known remaining
+    count; ``eta ?`` while the total or the speed is unknown, ``done`` once finished."""
+
+    def __init__(self) -> None:
+        super().__init__("")
+
+    def render(self, task):  # noqa: D401 - rich API
+        from rich.text import Text
+
+        elapsed = _clock(task.finished_time if task.finished else task.elapsed)
+        if task.finished:
+            eta = "done"
+        else:
+            eta = "eta " + _clock(task.time_remaining if task.total is not None else None)
+        return Text(f"{elapsed} elapsed · {eta}", style="progress.remaining")
+
+
 @contextmanager
 def progress_bar() -> Iterator[Progress]:
     with Progress(SpinnerColumn(), TextColumn("[progress.description]{task.description}"), BarColumn(),
-                  MofNCompleteColumn(), TaskProgressColumn(), _RateColumn(), TimeElapsedColumn(),
-                  TextColumn("eta"), TimeRemainingColumn(), console=err_console, transient=False) as p:
+                  MofNCompleteColumn(), TaskProgressColumn(), _RateColumn(), TimeColumn(),
+                  console=err_console, transient=False) as p:
         from mmrag.indices.progress import shared_progress
 
         with shared_progress(p):  # index builds and encoders draw into this display
             yield p
 
 
-def scenario_label(spec: dict[str, Any]) -> str:
-    """A short human label of a scenario spec (plain text: no rich markup)."""
-    kind = spec.get("kind", "?")
-    parts = [kind]
-    if kind in ("realistic", "adversarial"):
-        parts.append(f"n={spec.get('n_distractors')}")
-        parts.append(f"neg={spec.get('negative_modality')}")
-    if kind in ("oracle", "realistic") and spec.get("positive_modality", "any") != "any":
-        parts.append(f"pos={spec['positive_modality']}")
-    if spec.get("strictness", "none") != "none":
-        parts.append(f"strict={spec['strictness']}")
-    if spec.get("stress"):
-        parts.append("+".join(spec["stress"]))
-    return " ".join(parts)
-
-
 def results_table(summary: dict[str, Any], title: str = "Results") -> Table:
     t = Table(title=title)
     for col in ("benchmark", "scenario", "model", "n"):
         t.add_column(col, justify="right" if col == "n" else "left")
-    for col in ("Accuracy", "Deflection", "Hallucination", "Unparseable"):
-        t.add_column(col, justify="right")
+    for rate in RATES:
+        t.add_column(rate.header, justify="right")
     for g in summary["groups"]:
         r = g["rates"]
         scen = scenario_label(g["scenario"])
-        t.add_row(g["benchmark"], scen, g["model"], str(g["n"]), f"{r['correct']:.1f}", f"{r['deflection']:.1f}",
-                  f"{r['hallucination']:.1f}", f"{r['unparseable']:.1f}")
+        t.add_row(g["benchmark"], scen, g["model"], str(g["n"]), *(f"{r[x.id]:.1f}" for x in RATES))
     return t
+
+
+def choices(values) -> str:
+    """``a | b | c``: the allowed values, for help texts of comma-separated list options."""
+    return " | ".join(str(v) for v in values)
+
+
+def explicit_flags(ctx) -> list[str]:
+    """The options the user typed (or set through the environment), as ``--flag`` names."""
+    out = []
+    for param in ctx.command.params:
+        source = ctx.get_parameter_source(param.name)
+        if source is not None and source.name in ("COMMANDLINE", "ENVIRONMENT") and param.opts:
+            out.append(max(param.opts, key=len))
+    return out
+
+
+def refuse_extra_flags(ctx, primary: str, allowed: tuple[str, ...] = ()) -> None:
+    """``--resume DIR`` / ``--config FILE`` take everything from the directory or file: any other
+    flag would be silently dropped, so it is refused, naming the flags, instead."""
+    from mmrag.errors import InputError
+
+    extra = [f for f in explicit_flags(ctx) if f != primary and f not in allowed]
+    if extra:
+        raise InputError(f"{primary} takes its settings from {'the run directory' if primary == '--resume' else 'the file'};"
+                         f" these flags would be ignored: {', '.join(extra)} (drop them, or put them in the config)",
+                         field=primary)

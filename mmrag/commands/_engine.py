@@ -7,6 +7,8 @@ from typing import Optional
 
 import typer
 
+#: flags that change where a run computes, never what it measures (so --config / --resume accept them)
+ENGINE_FLAGS = ("--engine", "--address", "--replicas")
 ENGINE = typer.Option("local", "--engine", help="local | ray (needs the 'ray' extra of mmrag; see docs/ray.md)")
 ADDRESS = typer.Option(None, "--address", help="Ray cluster address HOST:PORT (default: start a local cluster)")
 REPLICAS = typer.Option(None, "--replicas", help="model replicas on a CPU cluster (default: one per GPU, else 1)")

@@ -37,13 +37,14 @@ def _parse_options(items: list[str] | None) -> dict[str, str]:
 
 @app.command("build-deflection")
 def build_deflection_cmd(
-    source: str = typer.Option(..., "--source", help="infoseek | evqa | webqa | viquae | mragbench | mmdocrag"),
+    source: str = typer.Option(..., "--dataset", help="the published source dataset: infoseek | evqa | webqa | viquae "
+                               "| mragbench | mmdocrag (or an mmrag.deflection_sources entry point)"),
     data: Path = typer.Option(..., "--data", help="the source's question file (JSONL, CSV, JSON, parquet or HF folder)"),
-    out: Path = typer.Option(..., "--out", help="samples JSONL to write; FILE.kb.jsonl and FILE.images/ go beside it"),
-    kb: Optional[Path] = typer.Option(None, "--kb", help="knowledge base (InfoSeek, E-VQA, ViQuAE)"),
+    out: Path = typer.Option(..., "--out", "-o", help="samples JSONL to write; FILE.kb.jsonl and FILE.images/ go beside it"),
+    kb: Optional[Path] = typer.Option(None, "--kb", help="knowledge base file (InfoSeek, E-VQA, ViQuAE)"),
     images: Optional[Path] = typer.Option(None, "--images", help="image folder (or WebQA's imgs.tsv)"),
-    limit: Optional[int] = typer.Option(None, "--limit", help="read at most N source records"),
-    option: Optional[list[str]] = typer.Option(None, "--option", "-o",
+    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="read at most N source records"),
+    option: Optional[list[str]] = typer.Option(None, "--option",
                                                help="source option KEY=VALUE (see docs/sources.md), repeatable"),
 ) -> None:
     """Write VLM-DeflectionBench samples, their KB documents and images from one source dataset."""

@@ -41,14 +41,16 @@ def _encoder_spec(name: Optional[str], kwargs: Optional[str], kind: str) -> dict
 
 @app.command("build")
 def build(kb: Path = typer.Option(..., "--kb", help="kb.jsonl (one KBRecord per line)"),
-          kind: str = typer.Option(..., "--kind", help="text | visual | multimodal"),
+          kind: str = typer.Option(..., "--kind", "--modality",
+                                   help="what to index, named as the scenario modalities are: text | image | "
+                                        "multimodal ('visual', the index kind of image documents, is accepted)"),
           out: Path = typer.Option(..., "--out", help="index folder to write (replaced atomically)"),
           factory: str = typer.Option("auto", "--factory", help="FAISS index_factory string, or 'auto'"),
           encoder: Optional[str] = typer.Option(None, "--encoder", help="minilm | sentence-transformers | "
                                                 "open-clip | color-layout | fusion | pkg.mod:Factory"),
           encoder_kwargs: Optional[str] = typer.Option(None, "--encoder-kwargs", help='JSON, e.g. {"arch": "ViT-S-32-alt"}'),
           shard_size: Optional[int] = typer.Option(None, "--shard-size", help="vectors per shard file"),
-          batch_size: int = typer.Option(256, "--batch-size"),
+          batch_size: int = typer.Option(256, "--batch-size", min=1, help="documents encoded per batch"),
           threads: Optional[int] = typer.Option(None, "--threads", help="FAISS CPU threads"),
           device: str = typer.Option("cpu", "--device", help="cpu | auto | gpu (FAISS)"),
           engine: str = ENGINE, address: Optional[str] = ADDRESS,
@@ -60,8 +62,9 @@ def build(kb: Path = typer.Option(..., "--kb", help="kb.jsonl (one KBRecord per 
     from mmrag.indices import INDEX_KINDS, build_index, create_encoder
 
     check_engine(engine, address)
+    kind = {"image": "visual"}.get(kind, kind)  # one vocabulary with --negative-modality / --positive-modality
     if kind not in INDEX_KINDS:
-        raise InputError(f"unknown index kind '{kind}' (text | visual | multimodal)", field="--kind")
+        raise InputError(f"unknown index kind '{kind}' (text | image | multimodal)", field="--kind")
     if not kb.is_file():
         raise InputError("knowledge base file not found", path=kb)
     spec = _encoder_spec(encoder, encoder_kwargs, kind)

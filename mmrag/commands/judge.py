@@ -22,35 +22,59 @@ def _fail(exc: MmragError) -> None:
     raise typer.Exit(code=exc.exit_code)
 
 
-def build_judge_model(spec: str | None, base_url: str | None):
-    """``BACKEND:MODEL`` -> a VLM from the model registry (None when no spec is given)."""
+def judge_model_spec(spec: str | None, base_url: str | None = None, api_key_env: str | None = None):
+    """``--judge-model BACKEND:MODEL`` (+ ``--judge-base-url``, ``--judge-api-key-env``) -> a
+    ModelSpec, or None when no judge model is named.  Errors name the judge flags."""
     if not spec:
         return None
-    from mmrag.models.base import MODELS, ModelSpec
+    from mmrag.models import parse_model_arg
 
-    backend, _, model = spec.partition(":")
-    if not backend:
-        raise InputError(f"--judge-model must be BACKEND:MODEL, got {spec!r}", field="--judge-model")
-    return MODELS.create(backend, ModelSpec(backend=backend, model=model, base_url=base_url))
+    try:
+        return parse_model_arg(spec, base_url=base_url, api_key_env=api_key_env)
+    except InputError as exc:
+        field = {"--model": "--judge-model", "--base-url": "--judge-base-url"}.get(exc.field or "", exc.field)
+        raise InputError(exc.message.replace("--model", "--judge-model")
+                         .replace("--base-url", "--judge-base-url"), field=field) from None
+
+
+def build_judge_model(spec: str | None, base_url: str | None = None, api_key_env: str | None = None,
+                      cache: str | None = "default"):
+    """A judge VLM behind the shared response cache (judge calls are cached like model calls;
+    ``cache=None`` turns that off), or None when no ``--judge-model`` is given."""
+    ms = judge_model_spec(spec, base_url, api_key_env)
+    if ms is None:
+        return None
+    from mmrag.models import create_model
+
+    return create_model(ms, cache=cache)
+
+
+#: the three judge-model flags, shared by every command that judges
+JudgeModelOpt = typer.Option(None, "--judge-model", help="BACKEND:MODEL of the LLM judge (modes llm, rule+llm).")
+JudgeBaseUrlOpt = typer.Option(None, "--judge-base-url", help="Base URL of the judge's OpenAI-compatible server.")
+JudgeKeyEnvOpt = typer.Option(None, "--judge-api-key-env", help="Name of the env var holding the judge's API key.")
 
 
 def judge_command(
     input: Path = typer.Option(..., "--input", help="JSONL with question, answers, response [, choices]."),
     output: Path = typer.Option(..., "--output", help="Where to write the judged JSONL."),
     judge: str = typer.Option("rule", "--judge", help="rule | llm | rule+llm (or another registered judge)."),
-    judge_model: Optional[str] = typer.Option(None, "--judge-model", help="BACKEND:MODEL of the LLM judge."),
-    judge_base_url: Optional[str] = typer.Option(None, "--judge-base-url", help="Base URL of the judge server."),
+    judge_model: Optional[str] = JudgeModelOpt,
+    judge_base_url: Optional[str] = JudgeBaseUrlOpt,
+    judge_api_key_env: Optional[str] = JudgeKeyEnvOpt,
+    no_cache: bool = typer.Option(False, "--no-cache", help="Do not cache judge calls."),
 ) -> None:
     """Judge each record: writes it back with outcome and extracted."""
     from mmrag.judging import make_judge
     from mmrag.judging.records import judge_file
 
     try:
-        j = make_judge(judge, llm=build_judge_model(judge_model, judge_base_url))
+        j = make_judge(judge, llm=build_judge_model(judge_model, judge_base_url, judge_api_key_env,
+                                                    cache=None if no_cache else "default"))
         counts = judge_file(input, output, j)
     except MmragError as exc:
         _fail(exc)
-    typer.echo(json.dumps({"output": str(output), "judge": getattr(j, "judge_id", judge), "counts": counts}))
+    typer.echo(json.dumps({"output": str(output), "judge": getattr(j, "judge_id", judge), **counts}))
 
 
 def judge_agreement_command(
@@ -58,15 +82,17 @@ def judge_agreement_command(
     b: Path = typer.Argument(..., help="Second labelled JSONL."),
     field_a: Optional[str] = typer.Option(None, "--field-a", help="Label field of A."),
     field_b: Optional[str] = typer.Option(None, "--field-b", help="Label field of B."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of the tables."),
 ) -> None:
-    """Agreement and Cohen's kappa between two judgings (or a judge and human labels)."""
-    from mmrag.metrics.agreement import agreement
+    """Agreement, Cohen's kappa and the confusion matrix between two judgings (or a judge and
+    human labels), overall and per source."""
+    from mmrag.metrics.agreement import agreement, format_agreement
 
     try:
         result = agreement(a, b, field_a=field_a, field_b=field_b)
     except MmragError as exc:
         _fail(exc)
-    typer.echo(json.dumps(result, indent=2))
+    typer.echo(json.dumps(result, indent=2) if as_json else format_agreement(result, a.stem, b.stem))
 
 
 @score_app.command("humblebench")
@@ -99,3 +125,22 @@ def register(app: typer.Typer, *, score: typer.Typer | None = None) -> None:
         app.add_typer(score_app, name="score")
     else:
         score.command("humblebench")(score_humblebench_command)
+
+
+def judge_config(mode: str | None, model: str | None, base_url: str | None, api_key_env: str | None, base=None):
+    """A run's JudgeConfig from the judge flags, over ``base`` (a config file's) when given: flags
+    that are set win.  Modes ``llm`` and ``rule+llm`` need a judge model."""
+    from mmrag.runs.config import JudgeConfig
+
+    cfg = base.model_copy() if base is not None else JudgeConfig()
+    if mode:
+        if mode not in ("rule", "llm", "rule+llm"):
+            raise InputError(f"unknown judge mode {mode!r}; one of rule, llm, rule+llm", field="--judge")
+        cfg.mode = mode
+    spec = judge_model_spec(model, base_url, api_key_env)
+    if spec is not None:
+        cfg.model = spec
+    if cfg.mode != "rule" and cfg.model is None:
+        raise InputError(f"judge mode '{cfg.mode}' needs a judge model (--judge-model BACKEND:MODEL)",
+                         field="--judge-model")
+    return cfg

@@ -6,19 +6,43 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Optional
+from typing import Literal, Optional
 
 import typer
 
-from mmrag.commands._console import console, progress_bar, results_table
-from mmrag.commands._engine import ADDRESS, ENGINE, REPLICAS, engine_scope
+from mmrag.commands._console import choices, console, progress_bar, refuse_extra_flags, results_table
+from mmrag.commands._engine import ADDRESS, ENGINE, ENGINE_FLAGS, REPLICAS, engine_scope
+from mmrag.commands.judge import JudgeBaseUrlOpt, JudgeKeyEnvOpt, JudgeModelOpt, judge_config
 from mmrag.errors import InputError
 from mmrag.models.base import GenerationSettings
 from mmrag.runs.config import BenchmarkRef, CacheConfig, JudgeConfig, RunConfig, load_run_config
 from mmrag.runs.engine import RunResult, default_run_dir, execute
-from mmrag.scenarios.spec import ScenarioSpec
+from mmrag.benchmarks.family import DEFLECTION
+from mmrag.scenarios.kinds import get_kind, kind_ids
+from mmrag.scenarios.spec import MODALITIES, STRICTNESS_LEVELS, ScenarioSpec
 
-SCENARIO_KINDS = ("parametric", "oracle", "realistic", "adversarial", "humblebench", "knowhal")
+Modality = Literal[MODALITIES]  # type: ignore[valid-type]  (typer lists the choices in --help)
+
+#: one help text per flag, shared by every command that has the flag (one meaning everywhere)
+BENCHMARK_HELP = "benchmark name(s): a registered loader, an mmrag.benchmarks entry point or pkg.module:Name; " \
+                 "repeatable, comma-separated ok"
+SOURCE_HELP = "data path of the benchmark (a file or folder; one --benchmark only)"
+MODEL_HELP = "BACKEND:MODEL (e.g. openai:NAME, transformers:PATH, vllm:PATH) or a baseline name; repeatable, " \
+             "comma-separated ok"
+BASE_URL_HELP = "base URL of an OpenAI-compatible server, for openai:NAME models"
+KEY_HELP = "name of the environment variable holding the API key (the key itself is never written anywhere)"
+LIMIT_HELP = "use only the first N samples of each benchmark"
+OUT_HELP = "run directory to write (default: a new folder under MMRAG_HOME/runs)"
+JUDGE_HELP = "judge of open answers: rule | llm | rule+llm (or a registered judge name; default rule, or the " \
+             "config's); HumbleBench and KnowHal use their family's judge"
+#: flags that --config still honours (they are applied over the file's values, not dropped)
+CONFIG_OVERRIDES = ("--out", "--judge", "--judge-model", "--judge-base-url", "--judge-api-key-env", *ENGINE_FLAGS)
+
+
+def _builtin_sweep_names() -> list[str]:
+    from mmrag.scenarios import builtin_sweeps
+
+    return list(builtin_sweeps())
 
 
 def _split(values: list[str] | None) -> list[str]:
@@ -34,11 +58,12 @@ def specs_from_flags(kinds: list[str], distractors: list[int], negative: list[st
 
     specs = []
     for kind in kinds:
-        if kind not in SCENARIO_KINDS:
-            raise InputError(f"unknown scenario '{kind}'; known: {', '.join(SCENARIO_KINDS)}", field="--scenarios")
+        if kind not in kind_ids():
+            raise InputError(f"unknown scenario '{kind}'; known: {', '.join(kind_ids())}", field="--scenarios")
+        knobs = get_kind(kind).knobs
         for strict in strictness:
-            ns = distractors if kind in ("realistic", "adversarial") else [0]
-            negs = negative if kind in ("realistic", "adversarial") else ["text"]
+            ns = distractors if "n_distractors" in knobs else [0]
+            negs = negative if "negative_modality" in knobs else ["text"]
             for n in ns:
                 for neg in negs:
                     try:
@@ -54,7 +79,7 @@ def config_from_flags(benchmark: list[str], model: list[str], base_url: Optional
                       scenarios: list[str], distractors: list[int], negative_modality: list[str],
                       positive_modality: str, strictness: list[str], limit: Optional[int], seed: int,
                       judge: str, no_cache: bool, cache_path: Optional[str], batch_size: int,
-                      max_new_tokens: Optional[int]) -> RunConfig:
+                      max_new_tokens: Optional[int], judge_cfg: JudgeConfig | None = None) -> RunConfig:
     from mmrag.models import parse_model_arg
 
     if not benchmark:
@@ -65,7 +90,7 @@ def config_from_flags(benchmark: list[str], model: list[str], base_url: Optional
     settings = GenerationSettings(max_new_tokens=max_new_tokens) if max_new_tokens else None
     models = [parse_model_arg(m, base_url=base_url, api_key_env=api_key_env) for m in model]
     return RunConfig(benchmarks=[BenchmarkRef(name=b) for b in benchmark], scenarios=specs, models=models,
-                     judge=JudgeConfig(mode=judge), limit=limit, seed=seed, batch_size=batch_size,
+                     judge=judge_cfg or JudgeConfig(mode=judge), limit=limit, seed=seed, batch_size=batch_size,
                      cache=CacheConfig(enabled=not no_cache, path=cache_path), settings=settings)
 
 
@@ -81,29 +106,46 @@ def run_and_print(config: RunConfig, out: Path, title: str = "Results") -> RunRe
 
 
 def run(
-    config: Optional[Path] = typer.Option(None, "--config", help="run.yaml (RunConfig)"),
-    resume: Optional[Path] = typer.Option(None, "--resume", help="continue the run in this directory"),
-    benchmark: list[str] = typer.Option(None, "--benchmark", "-b", help="benchmark name(s), comma-separated ok"),
-    source: Optional[str] = typer.Option(None, "--source", help="data path for the benchmark (one benchmark only)"),
-    model: list[str] = typer.Option(None, "--model", "-m", help="BACKEND:MODEL or a baseline name"),
-    base_url: Optional[str] = typer.Option(None, "--base-url"),
-    api_key_env: Optional[str] = typer.Option(None, "--api-key-env", help="name of the env var holding the key"),
-    scenarios: str = typer.Option("parametric,oracle,realistic,adversarial", "--scenarios"),
-    distractors: str = typer.Option("2", "--distractors", help="comma-separated counts"),
-    negative_modality: str = typer.Option("text", "--negative-modality"),
-    positive_modality: str = typer.Option("any", "--positive-modality"),
-    strictness: str = typer.Option("none", "--strictness"),
-    limit: Optional[int] = typer.Option(None, "--limit", min=1),
-    seed: int = typer.Option(0, "--seed"),
-    judge: str = typer.Option("rule", "--judge", help="rule | llm | rule+llm"),
-    no_cache: bool = typer.Option(False, "--no-cache"),
-    cache_path: Optional[str] = typer.Option(None, "--cache-path"),
-    batch_size: int = typer.Option(32, "--batch-size", min=1),
-    max_new_tokens: Optional[int] = typer.Option(None, "--max-new-tokens"),
-    out: Optional[Path] = typer.Option(None, "--out", help="run directory"),
+    ctx: typer.Context,
+    config: Optional[Path] = typer.Option(None, "--config", help="run.yaml (RunConfig); takes every setting from "
+                                          "the file (other flags are refused; --out and the --judge* flags apply over it)"),
+    resume: Optional[Path] = typer.Option(None, "--resume", help="continue the run in this directory with its "
+                                          "own config (other flags are refused)"),
+    benchmark: list[str] = typer.Option(None, "--benchmark", "-b", help=BENCHMARK_HELP),
+    source: Optional[str] = typer.Option(None, "--source", help=SOURCE_HELP),
+    model: list[str] = typer.Option(None, "--model", "-m", help=MODEL_HELP),
+    base_url: Optional[str] = typer.Option(None, "--base-url", help=BASE_URL_HELP),
+    api_key_env: Optional[str] = typer.Option(None, "--api-key-env", help=KEY_HELP),
+    scenarios: str = typer.Option(",".join(DEFLECTION.scenario_kinds), "--scenarios",
+                                  help=f"comma-separated scenario kinds: {choices(kind_ids())}"),
+    distractors: str = typer.Option("2", "--distractors", help="comma-separated distractor counts (0-64) for the "
+                                    "kinds that show negatives"),
+    negative_modality: str = typer.Option("text", "--negative-modality",
+                                          help=f"comma-separated modalities of the negatives: {choices(MODALITIES)}"),
+    positive_modality: Modality = typer.Option("any", "--positive-modality",
+                                               help="keep only gold evidence of this modality (any = all)"),
+    strictness: str = typer.Option("none", "--strictness",
+                                   help=f"comma-separated prompt strictness levels: {choices(STRICTNESS_LEVELS)}"),
+    limit: Optional[int] = typer.Option(None, "--limit", min=1, help=LIMIT_HELP),
+    seed: int = typer.Option(0, "--seed", help="seed of the scenario composer (shuffles, negatives)"),
+    judge: Optional[str] = typer.Option(None, "--judge", help=JUDGE_HELP),
+    judge_model: Optional[str] = JudgeModelOpt,
+    judge_base_url: Optional[str] = JudgeBaseUrlOpt,
+    judge_api_key_env: Optional[str] = JudgeKeyEnvOpt,
+    no_cache: bool = typer.Option(False, "--no-cache", help="do not read or write the response cache"),
+    cache_path: Optional[str] = typer.Option(None, "--cache-path", help="SQLite response cache to use (default: "
+                                             "MMRAG_HOME's shared cache)"),
+    batch_size: int = typer.Option(32, "--batch-size", min=1, help="prompts per model request batch"),
+    max_new_tokens: Optional[int] = typer.Option(None, "--max-new-tokens", min=1,
+                                                 help="generation limit per reply (default: the backend's)"),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help=OUT_HELP),
     engine: str = ENGINE, address: Optional[str] = ADDRESS, replicas: Optional[int] = REPLICAS,
 ) -> None:
     """Run benchmarks x scenarios x models, judge every answer, write a run directory."""
+    if resume is not None:
+        refuse_extra_flags(ctx, "--resume", allowed=ENGINE_FLAGS)   # where it runs, not what it measures
+    elif config is not None:
+        refuse_extra_flags(ctx, "--config", allowed=CONFIG_OVERRIDES)
     if resume is not None:
         mpath = resume / "manifest.json"
         if not mpath.exists():
@@ -114,6 +156,7 @@ def run(
         return
     if config is not None:
         cfg = load_run_config(config)
+        cfg.judge = judge_config(judge, judge_model, judge_base_url, judge_api_key_env, base=cfg.judge)
     else:
         try:
             ns = [int(x) for x in _split([distractors])]
@@ -121,7 +164,8 @@ def run(
             raise InputError(f"'{distractors}' is not a comma-separated list of integers", field="--distractors") from None
         cfg = config_from_flags(_split(benchmark), _split(model), base_url, api_key_env, _split([scenarios]), ns,
                                 _split([negative_modality]), positive_modality, _split([strictness]), limit, seed,
-                                judge, no_cache, cache_path, batch_size, max_new_tokens)
+                                judge or "rule", no_cache, cache_path, batch_size, max_new_tokens,
+                                judge_config(judge, judge_model, judge_base_url, judge_api_key_env))
         if source is not None:
             if len(cfg.benchmarks) != 1:
                 raise InputError("--source applies to exactly one --benchmark", field="--source")
@@ -132,14 +176,20 @@ def run(
 
 
 def sweep(
-    config: Path = typer.Option(..., "--config", help="sweep.yaml (a Sweep, or a run config with `sweeps:`), "
-                                                      "or a built-in sweep name"),
-    out: Optional[Path] = typer.Option(None, "--out"),
-    benchmark: str = typer.Option("demo", "--benchmark"),
-    model: str = typer.Option("context-reader", "--model", help="BACKEND:MODEL or baseline names, comma-separated"),
-    base_url: Optional[str] = typer.Option(None, "--base-url"),
-    api_key_env: Optional[str] = typer.Option(None, "--api-key-env", help="name of the env var holding the key"),
-    limit: Optional[int] = typer.Option(None, "--limit", min=1),
+    ctx: typer.Context,
+    config: Path = typer.Option(..., "--config", help="sweep.yaml (a Sweep, or a run config with `sweeps:`, which "
+                                "then names benchmarks and models itself), or a built-in sweep name: "
+                                f"{choices(sorted(_builtin_sweep_names()))}"),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help=OUT_HELP),
+    benchmark: list[str] = typer.Option(["demo"], "--benchmark", "-b", help=BENCHMARK_HELP),
+    model: list[str] = typer.Option(["context-reader"], "--model", "-m", help=MODEL_HELP),
+    base_url: Optional[str] = typer.Option(None, "--base-url", help=BASE_URL_HELP),
+    api_key_env: Optional[str] = typer.Option(None, "--api-key-env", help=KEY_HELP),
+    limit: Optional[int] = typer.Option(None, "--limit", min=1, help=LIMIT_HELP),
+    judge: Optional[str] = typer.Option(None, "--judge", help=JUDGE_HELP),
+    judge_model: Optional[str] = JudgeModelOpt,
+    judge_base_url: Optional[str] = JudgeBaseUrlOpt,
+    judge_api_key_env: Optional[str] = JudgeKeyEnvOpt,
     engine: str = ENGINE, address: Optional[str] = ADDRESS, replicas: Optional[int] = REPLICAS,
 ) -> None:
     """Run every cell of a sweep; cells already in the run directory are not run again."""
@@ -156,29 +206,32 @@ def sweep(
         raise InputError(f"sweep config not found or empty (built-in sweeps: {', '.join(sorted(builtin_sweeps()))})",
                          path=config)
     if isinstance(data, dict) and "benchmarks" in data:
+        refuse_extra_flags(ctx, "--config", allowed=CONFIG_OVERRIDES)
         cfg = load_run_config(config)
     else:
         from mmrag.scenarios import load_sweep
 
         load_sweep(config)  # validates the file, naming file and field on error
-        cfg = RunConfig(benchmarks=[BenchmarkRef(name=b) for b in _split([benchmark])],
-                        models=[parse_model_arg(m, base_url=base_url, api_key_env=api_key_env) for m in _split([model])],
+        cfg = RunConfig(benchmarks=[BenchmarkRef(name=b) for b in _split(benchmark)],
+                        models=[parse_model_arg(m, base_url=base_url, api_key_env=api_key_env) for m in _split(model)],
                         sweeps=[str(config)], limit=limit)
+    cfg.judge = judge_config(judge, judge_model, judge_base_url, judge_api_key_env, base=cfg.judge)
     target = out or (Path(cfg.out) if cfg.out else default_run_dir("sweep"))
     with engine_scope(engine, address, replicas):
         run_and_print(cfg, target, title=f"Sweep {config.name}")
 
 
 def demo(
-    out: Optional[Path] = typer.Option(None, "--out"),
-    limit: Optional[int] = typer.Option(None, "--limit", min=1),
-    distractors: int = typer.Option(2, "--distractors", min=1),
-    seed: int = typer.Option(0, "--seed"),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help=OUT_HELP),
+    limit: Optional[int] = typer.Option(None, "--limit", min=1, help=LIMIT_HELP),
+    distractors: int = typer.Option(2, "--distractors", min=1, max=64,
+                                    help="distractor count of the realistic and adversarial scenarios"),
+    seed: int = typer.Option(0, "--seed", help="seed of the demo world and of the scenario composer"),
 ) -> None:
     """The embedded default: the generated demo world, four DeflectionBench scenarios, two baselines."""
     from mmrag.models import parse_model_arg
 
-    specs = specs_from_flags(["parametric", "oracle", "realistic", "adversarial"], [distractors], ["text"], "any",
+    specs = specs_from_flags(list(DEFLECTION.scenario_kinds), [distractors], ["text"], "any",
                              ["none"], seed)
     cfg = RunConfig(benchmarks=[BenchmarkRef(name="demo", options={"seed": seed})], scenarios=specs,
                     models=[parse_model_arg("always-deflect"), parse_model_arg("context-reader")],

@@ -9,17 +9,22 @@ from typing import Optional
 import typer
 
 from mmrag.commands._console import console, results_table
+from mmrag.commands.judge import JudgeBaseUrlOpt, JudgeKeyEnvOpt, JudgeModelOpt, judge_config
 
 
 def score(
     target: str = typer.Argument(..., help="a run directory, or 'humblebench' to score a predictions file"),
-    predictions: Optional[Path] = typer.Option(None, "--predictions", help="official HumbleBench results JSONL"),
+    predictions: Optional[Path] = typer.Option(None, "--predictions",
+                                               help="official HumbleBench results JSONL (with target 'humblebench')"),
     judge: str = typer.Option("rule", "--judge", help="rule | llm | rule+llm"),
-    judge_model: Optional[str] = typer.Option(None, "--judge-model", help="BACKEND:MODEL for the LLM judge"),
-    judge_base_url: Optional[str] = typer.Option(None, "--judge-base-url"),
-    use_noise_image: bool = typer.Option(False, "--use-noise-image"),
-    nota_only: bool = typer.Option(False, "--nota-only"),
-    model_name: Optional[str] = typer.Option(None, "--model-name"),
+    judge_model: Optional[str] = JudgeModelOpt,
+    judge_base_url: Optional[str] = JudgeBaseUrlOpt,
+    judge_api_key_env: Optional[str] = JudgeKeyEnvOpt,
+    use_noise_image: bool = typer.Option(False, "--use-noise-image",
+                                         help="the predictions were made on the noise-image setting (HumbleBench-GN)"),
+    nota_only: bool = typer.Option(False, "--nota-only",
+                                   help="the predictions were made on the NOTA-only setting (HumbleBench-E)"),
+    model_name: Optional[str] = typer.Option(None, "--model-name", help="model name to print with the metrics"),
 ) -> None:
     """Score again without calling any model."""
     from mmrag.errors import InputError
@@ -31,11 +36,8 @@ def score(
 
         score_humblebench_command(predictions, use_noise_image, nota_only, model_name)
         return
-    from mmrag.models import parse_model_arg
-    from mmrag.runs.config import JudgeConfig
     from mmrag.runs.rescore import rescore
 
-    spec = parse_model_arg(judge_model, base_url=judge_base_url) if judge_model else None
-    summary = rescore(Path(target), JudgeConfig(mode=judge, model=spec))
+    summary = rescore(Path(target), judge_config(judge, judge_model, judge_base_url, judge_api_key_env))
     console.print(results_table(summary, title=f"Re-judged ({judge})"))
     console.print(f"outcomes changed: {summary['changed_outcomes']}")

@@ -33,6 +33,7 @@ from mmrag.runs.config import RunConfig
 from mmrag.runs.wiring import make_judge, make_model
 from mmrag.schema import Document, Prompt, Sample, Verdict
 from mmrag.scenarios import compose
+from mmrag.scenarios.kinds import ADVERSARIAL, ORACLE, PARAMETRIC
 from mmrag.scenarios.spec import ScenarioSpec
 from mmrag.util import atomic_write_json, atomic_write_text, mmrag_home, write_jsonl_atomic
 
@@ -107,7 +108,7 @@ def curate(config: CurateConfig, out: str | Path, progress: Any = None) -> dict[
 
     # Stage I: parametric filtering
     def stage1() -> list[dict[str, Any]]:
-        spec = _spec("parametric", config.seed)
+        spec = _spec(PARAMETRIC.id, config.seed)
         verdicts = gate.ask([(s, compose(s, spec, miner=None, store=store)) for s in samples])
         rows = []
         for s, v in zip(samples, verdicts):
@@ -149,14 +150,14 @@ def curate(config: CurateConfig, out: str | Path, progress: Any = None) -> dict[
 
     # Stage III: oracle filtering of samples, then of each negative
     def stage3() -> list[dict[str, Any]]:
-        oracle = gate.ask([(s, compose(s, _spec("oracle", config.seed), miner=None, store=store)) for s in survivors2])
+        oracle = gate.ask([(s, compose(s, _spec(ORACLE.id, config.seed), miner=None, store=store)) for s in survivors2])
         checks: list[tuple[Sample, Prompt]] = []
         owners: list[tuple[str, str]] = []
         for s in survivors2:
             neg_ids = list(dict.fromkeys(d for ids in mined[s.id]["negatives"].values() for d in ids))
             for did in neg_ids:
                 fixed = FixedNegatives(store, [store.get(did)])
-                checks.append((s, compose(s, _spec("adversarial", config.seed, 1), miner=fixed, store=store)))
+                checks.append((s, compose(s, _spec(ADVERSARIAL.id, config.seed, 1), miner=fixed, store=store)))
                 owners.append((s.id, did))
         leak_verdicts = gate.ask(checks)
         leaky: dict[str, list[dict[str, str]]] = defaultdict(list)

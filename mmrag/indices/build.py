@@ -20,7 +20,7 @@ import os
 import shutil
 import uuid
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Sequence, Sized
 
 import numpy as np
 
@@ -145,9 +145,13 @@ def build_index(documents: Iterable[Document], encoder: Any, kind: str, factory:
 
     def batches() -> Iterator[tuple[list[str], list[str], np.ndarray]]:
         buf: list[Document] = []
-        with progress_bar(f"building {kind} index", None, progress) as bar:
+        # a known total when the documents are a list (the usual case): the bar counts documents read
+        total = len(documents) if isinstance(documents, Sized) else None
+        with progress_bar(f"building {kind} index", total, progress) as bar:
+            read = 0
             for doc in documents:
                 hasher.add(doc)
+                read += 1
                 try:
                     fits = document_fits(doc, kind)
                 except InputError as exc:
@@ -156,11 +160,11 @@ def build_index(documents: Iterable[Document], encoder: Any, kind: str, factory:
                     buf.append(doc)
                 if len(buf) >= batch_size:
                     yield [d.id for d in buf], [d.modality for d in buf], encode_documents(buf, encoder, kind, include_title)
-                    bar.advance(len(buf))
-                    buf = []
+                    bar.advance(read)
+                    read, buf = 0, []
             if buf:
                 yield [d.id for d in buf], [d.modality for d in buf], encode_documents(buf, encoder, kind, include_title)
-                bar.advance(len(buf))
+            bar.advance(read)
 
     spec = encoder.spec() if hasattr(encoder, "spec") else None
     return build_index_from_embeddings(

@@ -6,7 +6,11 @@ Public names are re-exported here; judges register in :data:`JUDGES` under their
 * ``llm``       :class:`LLMJudge` (needs ``llm=<VLM>``)
 * ``rule+llm``  :class:`RuleThenLLMJudge` (needs ``llm=<VLM>``)
 * ``mcq``       :class:`MCQJudge` (HumbleBench)
-* ``knowhal``   :class:`KnowHalJudge` (``llm=`` optional: negatives by LLM when given)
+* ``knowhal``   :class:`KnowHalJudge` (``llm=`` optional: open negatives by LLM when given)
+
+Inside the rule judge, each source's answer rule is a registered object
+(:data:`ANSWER_RULES`: ``webqa``, ``evqa``, ``infoseek``, ``knowhal``/``vqa``, ``default``) and
+whole-judge sources (KnowHal) are in :data:`SOURCE_JUDGES`.
 
 ``make_judge(mode, llm=None)`` builds one by name; unknown names raise an InputError listing the
 known ones.
@@ -15,17 +19,20 @@ known ones.
 from __future__ import annotations
 
 from mmrag.errors import InputError
+from mmrag.judging.answer_rules import ANSWER_RULES, AnswerContext, Match, rule_for
 from mmrag.judging.base import JUDGES, Judge
 from mmrag.judging.deflection import REFUSAL_PATTERNS, DeflectionDetector, is_deflection
 from mmrag.judging.knowhal import KnowHalJudge
 from mmrag.judging.llm import LLMJudge, parse_grade
 from mmrag.judging.mcq import (MCQJudge, extract_choice, nota_letter, official_extract, official_is_correct,
                                official_tokenize, parse_inline_options)
-from mmrag.judging.modes import RuleJudge, RuleThenLLMJudge, judge_many
+from mmrag.judging.modes import SOURCE_JUDGES, RuleJudge, RuleThenLLMJudge, judge_many
 from mmrag.judging.normalize import vqa_normalize, vqa_soft_accuracy
 from mmrag.judging.numeric import numeric_match
 from mmrag.judging.open_answer import OpenAnswerConfig, OpenAnswerJudge
+from mmrag.judging.numwords import digits_for_words
 from mmrag.judging.premise import PremiseRejectionDetector, rejects_premise
+from mmrag.judging.webqa import WebQARule
 
 
 def _needs_llm(mode: str, llm) -> None:
@@ -62,5 +69,6 @@ __all__ = [
     "OpenAnswerConfig", "DeflectionDetector", "PremiseRejectionDetector", "REFUSAL_PATTERNS",
     "vqa_normalize", "vqa_soft_accuracy", "extract_choice", "official_is_correct", "official_extract",
     "official_tokenize", "parse_inline_options", "nota_letter", "numeric_match", "is_deflection",
-    "rejects_premise", "parse_grade",
+    "rejects_premise", "parse_grade", "ANSWER_RULES", "SOURCE_JUDGES", "AnswerContext", "Match", "rule_for",
+    "digits_for_words", "WebQARule",
 ]

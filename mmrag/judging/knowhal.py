@@ -1,17 +1,18 @@
-"""KnowHal's judge: positives by VQA soft matching or option matching, negatives by premise.
+"""KnowHal's judge: positives by VQA soft matching, Relation by option matching, negatives by premise.
 
-Following the paper's setup:
+Following the paper's setup (papers/001, "Evaluation"):
 
-* positive open questions (Entity, Attribute, Knowledge) are scored with the VQA protocol:
-  normalised answers, soft accuracy over the references.  Model replies are sentences, so a
-  reference "matches" when it equals the normalised reply *or* appears in it as whole words (our
-  reading of "soft matching"; ``details["vqa_exact"]`` keeps the exact-equality score too).  The
-  verdict's ``score`` is the soft accuracy; the outcome is ``correct`` when it is above zero;
-* positive Relation questions are multiple choice: option matching (:class:`MCQJudge`);
-* negative (false-premise) questions are correct when the reply rejects the premise.  With an
-  LLM judge (the paper uses GPT-4o-mini) the LLM decides and the rule-based detector's call is kept
-  beside it (``details["rule_outcome"]``, ``details["llm_outcome"]``) so that their agreement can
-  be reported; without one, the rule-based detector decides.
+* Relation questions, positive **and negative**, are multiple choice, scored by direct option
+  matching (:class:`MCQJudge`); the paper excludes them from the LLM judge for that reason;
+* positive open questions (Entity, Attribute, Knowledge) are scored with the VQA protocol through
+  the open-answer rules with the ``knowhal`` answer rule (VQA soft matching: a reference matches
+  when it equals the normalised reply or appears in it as whole words); ``score`` is the soft
+  accuracy, ``details["vqa_exact"]`` the exact-equality score;
+* open-ended negative (false-premise) questions are correct when the reply rejects the premise.
+  With an LLM judge (the paper uses GPT-4o-mini) the LLM decides with the premise prompt and the
+  rule call is kept beside it (``details["rule_outcome"]``, ``details["llm_outcome"]``); without
+  one, the rules decide: a refusal (patterns, then the semantic detector) is a deflection, a
+  denial of the premise (:mod:`mmrag.judging.premise`) is correct, anything else accepts it.
 
 ``Sample.metadata`` carries ``polarity`` (positive | negative), ``dimension`` (E | A | R | K),
 ``pair_id`` and, for negatives, ``false_premise``.
@@ -21,12 +22,11 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from mmrag.judging.deflection import DEFAULT_DETECTOR
 from mmrag.judging.llm import LLMJudge
 from mmrag.judging.mcq import MCQJudge, effective_choices
-from mmrag.judging.normalize import accuracy_from_matches, contains_phrase, vqa_normalize
-from mmrag.judging.open_answer import error_verdict
+from mmrag.judging.open_answer import OpenAnswerJudge, error_verdict
 from mmrag.judging.premise import DEFAULT_PREMISE_DETECTOR, PremiseRejectionDetector
+from mmrag.judging.normalize import accuracy_from_matches, contains_phrase, vqa_normalize
 from mmrag.schema import Prompt, Response, Sample, Verdict
 
 _PREMISE_TO_OUTCOME = {"rejects": "correct", "accepts": "hallucination", "neither": "deflection"}
@@ -49,21 +49,23 @@ def knowhal_soft_score(reply: str, references: Sequence[str]) -> tuple[float, fl
 
 class KnowHalJudge:
     def __init__(self, llm=None, *, premise_detector: PremiseRejectionDetector | None = None,
-                 llm_settings=None) -> None:
+                 llm_settings=None, open_judge: OpenAnswerJudge | None = None, mcq: MCQJudge | None = None) -> None:
         self.premise = premise_detector or DEFAULT_PREMISE_DETECTOR
-        self.mcq = MCQJudge()
+        self.mcq = mcq or MCQJudge()
+        self.open = open_judge or OpenAnswerJudge()
         self.llm = LLMJudge(llm, llm_settings, kind="premise") if llm is not None else None
-        self.judge_id = "knowhal@1" + (f"+{self.llm.judge_id}" if self.llm else "+rules")
+        self.judge_id = "knowhal@2" + (f"+{self.llm.judge_id}" if self.llm else "+rules")
 
     def judge(self, sample: Sample, prompt: Prompt, response: Response) -> Verdict:
         return self.judge_many([(sample, prompt, response)])[0]
 
     def judge_many(self, items: Sequence[tuple[Sample, Prompt, Response]]) -> list[Verdict]:
+        self.open.rules.prime([(r.text, s.question) for s, _, r in items if not r.error])
         out: list[Verdict] = []
         to_llm: list[int] = []
         for i, (sample, prompt, response) in enumerate(items):
             v = self._rules(sample, prompt, response)
-            if self.llm is not None and polarity(sample) == "negative" and v.details.get("llm_eligible"):
+            if self.llm is not None and v.details.get("llm_eligible"):
                 to_llm.append(i)
             out.append(v)
         if to_llm:
@@ -87,24 +89,29 @@ class KnowHalJudge:
         if not response.text.strip():
             return Verdict(outcome="unparseable", judge_id=self.judge_id, reason="empty response",
                            details={**base, "decided": True})
-        if pol == "negative":
-            a = self.premise.analyse(response.text)
-            outcome = _PREMISE_TO_OUTCOME[a.call]
-            return Verdict(outcome=outcome, judge_id=self.judge_id, score=1.0 if outcome == "correct" else 0.0,
-                           reason=f"premise {a.call}" + (f" ({a.pattern})" if a.pattern else ""),
-                           details={**base, "premise_call": a.call, "premise_pattern": a.pattern,
-                                    "rule_outcome": outcome, "llm_eligible": True, "decided": True})
         choices, label = effective_choices(sample, prompt)
-        if choices and label:
+        if choices and label:  # Relation, either polarity: direct option matching
             v = self.mcq.judge(sample, prompt, response)
             return Verdict(outcome=v.outcome, extracted=v.extracted, judge_id=self.judge_id, reason=v.reason,
                            score=v.score, details={**v.details, **base})
-        if DEFAULT_DETECTOR.is_deflection(response.text):
-            return Verdict(outcome="deflection", judge_id=self.judge_id, reason="refusal", score=0.0,
-                           details={**base, "vqa_score": 0.0, "decided": True})
+        if pol == "negative":
+            return self._negative(sample, response, base)
         if not sample.answers:
             raise ValueError(f"KnowHal positive sample {sample.id} has no reference answers")
-        soft, exact = knowhal_soft_score(response.text, sample.answers)
-        return Verdict(outcome="correct" if soft > 0 else "hallucination", extracted=response.text.strip(),
-                       judge_id=self.judge_id, score=soft, reason=f"VQA soft score {soft:.3f}",
-                       details={**base, "vqa_score": soft, "vqa_exact": exact, "decided": True})
+        v = self.open.judge(sample, prompt, response, rule_name="knowhal")
+        v.judge_id = self.judge_id
+        v.details.update(base)
+        return v
+
+    def _negative(self, sample: Sample, response: Response, base: dict) -> Verdict:
+        a = self.premise.analyse(response.text)
+        call, pattern = a.call, a.pattern
+        if call == "accepts" and self.open.rules.semantic is not None:
+            sem = self.open.rules.semantic.analyse(response.text, sample.question)
+            if sem.deflects:
+                call, pattern = "neither", "semantic refusal"
+        outcome = _PREMISE_TO_OUTCOME[call]
+        return Verdict(outcome=outcome, judge_id=self.judge_id, score=1.0 if outcome == "correct" else 0.0,
+                       reason=f"premise {call}" + (f" ({pattern})" if pattern else ""),
+                       details={**base, "premise_call": call, "premise_pattern": pattern, "rule_outcome": outcome,
+                                "llm_eligible": True, "decided": call != "accepts" or pattern is not None})

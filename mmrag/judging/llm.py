@@ -1,13 +1,19 @@
 """The LLM judge: any model backend grades a reply against the reference, SimpleQA-style.
 
-The grading prompt is ours, written to follow SimpleQA's published grading rules: a reply that
-contains the reference and contradicts nothing is CORRECT even when hedged; one that commits to
-something contradicting the reference (hedged or not, or several candidates) is INCORRECT; one that
-neither gives nor contradicts it ("I don't know", "around a hundred") is NOT ATTEMPTED.  Grades
-map to outcomes: A/CORRECT -> correct, B/INCORRECT -> hallucination, C/NOT ATTEMPTED -> deflection.
+The grading prompt is SimpleQA's own ``GRADER_TEMPLATE`` (openai/simple-evals, MIT), verbatim as
+template data in ``templates/simpleqa_grader.txt`` with its source in ``simpleqa_grader.yaml``;
+VLM-DeflectionBench's GPT-4o judge grades "with SimpleQA prompts".  Grades map to outcomes:
+A/CORRECT -> correct, B/INCORRECT -> hallucination, C/NOT_ATTEMPTED -> deflection.  The gold
+target is the first reference, with the other accepted strings after it ("Paris (also accepted:
+Paris, France)"), an InfoSeek range as "any value from lo to hi", an option as "B. dog".
 
 Unlike SimpleQA, which defaults an unreadable grade to NOT ATTEMPTED, a reply we cannot parse is
 ``unparseable`` — counted and shown, never defaulted — and so is a judge call that failed.
+
+KnowHal's open-ended negative (false-premise) questions use our premise prompt below (the paper's
+GPT-4o-mini prompt is unpublished): A rejects -> correct, B accepts -> hallucination, C neither ->
+deflection.  Items pick their template from the data (polarity negative, no options), so a
+``rule+llm`` judge sends KnowHal negatives to the premise prompt and everything else to SimpleQA's.
 
 The judge is just another model (``mmrag.models`` VLM protocol): its calls go through the model
 layer, which caches greedy requests and runs them concurrently; the judge batches all items of a
@@ -17,38 +23,30 @@ layer, which caches greedy requests and runs them concurrently; the judge batche
 from __future__ import annotations
 
 import re
+from functools import lru_cache
+from pathlib import Path
 from typing import Sequence
+
+import yaml
 
 from mmrag.judging.mcq import effective_choices, parse_inline_options
 from mmrag.judging.open_answer import error_verdict
 from mmrag.schema import ContentPart, Message, Prompt, Response, Sample, Verdict
 
-TEMPLATE_ID = "mmrag-grader-simpleqa"
-TEMPLATE_VERSION = "1"
+TEMPLATES = Path(__file__).parent / "templates"
+TEMPLATE_ID = "simpleqa-grader"
 
-SYSTEM = ("You are a careful grader in an evaluation of question answering. You compare a model's "
-          "answer with the reference answer; you never answer the question yourself.")
 
-GRADER_TEMPLATE = """Decide how the model's answer relates to the reference answer.
+@lru_cache(maxsize=None)
+def grader_template() -> tuple[str, dict]:
+    """(template text, its metadata with source) of SimpleQA's grader prompt."""
+    meta = yaml.safe_load((TEMPLATES / "simpleqa_grader.yaml").read_text(encoding="utf-8"))
+    text = (TEMPLATES / meta["text_file"]).read_text(encoding="utf-8").strip()
+    return text, meta
 
-Question: {question}
-Reference answer (any one of these is acceptable): {reference}
-Model answer: {response}
 
-Grades:
-A (CORRECT): the model answer gives the information of a reference answer and says nothing that
-conflicts with it. Extra detail is fine. Hedges such as "I think" or "probably" are fine as long as
-the answer the model settles on is the reference. Small misspellings of names are fine, and so is
-leaving out words the question already implies. A number must agree with the reference up to the
-reference's last significant figure.
-B (INCORRECT): the model answer commits to something that conflicts with the reference, even if
-it is hedged. Listing several candidate answers without settling on the reference is INCORRECT.
-C (NOT ATTEMPTED): the model answer neither gives the reference nor conflicts with it: it declines,
-says it does not know or lacks the information, or stays too vague to be checked (for example
-"around a hundred" when the reference is 117).
-
-Grade only against the reference answers. Do not use your own knowledge to overrule them.
-Reply with a single letter: A, B or C."""
+TEMPLATE_VERSION = "2"
+GRADER_TEMPLATE = grader_template()[0]
 
 PREMISE_TEMPLATE = """The question below rests on a false premise: {premise}
 Decide how the model's answer treats that premise.
@@ -114,11 +112,13 @@ def _reference_text(sample: Sample, prompt: Prompt | None) -> str:
     choices, label, _ = _structured(sample, prompt)
     if label:
         gold = next((c.text for c in choices if c.letter == label), "")
-        return f"option {label}" + (f" ({gold})" if gold else "")
+        return f"{label}. {gold}" if gold else label
     refs = [a for a in sample.answers if a]
-    for lo, hi in sample.numeric_ranges:
-        refs.append(f"any number from {lo:g} to {hi:g}")
-    return " | ".join(refs) if refs else "(none given)"
+    ranges = [f"any value from {lo:g} to {hi:g}" for lo, hi in sample.numeric_ranges]
+    if not refs:
+        return "; ".join(ranges) if ranges else "(none given)"
+    extra = refs[1:] + ranges
+    return refs[0] + (f" (also accepted: {'; '.join(extra)})" if extra else "")
 
 
 def _question_text(sample: Sample, prompt: Prompt | None) -> str:
@@ -129,15 +129,15 @@ def _question_text(sample: Sample, prompt: Prompt | None) -> str:
 
 
 def _text_prompt(sample_id: str, body: str, template: str) -> Prompt:
+    """One user turn, no system prompt (as simple-evals sends its grader)."""
     return Prompt(sample_id=sample_id, template_id=template, template_version=TEMPLATE_VERSION,
-                  messages=[Message(role="system", content=[ContentPart(type="text", text=SYSTEM)]),
-                            Message(role="user", content=[ContentPart(type="text", text=body)])])
+                  messages=[Message(role="user", content=[ContentPart(type="text", text=body)])])
 
 
 def grading_prompt(sample: Sample, prompt: Prompt | None, response: Response) -> Prompt:
     """The text-only prompt the judge model sees for one item."""
     body = GRADER_TEMPLATE.format(question=_question_text(sample, prompt),
-                                  reference=_reference_text(sample, prompt), response=response.text.strip())
+                                  target=_reference_text(sample, prompt), predicted_answer=response.text.strip())
     return _text_prompt(sample.id, body, TEMPLATE_ID)
 
 
@@ -149,6 +149,12 @@ def premise_prompt(sample: Sample, response: Response) -> Prompt:
     body = PREMISE_TEMPLATE.format(premise=premise, question=sample.question, reference=reference,
                                    response=response.text.strip())
     return _text_prompt(sample.id, body, TEMPLATE_ID + "-premise")
+
+
+def is_open_negative(sample: Sample, prompt: Prompt | None) -> bool:
+    """A KnowHal-style false-premise question without options (graded by the premise prompt)."""
+    choices, label = effective_choices(sample, prompt)
+    return sample.metadata.get("polarity") == "negative" and not (choices and label)
 
 
 class LLMJudge:
@@ -170,7 +176,7 @@ class LLMJudge:
         self.judge_id = f"llm-{kind}@{TEMPLATE_VERSION}:{fp}"
 
     def build_prompt(self, sample: Sample, prompt: Prompt | None, response: Response) -> Prompt:
-        if self.kind == "premise":
+        if self.kind == "premise" or is_open_negative(sample, prompt):
             return premise_prompt(sample, response)
         return grading_prompt(sample, prompt, response)
 

@@ -1,10 +1,13 @@
 """The three judging modes: rules only, LLM only, rules then LLM for what rules leave undecided.
 
-:class:`RuleJudge` picks the rule set from the data, not from a benchmark name: an item with
-options (the prompt's effective options, else the sample's) goes to :class:`MCQJudge`, any other to
-the open-answer rules.  :class:`RuleThenLLMJudge` keeps every rule verdict with
-``details["decided"] == True`` and sends the rest to the LLM judge in one batch; the final verdict
-records both (``details["rule_outcome"]``, ``details["judged_by"]``).
+:class:`RuleJudge` picks the rule set from the data, never from if/elif on names: an item with
+options (the prompt's effective options, else the sample's) goes to :class:`MCQJudge`; an item
+whose ``Sample.source`` has a whole judge registered in :data:`SOURCE_JUDGES` (KnowHal: polarity
+decides between answer rules and premise rules) goes to it; any other to the open-answer rules,
+which pick the source's answer rule from :data:`mmrag.judging.answer_rules.ANSWER_RULES`.
+:class:`RuleThenLLMJudge` keeps every rule verdict with ``details["decided"] == True`` and sends
+the rest to the LLM judge in one batch; the final verdict records both (``details["rule_outcome"]``,
+``details["judged_by"]``).
 """
 
 from __future__ import annotations
@@ -14,28 +17,50 @@ from typing import Sequence
 from mmrag.judging.llm import LLMJudge
 from mmrag.judging.mcq import MCQJudge, effective_choices
 from mmrag.judging.open_answer import OpenAnswerConfig, OpenAnswerJudge
+from mmrag.registry import Registry
 from mmrag.schema import Prompt, Response, Sample, Verdict
 
 Item = tuple[Sample, Prompt, Response]
 
+#: source tag -> factory(open_judge, mcq_judge) of a judge that handles that source's open items
+SOURCE_JUDGES: Registry = Registry("source judge", group="mmrag.source_judges")
+
+
+def _knowhal(open_judge: OpenAnswerJudge, mcq: MCQJudge):
+    from mmrag.judging.knowhal import KnowHalJudge
+
+    return KnowHalJudge(open_judge=open_judge, mcq=mcq)
+
+
+SOURCE_JUDGES.register("knowhal", _knowhal)
+
 
 class RuleJudge:
-    """Rules only: multiple choice by option extraction, open answers by normalised matching."""
+    """Rules only: multiple choice by option extraction, open answers by the source's rules."""
 
-    judge_id = "rule@1"
+    judge_id = "rule@2"
 
     def __init__(self, config: OpenAnswerConfig | None = None) -> None:
         self.open = OpenAnswerJudge(config)
         self.mcq = MCQJudge()
+        self._by_source: dict[str, object] = {}
 
-    def judge(self, sample: Sample, prompt: Prompt, response: Response) -> Verdict:
+    def route(self, sample: Sample, prompt: Prompt):
         choices, label = effective_choices(sample, prompt)
         if choices and label:
-            return self.mcq.judge(sample, prompt, response)
-        return self.open.judge(sample, prompt, response)
+            return self.mcq
+        if sample.source and sample.source in SOURCE_JUDGES:
+            if sample.source not in self._by_source:
+                self._by_source[sample.source] = SOURCE_JUDGES.get(sample.source)(self.open, self.mcq)
+            return self._by_source[sample.source]
+        return self.open
+
+    def judge(self, sample: Sample, prompt: Prompt, response: Response) -> Verdict:
+        return self.judge_many([(sample, prompt, response)])[0]
 
     def judge_many(self, items: Sequence[Item]) -> list[Verdict]:
-        return [self.judge(*it) for it in items]
+        self.open.rules.prime([(r.text, s.question) for s, _, r in items if not r.error])
+        return [self.route(s, p).judge(s, p, r) for s, p, r in items]
 
 
 class RuleThenLLMJudge:

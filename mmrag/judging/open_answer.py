@@ -1,4 +1,4 @@
-"""The rule judge for open answers (VLM-DeflectionBench and other short-answer VQA).
+"""The rule judge for open answers (VLM-DeflectionBench sources, KnowHal positives, any short-answer VQA).
 
 Order of decisions, each documented because each is a choice:
 
@@ -6,46 +6,40 @@ Order of decisions, each documented because each is a choice:
    reply is ``unparseable`` too (truncated or silent: we cannot tell a refusal from a failure);
 2. a reply that *is* a reference answer after VQA normalisation is ``correct`` (so that an answer
    such as "I Don't Know How She Does It" is never mistaken for a refusal);
-3. the deflection detector runs (:mod:`mmrag.judging.deflection`); a refusal without a guess is a
-   ``deflection``;
-4. what remains is matched, following SimpleQA's grading rules:
-   * numeric golds with InfoSeek ranges use the range rule (:mod:`mmrag.judging.numeric`);
-   * yes/no golds compare the first "yes"/"no" said;
-   * otherwise a reference found as whole words in the normalised reply is ``correct`` — hedges
-     ("I think", "probably") do not matter — unless every mention of it is negated ("not Paris")
-     or the reply hedges between several candidates ("either Sydney or Canberra"), which
-     contradicts the gold and is a ``hallucination`` (SimpleQA grades both INCORRECT);
-   * a reply that offers an answer without any reference in it is a ``hallucination``.
+3. the curated refusal patterns (:mod:`mmrag.judging.deflection`): a bare refusal is a
+   ``deflection``; a refusal with a guess has its guess judged;
+4. the source's answer rule (:mod:`mmrag.judging.answer_rules`, chosen by ``Sample.source``):
+   the reply *gives* the reference -> ``correct``; *contradicts* it -> ``hallucination``;
+5. the reference is *absent*: the semantic detector (:mod:`mmrag.judging.semantic`) asks whether
+   the reply asserts anything.  Declining in its own words and offering no candidate ->
+   ``deflection``; offering content -> ``hallucination`` (SimpleQA: an answer that is not the gold);
+6. neither -> ``unparseable`` (counted, never guessed; ``rule+llm`` sends it to the LLM judge).
 
-``details["decided"]`` says whether rules are sure.  They are not sure when the gold is merely
-absent (a paraphrase or synonym could be right), when a negation or a list of candidates was
-involved, or when a refusal came with explanation; the ``rule+llm`` mode sends exactly those to
-the LLM judge.  Matching uses :func:`vqa_normalize` plus accent folding ("Gaudí" = "Gaudi"), which
-is configurable.
+``details["decided"]`` is False where rules are unsure (a paraphrase could be right, a negation or
+a candidate list was involved, a refusal came with explanation, the semantic call was needed);
+``rule+llm`` sends exactly those to the LLM judge.
 """
 
 from __future__ import annotations
 
 import re
-import unicodedata
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
+from mmrag.judging.answer_rules import AnswerContext, Match, rule_for
 from mmrag.judging.deflection import DEFAULT_DETECTOR, DeflectionDetector
-from mmrag.judging.normalize import Variant, phrase_positions, vqa_normalize
-from mmrag.judging.numeric import as_number, numeric_match
+from mmrag.judging.keyphrase import fold
+from mmrag.judging.normalize import Variant, vqa_normalize
 from mmrag.schema import Prompt, Response, Sample, Verdict
 
-_NEGATORS = frozenset({"not", "no", "never", "neither", "nor", "isn't", "aren't", "wasn't", "weren't",
-                       "isnt", "arent", "wasnt", "werent", "doesn't", "don't", "didn't", "hardly"})
 _ANSWER_PREFIX = re.compile(r"^\s*(?:final answer|answer|short answer)\s*[:\-]\s*", re.I)
 _MARKDOWN = re.compile(r"\*\*|__|`+|^#+\s*", re.M)
-_CANDIDATE_MARKERS = frozenset({"or", "either"})
-_YES_NO = {"yes": "yes", "no": "no", "yeah": "yes", "yep": "yes", "nope": "no"}
+
+Decision = tuple[str, str | None, str, bool, dict[str, Any]]
 
 
 def fold_accents(text: str) -> str:
-    return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
+    return fold(text)
 
 
 @dataclass
@@ -57,129 +51,122 @@ class OpenAnswerConfig:
     negation_window: int = 2
     numeric_tolerance: float = 0.1
     empty_is_unparseable: bool = True
+    semantic: bool = True          # MiniLM deflection detector for replies no other rule decides
+
+
+def question_type(sample: Sample) -> str | None:
+    qt = sample.metadata.get("question_type")
+    return str(qt) if qt else None
+
+
+def context_of(sample: Sample) -> AnswerContext:
+    return AnswerContext(question=sample.question, answers=[a for a in sample.answers if isinstance(a, str)],
+                         numeric_ranges=list(sample.numeric_ranges), question_type=question_type(sample),
+                         metadata=dict(sample.metadata))
 
 
 class OpenAnswerRules:
     """Stateless rule set; :meth:`decide` returns (outcome, extracted, reason, decided, details)."""
 
-    def __init__(self, config: OpenAnswerConfig | None = None,
-                 detector: DeflectionDetector | None = None) -> None:
+    def __init__(self, config: OpenAnswerConfig | None = None, detector: DeflectionDetector | None = None,
+                 semantic=None) -> None:
         self.config = config or OpenAnswerConfig()
         self.detector = detector or DEFAULT_DETECTOR
+        self._semantic = semantic
 
-    # -- normalisation ---------------------------------------------------------------------
+    @property
+    def semantic(self):
+        if self._semantic is None and self.config.semantic:
+            from mmrag.judging.semantic import default_semantic_detector
+
+            self._semantic = default_semantic_detector()
+        return self._semantic
+
     def norm(self, text: str) -> str:
         t = vqa_normalize(text, self.config.variant)
-        return fold_accents(t) if self.config.fold_accents else t
+        return fold(t) if self.config.fold_accents else t
 
-    def tokens(self, text: str) -> list[str]:
-        """Normalised words, with quotes around a word dropped ('No entry' -> no entry): the
-        official punctuation list keeps apostrophes, which would glue quotes to words."""
-        return [t.strip("'\"") for t in self.norm(text).split() if t.strip("'\"")]
+    @staticmethod
+    def body_of(text: str) -> str:
+        return _ANSWER_PREFIX.sub("", _MARKDOWN.sub("", text).strip())
 
-    # -- decision --------------------------------------------------------------------------
-    def decide(self, question: str, answers: list[str], numeric_ranges: list[tuple[float, float]],
-               text: str) -> tuple[str, str | None, str, bool, dict[str, Any]]:
-        refs = [a for a in answers if a and a.strip()]
+    def prime(self, items: Sequence[tuple[str, str]]) -> None:
+        """Embed, in one batch, the (reply, question) pairs the semantic detector may need."""
+        if self.semantic is not None:
+            self.semantic.prime([(self.body_of(t), q) for t, q in items if t and t.strip()])
+
+    def decide(self, sample: Sample, text: str, rule_name: str | None = None) -> Decision:
+        ctx = context_of(sample)
+        refs = [a for a in ctx.answers if a and a.strip()]
         if not text.strip():
             return "unparseable", None, "empty response", True, {}
-        body = _ANSWER_PREFIX.sub("", _MARKDOWN.sub("", text).strip())
-        norm_body = self.norm(body)
-        norm_refs = [self.norm(r) for r in refs]
-        if norm_body and norm_body in norm_refs:
+        body = self.body_of(text)
+        if body and self.norm(body) in {self.norm(r) for r in refs}:
             return "correct", body, "reply equals a reference answer", True, {"match": "exact"}
         analysis = self.detector.analyse(body)
         details: dict[str, Any] = {"refusal_patterns": [n for n, _ in analysis.refusals]}
-        if analysis.is_deflection:
-            reason = "refusal" + (" with explanation" if analysis.explained else "")
-            return "deflection", None, reason, not analysis.explained, details
+        if analysis.is_deflection and not analysis.explained:
+            return "deflection", None, "refusal", True, details
         answer = analysis.answer_text if analysis.refusals else body
-        if numeric_ranges:
-            ok, parsed = numeric_match(answer, numeric_ranges, self.config.numeric_tolerance)
-            details["numeric_parsed"] = parsed
-            if ok:
-                return "correct", answer, "number inside the gold range (InfoSeek rule)", True, details
-            if parsed != (0.0, 0.0):
-                return "hallucination", answer, "number outside the gold range (InfoSeek rule)", True, details
-        if not refs:
+        rule = rule_for(rule_name or sample.source)
+        details["answer_rule"] = rule.rule_id
+        m: Match | None = rule.match(ctx, answer) if (refs or ctx.numeric_ranges) else None
+        if m is not None:
+            details.update(m.details)
+        if m is not None and m.status == "gives":
+            return "correct", m.extracted, m.reason, m.decided and not analysis.is_deflection, details
+        if analysis.is_deflection:
+            return "deflection", None, "refusal with explanation", False, details
+        if m is not None and m.status == "contradicts":
+            return "hallucination", m.extracted or answer, m.reason, m.decided, details
+        if m is None:
             return "unparseable", answer, "no reference answer to match against", True, details
-        return self._match(question, refs, norm_refs, answer, details)
+        if analysis.refusals and analysis.guess:
+            return "hallucination", answer, "a guess without the reference (after a refusal)", False, details
+        return self._absent(sample, body, answer, details)
 
-    def _match(self, question: str, refs: list[str], norm_refs: list[str], answer: str,
-               details: dict[str, Any]) -> tuple[str, str | None, str, bool, dict[str, Any]]:
-        toks = self.tokens(answer)
-        if all(r in _YES_NO for r in norm_refs):
-            said = next((_YES_NO[t] for t in toks if t in _YES_NO), None)
-            if said is None:
-                return "hallucination", answer, "no yes/no in the reply", False, details
-            ok = said in {_YES_NO[r] for r in norm_refs}
-            return ("correct" if ok else "hallucination"), said, f"reply says {said!r}", True, details
-        negated_only = False
-        for ref, nref in zip(refs, norm_refs):
-            rtoks = nref.split()
-            starts = phrase_positions(toks, rtoks)
-            if not starts and as_number(ref) is not None:
-                starts = self._numeric_positions(toks, as_number(ref))
-            if not starts:
-                continue
-            free = [s for s in starts if not self._negated(toks, s)]
-            if not free:
-                negated_only = True
-                continue
-            if self._several_candidates(question, toks, free[0], len(rtoks)):
-                details["match"] = "hedged between candidates"
-                return "hallucination", answer, f"hedges between {ref!r} and other candidates", False, details
-            details["match"] = "contains"
-            return "correct", ref, f"reply contains the reference {ref!r}", True, details
-        if negated_only:
-            return "hallucination", answer, "reply negates the reference answer", False, details
-        return "hallucination", answer, "no reference answer in the reply", False, details
-
-    @staticmethod
-    def _numeric_positions(toks: list[str], value: float | None) -> list[int]:
-        out = []
-        for i, t in enumerate(toks):
-            v = as_number(t)
-            if v is not None and value is not None and v == value:
-                out.append(i)
-        return out
-
-    def _negated(self, toks: list[str], start: int) -> bool:
-        window = toks[max(0, start - self.config.negation_window):start]
-        return any(t in _NEGATORS for t in window)
-
-    @staticmethod
-    def _several_candidates(question: str, toks: list[str], start: int, length: int) -> bool:
-        """'X or Y' / 'either X or Y' / 'X, Y, or Z' around the gold, when the question itself
-        does not offer alternatives ("Is it red or blue?")."""
-        if re.search(r"\bor\b", question.lower()):
-            return False
-        lo, hi = max(0, start - 6), min(len(toks), start + length + 6)
-        return any(t in _CANDIDATE_MARKERS for t in toks[lo:hi])
-
-
-def effective_answers(sample: Sample) -> list[str]:
-    return [a for a in sample.answers if isinstance(a, str)]
+    def _absent(self, sample: Sample, body: str, answer: str, details: dict[str, Any]) -> Decision:
+        sem = self.semantic
+        if sem is None:
+            return "hallucination", answer, "no reference answer in the reply", False, details
+        call = sem.analyse(body, sample.question)
+        details["semantic"] = [round(c.score, 3) for c in call.sentences]
+        if call.deflects:
+            return "deflection", None, "declines in its own words and offers no candidate (semantic)", True, details
+        if call.asserts:
+            return "hallucination", answer, "asserts an answer without the reference", False, details
+        return "unparseable", answer, "no rule can decide (not the reference, not clearly a refusal)", False, details
 
 
 class OpenAnswerJudge:
     """Judge protocol wrapper around :class:`OpenAnswerRules` for open questions."""
 
-    judge_id = "rule-open@1"
+    judge_id = "rule-open@2"
 
-    def __init__(self, config: OpenAnswerConfig | None = None,
-                 detector: DeflectionDetector | None = None) -> None:
-        self.rules = OpenAnswerRules(config, detector)
+    def __init__(self, config: OpenAnswerConfig | None = None, detector: DeflectionDetector | None = None,
+                 semantic=None) -> None:
+        self.rules = OpenAnswerRules(config, detector, semantic)
 
-    def judge(self, sample: Sample, prompt: Prompt, response: Response) -> Verdict:
+    def judge(self, sample: Sample, prompt: Prompt, response: Response, rule_name: str | None = None) -> Verdict:
+        """``rule_name`` overrides the answer rule the sample's source picks (KnowHal's judge
+        always scores positives with the ``knowhal`` VQA rule)."""
         if response.error:
             return error_verdict(response, self.judge_id)
-        outcome, extracted, reason, decided, details = self.rules.decide(
-            sample.question, effective_answers(sample), list(sample.numeric_ranges), response.text)
+        outcome, extracted, reason, decided, details = self.rules.decide(sample, response.text, rule_name)
         details["decided"] = decided
         score = 1.0 if outcome == "correct" else 0.0 if outcome != "unparseable" else None
+        if "vqa_score" in details and outcome == "correct":
+            score = details["vqa_score"]
         return Verdict(outcome=outcome, extracted=extracted, judge_id=self.judge_id, reason=reason,
                        score=score, details=details)
+
+    def judge_many(self, items: Sequence[tuple[Sample, Prompt, Response]]) -> list[Verdict]:
+        self.rules.prime([(r.text, s.question) for s, _, r in items if not r.error])
+        return [self.judge(*it) for it in items]
+
+
+def effective_answers(sample: Sample) -> list[str]:
+    return [a for a in sample.answers if isinstance(a, str)]
 
 
 def error_verdict(response: Response, judge_id: str) -> Verdict:

@@ -42,6 +42,9 @@ REJECTION_PATTERNS: tuple[tuple[str, str], ...] = (
     # commas, so the "not X" half stands alone)
     ("contrast_not", r"^not\s+(?:an?\s+|the\s+|in\s+|on\s+|at\s+)?\w+"),
     ("nobody", r"\b(?:nobody|no one|no-one|no person|no people|none of them)\b"),
+    # "The painter never won a Nobel Prize." (refusals such as "the passages never say" are caught
+    # by the deflection check that runs first)
+    ("never", r"\bnever\b"),
 )
 
 

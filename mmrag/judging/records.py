@@ -8,7 +8,11 @@ Input records (one JSON object per line):
   ``response`` (str or null, required);
 * optional: ``id``, ``question_id``, ``choices`` (a list of ``{"letter", "text"}``, a list of
   "A. text" strings, or a ``{"A": "text"}`` mapping), ``numeric_ranges`` ([[lo, hi], ...]),
-  ``error`` (the error class of a failed request), ``source``, ``metadata``.
+  ``error`` (the error class of a failed request), ``source`` (routes the record to that source's
+  answer rule: ``webqa``, ``evqa``, ``infoseek``, ``viquae``, ``mmdocrag``, ``mragbench``,
+  ``knowhal``, ``humblebench``), ``question_type`` (WebQA's ``Qcate``, E-VQA's question type,
+  KnowHal's dimension ``Entity|Attribute|Relation|Knowledge``), ``metadata`` (KnowHal:
+  ``polarity`` positive|negative, ``false_premise``), ``label`` and ``note`` (carried through).
 
 Each record is written back unchanged plus ``outcome``, ``extracted``, ``judge_id`` and
 ``judge_reason`` (atomically: the output file appears whole or not at all).
@@ -79,22 +83,47 @@ def record_to_item(rec: dict[str, Any], path: Path, line: int) -> tuple[Sample, 
             raise InputError(f"gold {gold!r} is neither a letter nor the text of an option", path=path, line=line,
                              field="answers")
     sid = str(rec.get("id") or f"line{line}")
+    metadata = rec.get("metadata") or {}
+    if not isinstance(metadata, dict):
+        raise InputError("must be an object", path=path, line=line, field="metadata")
+    metadata = dict(metadata)
+    qtype = rec.get("question_type")
+    if qtype is not None:
+        if not isinstance(qtype, str):
+            raise InputError("must be a string", path=path, line=line, field="question_type")
+        metadata["question_type"] = qtype
+    source = str(rec.get("source") or "")
+    if source == "knowhal" and not choices and metadata.get("polarity") not in ("positive", "negative"):
+        raise InputError("a KnowHal record needs metadata.polarity 'positive' or 'negative'", path=path,
+                         line=line, field="metadata.polarity")
+    if source == "knowhal" and qtype and "dimension" not in metadata:
+        metadata["dimension"] = qtype[:1].upper()
     try:
         ranges = [(float(lo), float(hi)) for lo, hi in rec.get("numeric_ranges") or []]
     except (TypeError, ValueError):
         raise InputError("must be a list of [lo, hi] pairs", path=path, line=line, field="numeric_ranges") from None
     sample = Sample(id=sid, benchmark="judge-input", question_id=str(rec.get("question_id") or sid),
                     question=rec["question"], answers=[] if choices else answers, numeric_ranges=ranges,
-                    choices=choices, label=label, source=str(rec.get("source") or ""),
-                    metadata=dict(rec.get("metadata") or {}))
+                    choices=choices, label=label, source=source, metadata=metadata)
     prompt = Prompt(sample_id=sid, choices=choices, label=label,
                     messages=[Message(role="user", content=[ContentPart(type="text", text=rec["question"])])])
     response = Response(prompt_id=prompt.id, text=rec["response"] or "", error=error)
     return sample, prompt, response
 
 
-def judge_file(input_path: str | Path, output_path: str | Path, judge) -> dict[str, int]:
-    """Judge every record of ``input_path`` and write them to ``output_path``; returns counts."""
+def judge_stats(verdicts) -> dict[str, Any]:
+    """Outcome counts plus the LLM judge's share: items it graded, replies served from the cache,
+    and failed judge calls (counted like failed model calls, never folded into an outcome)."""
+    llm = [v for v in verdicts if "judge_reply" in v.details or v.reason.startswith("judge error")]
+    return {"counts": dict(Counter(v.outcome for v in verdicts)), "judged_by_llm": len(llm),
+            "judge_cached": sum(bool(v.details.get("judge_cached")) for v in llm),
+            "judge_failures": sum(v.reason.startswith("judge error") for v in llm),
+            "judge_unreadable": sum(v.reason == "judge reply states no single grade" for v in llm)}
+
+
+def judge_file(input_path: str | Path, output_path: str | Path, judge) -> dict[str, Any]:
+    """Judge every record of ``input_path`` and write them to ``output_path``; returns
+    :func:`judge_stats`."""
     input_path = Path(input_path)
     rows: list[dict[str, Any]] = []
     items = []
@@ -109,4 +138,4 @@ def judge_file(input_path: str | Path, output_path: str | Path, judge) -> dict[s
         out.append({**rec, "outcome": v.outcome, "extracted": v.extracted, "judge_id": v.judge_id,
                     "judge_reason": v.reason})
     write_jsonl_atomic(output_path, out)
-    return dict(Counter(v.outcome for v in verdicts))
+    return judge_stats(verdicts)

@@ -1,7 +1,8 @@
 """mmrag.metrics: from verdicts to numbers, each rate with a clustered bootstrap interval.
 
-``METRICS.get(benchmark_kind)(items)`` returns the metrics of a benchmark kind
-(``deflection`` | ``humblebench`` | ``knowhal``) for a list of :class:`Scored` items.
+``METRICS.get(name)(items)`` returns the metrics a benchmark family names (``BenchmarkFamily.metrics``:
+``deflection`` | ``humblebench`` | ``knowhal`` or a plug-in's) for a list of :class:`Scored` items.
+The outcome rates themselves are defined once, in :mod:`mmrag.metrics.rates`.
 """
 
 from __future__ import annotations

@@ -1,13 +1,14 @@
-"""VLM-DeflectionBench metrics: Accuracy, Deflection and Hallucination rates, CRAG truthfulness.
+"""VLM-DeflectionBench metrics: the outcome rates (correct = the paper's Accuracy, deflection,
+hallucination, unparseable) and CRAG truthfulness.
 
 Choices we made, all documented in docs/metrics.md:
 
-* the three rates are over the *decided* responses (correct + deflection + hallucination), so they
-  sum to 100; ``unparseable`` responses are shown apart, as a count and as a share of all
-  responses — never folded into a class;
+* every rate is over **all responses** (:mod:`mmrag.metrics.rates`, the one definition), so the
+  four rates sum to 100 and an unparseable reply is counted as its own rate, never folded into a
+  class nor dropped from the denominator;
 * the truthfulness score of Meta's CRAG / CRAG-MM (correct +1, deflection 0, hallucination -1,
-  averaged, here in percent, so it equals accuracy minus hallucination rate) is over the same
-  decided responses;
+  unparseable 0, averaged, here in percent, so it equals the correct rate minus the hallucination
+  rate) is over the same responses;
 * every rate carries a percentile bootstrap interval clustered by ``sample.question_id``
   (``level``, ``n_boot`` and ``seed`` configurable); groups (``by``) get their own rates and
   intervals.
@@ -17,34 +18,16 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-import numpy as np
-
 from mmrag.metrics.base import METRICS, GroupKey, Scored, clusters_of, group, outcome_counts
-from mmrag.metrics.stats import rate
-
-_TRUTH = {"correct": 1.0, "deflection": 0.0, "hallucination": -1.0}
+from mmrag.metrics.rates import DENOMINATOR, rates_with_ci
 
 
 def deflection_rates(items: Sequence[Scored], *, level: float = 0.95, n_boot: int = 1000,
                      seed: int = 0) -> dict[str, Any]:
     """Rates (percent, with CIs) of one set of items."""
-    counts = outcome_counts(items)
-    decided = [it for it in items if it.verdict.outcome != "unparseable"]
-    outcomes = np.array([it.verdict.outcome for it in decided], dtype=object)
-    clusters = clusters_of(decided)
-    kw = {"level": level, "n_boot": n_boot, "seed": seed}
-    out: dict[str, Any] = {
-        "n": len(items),
-        "n_decided": len(decided),
-        "counts": counts,
-        "accuracy": rate(outcomes == "correct", clusters, **kw),
-        "deflection": rate(outcomes == "deflection", clusters, **kw),
-        "hallucination": rate(outcomes == "hallucination", clusters, **kw),
-        "truthfulness": rate(np.array([_TRUTH[o] for o in outcomes]), clusters, **kw),
-        "unparseable": {"count": counts["unparseable"],
-                        "rate": 100.0 * counts["unparseable"] / len(items) if items else None},
-    }
-    return out
+    outcomes = [it.verdict.outcome for it in items]
+    return {"n": len(items), "denominator": DENOMINATOR, "counts": outcome_counts(items),
+            **rates_with_ci(outcomes, clusters_of(items), level=level, n_boot=n_boot, seed=seed)}
 
 
 def deflection_metrics(items: Sequence[Scored], by: Sequence[GroupKey] = ("scenario", "source"), *,

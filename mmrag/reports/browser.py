@@ -26,13 +26,13 @@ import base64
 import io
 import json
 import logging
-import re
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from mmrag.runs.frame import read_records
 from mmrag.runs.records import RunRecord
+from mmrag.scenarios.kinds import scenario_label
 from mmrag.schema import ImageRef, sha256_file
 from mmrag.util import atomic_write_text
 
@@ -42,11 +42,6 @@ BROWSER_FILE = "browser.html"
 DEFAULT_MAX_SIDE = 384
 DEFAULT_MAX_IMAGE_BYTES = 48 * 1024 * 1024
 _DATA_MARK = "/*__MMRAG_DATA__*/"
-
-
-def scenario_label(scenario_id: str) -> str:
-    """``realistic-n2-pos_text-neg_image-none-1a2b3c4d`` -> the readable part, without the hash."""
-    return re.sub(r"-[0-9a-f]{8}$", "", scenario_id)
 
 
 class ImageStore:
@@ -124,7 +119,7 @@ def _record_view(i: int, rec: RunRecord, images: ImageStore) -> dict[str, Any]:
         "benchmark": rec.benchmark,
         "benchmark_kind": rec.benchmark_kind,
         "scenario_id": rec.scenario_id,
-        "scenario": scenario_label(rec.scenario_id),
+        "scenario": scenario_label(rec.scenario),
         "spec": rec.scenario,
         "model": rec.model,
         "sample_id": rec.sample.id,

@@ -5,7 +5,7 @@ work on the pandas frame, per model and setting, with question-clustered interva
 
 HumbleBench (per model and stress setting), every value a percent with its CI:
 
-* ``accuracy`` -- the share judged correct;
+* ``correct`` -- the share judged correct (the rate of :mod:`mmrag.metrics.rates`, one name everywhere);
 * ``nota_share`` -- the share of responses that chose the prompt's NOTA option, found by its text
   after shuffling (the official ``E_proportion``; on the noise-image setting it *is* the paper's
   "accuracy on HumbleBench-GN");
@@ -30,20 +30,21 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from mmrag.benchmarks.family import HUMBLEBENCH, KNOWHAL
 from mmrag.metrics import hps_ci
 from mmrag.reports.tables import CIOptions, order_key, rate_ci
 
 
 def humblebench_panel(df: pd.DataFrame, opts: CIOptions = CIOptions()) -> pd.DataFrame:
     """One row per (benchmark, model, stress) of the HumbleBench rows of ``df``."""
-    hb = df[df["benchmark_kind"] == "humblebench"]
+    hb = df[df["benchmark_kind"] == HUMBLEBENCH.id]
     rows = []
     for (bench, model, stress), g in hb.groupby(["benchmark", "model", "stress"], sort=True):
         gold, other = g[g["label_is_nota"]], g[~g["label_is_nota"]]
         row: dict[str, object] = {"benchmark": bench, "model": model, "stress": stress, "n": len(g),
                                   "n_nota_gold": len(gold)}
         cells = {
-            "accuracy": (g, "correct"),
+            "correct": (g, "correct"),
             "nota_share": (g, "chose_nota"),
             "nota_hit_rate": (gold, "chose_nota"),
             "non_nota_accuracy": (other, "correct"),
@@ -78,7 +79,7 @@ def _pol_cells(g: pd.DataFrame, opts: CIOptions) -> dict[str, object]:
 
 def knowhal_table(df: pd.DataFrame, opts: CIOptions = CIOptions()) -> pd.DataFrame:
     """One row per (benchmark, model, dimension), then ``macro`` and ``pooled`` rows per model."""
-    kh = df[(df["benchmark_kind"] == "knowhal") & df["polarity"].isin(["positive", "negative"])]
+    kh = df[(df["benchmark_kind"] == KNOWHAL.id) & df["polarity"].isin(["positive", "negative"])]
     if kh.empty:
         return pd.DataFrame()
     kh = kh.assign(_cluster=kh["pair_id"].where(kh["pair_id"].notna(), kh["question_id"]).astype(str))

@@ -34,18 +34,25 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 
+from mmrag.errors import InputError
 from mmrag.reports.tables import CIOptions
+from mmrag.scenarios.kinds import get_kind, kind_order
+from mmrag.scenarios.spec import STRICTNESS_LEVELS
 
 KNOBS = ("kind", "n_distractors", "positive_modality", "negative_modality", "strictness", "stress")
-_KIND_ORDER = {k: i for i, k in enumerate(("parametric", "oracle", "realistic", "adversarial", "humblebench", "knowhal"))}
-_STRICT_ORDER = {k: i for i, k in enumerate(("none", "soft", "moderate", "severe"))}
+_STRICT_ORDER = {k: i for i, k in enumerate(STRICTNESS_LEVELS)}
 DIFF_OUTCOMES = ("correct", "deflection", "hallucination")
-#: knobs that do not apply to a kind (they match anything when finding neighbours)
-_NOT_APPLICABLE = {"parametric": {"n_distractors", "positive_modality", "negative_modality"},
-                   "oracle": {"n_distractors", "negative_modality"},
-                   "adversarial": {"positive_modality"},
-                   "humblebench": {"n_distractors", "positive_modality", "negative_modality"},
-                   "knowhal": {"n_distractors", "positive_modality", "negative_modality"}}
+#: the frame knobs a scenario kind may leave unused (they match anything when finding neighbours)
+_KIND_KNOBS = ("n_distractors", "positive_modality", "negative_modality")
+
+
+def _not_applicable(kind_id: object) -> set[str]:
+    """The knobs a kind does not read (its registered ``knobs``); an unknown kind reads them all."""
+    try:
+        kind = get_kind(str(kind_id))
+    except InputError:
+        return set()
+    return {k for k in _KIND_KNOBS if k not in kind.knobs}
 
 
 def holm(p: Iterable[float]) -> np.ndarray:
@@ -104,7 +111,10 @@ def model_differences(df: pd.DataFrame, pairs: list[tuple[str, str]] | None = No
     rows = []
     models = sorted(df["model"].unique())
     for a_name, b_name in pairs if pairs is not None else list(combinations(models, 2)):
-        for (bench, sid), g in df.groupby(["benchmark", "scenario_id"], sort=True):
+        cells = list(df.groupby(["benchmark", "scenario_id"], sort=True))
+        if set(KNOBS) <= set(df.columns):  # the paper's order of scenarios (a bare frame keeps id order)
+            cells.sort(key=lambda kv: (kv[0][0], _order(_knobs(kv[1])), kv[0][1]))
+        for (bench, sid), g in cells:
             a, b = g[g.model == a_name], g[g.model == b_name]
             if a.empty or b.empty:
                 continue
@@ -120,7 +130,7 @@ def _knobs(g: pd.DataFrame) -> dict[str, object]:
 
 def changed_knobs(ka: dict[str, object], kb: dict[str, object]) -> list[str]:
     """The knobs in which two scenarios differ, ignoring knobs that do not apply to either kind."""
-    skip = _NOT_APPLICABLE.get(str(ka["kind"]), set()) | _NOT_APPLICABLE.get(str(kb["kind"]), set())
+    skip = _not_applicable(ka["kind"]) | _not_applicable(kb["kind"])
     return [k for k in KNOBS if k not in skip and ka[k] != kb[k] and not (pd.isna(ka[k]) and pd.isna(kb[k]))]
 
 
@@ -130,7 +140,7 @@ def neighbours(ka: dict[str, object], kb: dict[str, object]) -> bool:
 
 
 def _order(k: dict[str, object]) -> tuple:
-    return (_KIND_ORDER.get(str(k["kind"]), 99), int(k["n_distractors"]), _STRICT_ORDER.get(str(k["strictness"]), 9),
+    return (kind_order(k["kind"]), int(k["n_distractors"]), _STRICT_ORDER.get(str(k["strictness"]), 9),
             k["stress"] != "common", str(k["stress"]), str(k["positive_modality"]), str(k["negative_modality"]))
 
 

@@ -7,6 +7,7 @@ Kept apart from the figures so that :mod:`mmrag.reports.plots` and
 from __future__ import annotations
 
 import io
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -15,18 +16,32 @@ import pandas as pd
 from matplotlib import rc_context
 from matplotlib.figure import Figure
 
+from mmrag.metrics.rates import RATES, header
 from mmrag.reports.tables import CIOptions, rate_ci
 from mmrag.util import atomic_write_bytes
 
 #: Okabe-Ito: distinguishable with the common colour-vision deficiencies and in greyscale print.
 PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000")
 OUTCOME_COLORS = {"correct": "#009E73", "deflection": "#0072B2", "hallucination": "#D55E00", "unparseable": "#999999"}
-OUTCOME_LABELS = {"correct": "Accuracy", "deflection": "Deflection", "hallucination": "Hallucination",
-                  "unparseable": "Unparseable"}
+#: panel titles: the rate's one name and its denominator (mmrag.metrics.rates)
+OUTCOME_LABELS = {r.id: header(r.id) for r in RATES}
 STRICTNESS = ("none", "soft", "moderate", "severe")
 STYLE = {"font.size": 9, "axes.titlesize": 10, "axes.labelsize": 9, "legend.fontsize": 8,
          "axes.spines.top": False, "axes.spines.right": False, "axes.grid": True, "grid.alpha": 0.3,
          "svg.hashsalt": "mmrag", "svg.fonttype": "none"}
+
+
+class DrawnFigure(Figure):
+    """A figure that carries the numbers it draws (``.data``, a tidy DataFrame: one row per drawn
+    value with its interval), so a test or a reader checks what is plotted, not that something is."""
+
+    data: pd.DataFrame
+
+
+def drawn(fig: Figure, data: pd.DataFrame) -> DrawnFigure:
+    fig.__class__ = DrawnFigure
+    fig.data = data.reset_index(drop=True)
+    return fig  # type: ignore[return-value]
 
 
 @dataclass(frozen=True)
@@ -34,7 +49,7 @@ class PlotSpec:
     name: str
     title: str
     applies: Callable[[pd.DataFrame], bool]
-    draw: Callable[[pd.DataFrame, CIOptions], Figure]
+    draw: Callable[[pd.DataFrame, CIOptions], DrawnFigure]
 
 
 PLOTS: dict[str, PlotSpec] = {}
@@ -43,6 +58,22 @@ PLOTS: dict[str, PlotSpec] = {}
 def register_plot(spec: PlotSpec) -> PlotSpec:
     PLOTS[spec.name] = spec
     return spec
+
+
+def failures(df: pd.DataFrame) -> dict[str, int]:
+    """Failed requests per model (``error`` set): a model with failures is marked in every figure,
+    because its rates count those rows as unparseable and are not comparable at face value."""
+    if "error" not in df.columns or df.empty:
+        return {}
+    failed = df[df["error"].notna() & (df["error"].astype(str) != "")]
+    return {str(m): int(n) for m, n in failed.groupby("model").size().items()}
+
+
+def model_label(model: str, failed: dict[str, int], width: int = 28) -> str:
+    """The model name, wrapped to ``width`` characters, with ``(FAILED: N requests)`` when it had failures."""
+    name = "\n".join(textwrap.wrap(str(model), width)) or str(model)
+    n = failed.get(str(model), 0)
+    return f"{name}\n(FAILED: {n} request{'s' if n != 1 else ''})" if n else name
 
 
 def color_of(i: int) -> str:

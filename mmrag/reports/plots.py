@@ -11,11 +11,18 @@ Each figure registers a :class:`PlotSpec` in :data:`PLOTS` with an ``applies`` t
 made only when the data varies along its axis (two distractor counts, two modalities, two
 strictness levels, two stress settings, both KnowHal polarities).
 
+Every draw function returns a :class:`~mmrag.reports.plotkit.DrawnFigure` whose ``.data`` holds
+exactly the numbers drawn (one row per point, bar or cell: panel keys, ``rate``, ``lo``, ``hi``,
+``n``), computed first and then drawn from, so tests assert what a figure shows.  A model with
+failed requests is marked ``(FAILED: N requests)`` wherever its name appears.
+
 Pooling choices (documented in docs/reports.md): the distractor curve and the modality matrix use
 the ``none`` strictness prompts when present (else the most frequent level), so that a strictness
 sweep in the same run does not blur them; the distractor curve pools positive and negative
-modalities, and draws the oracle scenario as the realistic line's n = 0 point (gold evidence, no
-distractors) unless the run has realistic prompts with n = 0 itself.
+modalities, and draws the gold-only kind (oracle) as the n = 0 point of the gold + negatives line
+(realistic) unless the run has realistic prompts with n = 0 itself.  The modality matrix never
+pools distractor counts: one row of panels per count (or only the count asked for), each cell one
+experiment.
 """
 
 from __future__ import annotations
@@ -27,9 +34,11 @@ import pandas as pd
 from matplotlib import rc_context
 from matplotlib.figure import Figure
 
-from mmrag.reports.plotkit import (OUTCOME_COLORS, OUTCOME_LABELS, PLOTS, STRICTNESS, STYLE, PlotSpec, color_of,
-                                   rate_series, register_plot, save_figure)
+from mmrag.reports.plotkit import (OUTCOME_COLORS, OUTCOME_LABELS, PLOTS, STRICTNESS, STYLE, DrawnFigure, PlotSpec,
+                                   color_of, drawn, failures, model_label, rate_series, register_plot, save_figure)
 from mmrag.reports.tables import CIOptions, rate_ci, strictness_rows
+from mmrag.scenarios.kinds import kinds_where
+
 
 def _one_strictness(df: pd.DataFrame) -> pd.DataFrame:
     if df.empty:
@@ -38,16 +47,30 @@ def _one_strictness(df: pd.DataFrame) -> pd.DataFrame:
     return df[df["strictness"] == level]
 
 
-# -- accuracy / deflection / hallucination vs distractor count ---------------------------------
+# -- correct / deflection / hallucination vs distractor count ----------------------------------
+
+CURVE_OUTCOMES = ("correct", "deflection", "hallucination")
+
+
+def _line_kinds(df: pd.DataFrame) -> list[str]:
+    """Kinds drawn as lines over the distractor count: those that show negatives."""
+    return kinds_where(lambda k: k.uses_negatives, df["kind"].unique())
+
 
 def _curve_rows(df: pd.DataFrame) -> pd.DataFrame:
-    d = _one_strictness(df[(df["benchmark_kind"] == "deflection") & df["kind"].isin(["oracle", "realistic", "adversarial"])])
+    """Rows of the kinds with negatives, plus gold-only rows as the n = 0 point of the gold +
+    negatives line (an oracle is a realistic prompt with no distractors), unless that line has its
+    own n = 0 rows."""
+    d = _one_strictness(df[df["kind"].isin(kinds_where(lambda k: k.uses_contexts, df["kind"].unique()))])
     if d.empty:
         return d
     d = d.copy()
-    has_real0 = ((d["kind"] == "realistic") & (d["n_distractors"] == 0)).any()
-    # oracle = realistic with no distractors: the n = 0 point of the realistic line
-    d.loc[d["kind"] == "oracle", "kind"] = "__drop__" if has_real0 else "realistic"
+    gold_lines = kinds_where(lambda k: k.uses_gold and k.uses_negatives, d["kind"].unique())
+    gold_only = kinds_where(lambda k: k.uses_gold and not k.uses_negatives, d["kind"].unique())
+    target = gold_lines[0] if gold_lines else None
+    has_zero = target is not None and ((d["kind"] == target) & (d["n_distractors"] == 0)).any()
+    mask = d["kind"].isin(gold_only)
+    d.loc[mask, "kind"] = "__drop__" if (target is None or has_zero) else target
     return d[d["kind"] != "__drop__"]
 
 
@@ -56,123 +79,194 @@ def _curve_applies(df: pd.DataFrame) -> bool:
     return bool(len(d)) and any(g["n_distractors"].nunique() > 1 for _, g in d.groupby("kind"))
 
 
-def draw_distractor_curve(df: pd.DataFrame, opts: CIOptions = CIOptions()) -> Figure:
+def curve_numbers(df: pd.DataFrame, opts: CIOptions = CIOptions()) -> pd.DataFrame:
+    """outcome (panel), model, kind (line), n_distractors, rate, lo, hi, n."""
     d = _curve_rows(df)
-    outcomes = ("correct", "deflection", "hallucination")
+    parts = []
+    for outcome in CURVE_OUTCOMES:
+        for model in sorted(d["model"].unique()):
+            for kind in _line_kinds(d):
+                g = d[(d["model"] == model) & (d["kind"] == kind)]
+                if len(g):
+                    parts.append(rate_series(g, "n_distractors", outcome, opts).assign(outcome=outcome, model=model,
+                                                                                     kind=kind))
+    cols = ["outcome", "model", "kind", "n_distractors", "rate", "lo", "hi", "n"]
+    return pd.concat(parts, ignore_index=True)[cols] if parts else pd.DataFrame(columns=cols)
+
+
+def draw_distractor_curve(df: pd.DataFrame, opts: CIOptions = CIOptions()) -> DrawnFigure:
+    data = curve_numbers(df, opts)
+    failed = failures(df)
+    models = sorted(data["model"].unique())
+    kinds = list(dict.fromkeys(data["kind"]))
     with rc_context(STYLE):
-        fig = Figure(figsize=(10, 3.2), layout="constrained")
-        axes = fig.subplots(1, 3, sharex=True)
-        models = sorted(d["model"].unique())
-        for ax, outcome in zip(axes, outcomes):
+        fig = Figure(figsize=(10, 3.4), layout="constrained")
+        axes = fig.subplots(1, len(CURVE_OUTCOMES), sharex=True)
+        for ax, outcome in zip(axes, CURVE_OUTCOMES):
             for mi, model in enumerate(models):
-                for kind, ls, marker in (("realistic", "-", "o"), ("adversarial", "--", "s")):
-                    g = d[(d["model"] == model) & (d["kind"] == kind)]
-                    if g["n_distractors"].nunique() < 1:
+                for kind, ls, marker in zip(kinds, ("-", "--", ":", "-."), "osD^"):
+                    s = data[(data["outcome"] == outcome) & (data["model"] == model) & (data["kind"] == kind)]
+                    if s.empty:
                         continue
-                    s = rate_series(g, "n_distractors", outcome, opts)
-                    ax.plot(s["n_distractors"], s["rate"], ls=ls, marker=marker, ms=4, color=color_of(mi),
-                            label=f"{model} · {kind}")
-                    ax.fill_between(s["n_distractors"].astype(float), s["lo"], s["hi"], color=color_of(mi), alpha=0.15, lw=0)
+                    x = s["n_distractors"].astype(float)
+                    ax.plot(x, s["rate"], ls=ls, marker=marker, ms=4, color=color_of(mi),
+                            label=f"{model_label(model, failed, 60)} · {kind}".replace("\n", " "))
+                    ax.fill_between(x, s["lo"].astype(float), s["hi"].astype(float), color=color_of(mi), alpha=0.15, lw=0)
             ax.set_title(OUTCOME_LABELS[outcome])
             ax.set_xlabel("distractors (0 = oracle)")
             ax.set_ylim(0, 100)
-            ax.set_xticks(sorted(d["n_distractors"].unique()))
-        axes[0].set_ylabel("% of samples (95% CI)")
+            ax.set_xticks(sorted(data["n_distractors"].unique()))
+        axes[0].set_ylabel("% of all responses (95% CI)")
         handles, labels = axes[0].get_legend_handles_labels()
-        fig.legend(handles, labels, loc="outside lower center", ncol=min(4, len(labels)), frameon=False)
-    return fig
+        fig.legend(handles, labels, loc="outside lower center", ncol=min(2, len(labels)), frameon=False)
+    return drawn(fig, data)
 
 
-# -- positive x negative modality matrix -------------------------------------------------------
+# -- positive x negative modality matrix, one panel row per distractor count --------------------
+
+MATRIX_OUTCOMES = ("correct", "hallucination")
+_MODALITY_ORDER = ("text", "image", "multimodal", "any")
+
 
 def _matrix_rows(df: pd.DataFrame) -> pd.DataFrame:
-    return _one_strictness(df[(df["benchmark_kind"] == "deflection") & (df["kind"] == "realistic")])
+    """Rows of the kinds that show gold and negatives (a positive x negative modality cell)."""
+    return _one_strictness(df[df["kind"].isin(kinds_where(lambda k: k.uses_gold and k.uses_negatives,
+                                                           df["kind"].unique()))])
 
 
 def _matrix_applies(df: pd.DataFrame) -> bool:
     d = _matrix_rows(df)
-    return bool(len(d)) and (d["negative_modality"].nunique() > 1 or d["positive_modality"].nunique() > 1)
+    return bool(len(d)) and any(g["negative_modality"].nunique() > 1 or g["positive_modality"].nunique() > 1
+                                for _, g in d.groupby("n_distractors"))
 
 
-def draw_modality_matrix(df: pd.DataFrame, opts: CIOptions = CIOptions()) -> Figure:
+def _ordered(values) -> list[str]:
+    present = {v for v in values if isinstance(v, str)}
+    return [m for m in _MODALITY_ORDER if m in present] + sorted(present - set(_MODALITY_ORDER))
+
+
+def matrix_numbers(df: pd.DataFrame, opts: CIOptions = CIOptions(), n_distractors: int | None = None) -> pd.DataFrame:
+    """n_distractors (panel row), model, outcome, positive_modality, negative_modality, rate, lo, hi, n:
+    one experiment per cell — distractor counts are never pooled."""
     d = _matrix_rows(df)
-    order = ["text", "image", "multimodal", "any"]
-    pos = [m for m in order if m in set(d["positive_modality"])] or sorted(d["positive_modality"].dropna().unique())
-    neg = [m for m in order if m in set(d["negative_modality"])] or sorted(d["negative_modality"].dropna().unique())
-    models = sorted(d["model"].unique())
-    outcomes = ("correct", "hallucination")
+    if n_distractors is not None:
+        d = d[d["n_distractors"] == n_distractors]
+    rows = []
+    keys = ["n_distractors", "model", "positive_modality", "negative_modality"]
+    for (n, model, pos, neg), g in d.groupby(keys, sort=True):
+        for outcome in MATRIX_OUTCOMES:
+            r, lo, hi = rate_ci(g[outcome].to_numpy(), g["question_id"].to_numpy(), opts)
+            rows.append({"n_distractors": int(n), "model": model, "outcome": outcome, "positive_modality": pos,
+                         "negative_modality": neg, "rate": r, "lo": lo, "hi": hi, "n": len(g)})
+    return pd.DataFrame(rows, columns=["n_distractors", "model", "outcome", "positive_modality",
+                                       "negative_modality", "rate", "lo", "hi", "n"])
+
+
+def draw_modality_matrix(df: pd.DataFrame, opts: CIOptions = CIOptions(),
+                         n_distractors: int | None = None) -> DrawnFigure:
+    """Rows: distractor counts (or only ``n_distractors``); columns: model x outcome."""
+    data = matrix_numbers(df, opts, n_distractors)
+    failed = failures(df)
+    pos, neg = _ordered(data["positive_modality"]), _ordered(data["negative_modality"])
+    counts = sorted(data["n_distractors"].unique())
+    models = sorted(data["model"].unique())
+    columns = [(m, o) for m in models for o in MATRIX_OUTCOMES]
+    titles = [f"{OUTCOME_LABELS[o]}\n{model_label(m, failed)}" for m, o in columns]
+    # wide enough for the longest title line at the title font size (about 0.075 in per character)
+    longest = max((len(line) for t in titles for line in t.split("\n")), default=10)
+    panel_w = max(0.75 * len(neg) + 0.9, 0.075 * longest + 0.3)
     with rc_context(STYLE):
-        fig = Figure(figsize=(1.6 + 2.2 * len(neg) * len(models) / 1.5, 1.2 + 1.5 * len(pos) * len(outcomes)),
+        fig = Figure(figsize=(0.8 + panel_w * len(columns), 0.9 + (0.55 * len(pos) + 0.9) * max(1, len(counts))),
                      layout="constrained")
-        axes = np.atleast_2d(fig.subplots(len(outcomes), len(models), squeeze=False))
-        for oi, outcome in enumerate(outcomes):
-            cmap = "Greens" if outcome == "correct" else "Oranges"
-            for mi, model in enumerate(models):
-                ax = axes[oi, mi]
+        axes = fig.subplots(max(1, len(counts)), len(columns), squeeze=False)
+        for ri, n in enumerate(counts):
+            for ci, (model, outcome) in enumerate(columns):
+                ax = axes[ri, ci]
+                cells = data[(data["n_distractors"] == n) & (data["model"] == model) & (data["outcome"] == outcome)]
                 mat = np.full((len(pos), len(neg)), np.nan)
-                notes = [["" for _ in neg] for _ in pos]
-                for (p, n), g in d[d["model"] == model].groupby(["positive_modality", "negative_modality"]):
-                    if p in pos and n in neg:
-                        r, lo, hi = rate_ci(g[outcome].to_numpy(), g["question_id"].to_numpy(), opts)
-                        mat[pos.index(p), neg.index(n)] = r
-                        notes[pos.index(p)][neg.index(n)] = f"{r:.0f}\n[{lo:.0f}–{hi:.0f}]\nn={len(g)}"
-                im = ax.imshow(mat, vmin=0, vmax=100, cmap=cmap, aspect="auto")
-                for i in range(len(pos)):
-                    for j in range(len(neg)):
-                        txt = notes[i][j] or "n/a"
+                for _, c in cells.iterrows():
+                    mat[pos.index(c["positive_modality"]), neg.index(c["negative_modality"])] = c["rate"]
+                im = ax.imshow(mat, vmin=0, vmax=100, cmap="Greens" if outcome == "correct" else "Oranges",
+                               aspect="auto")
+                for i, p in enumerate(pos):
+                    for j, q in enumerate(neg):
+                        c = cells[(cells["positive_modality"] == p) & (cells["negative_modality"] == q)]
+                        txt = "n/a" if c.empty else (f"{c['rate'].iloc[0]:.0f}\n[{c['lo'].iloc[0]:.0f}–{c['hi'].iloc[0]:.0f}]"
+                                                      f"\nn={c['n'].iloc[0]}")
                         dark = not np.isnan(mat[i, j]) and mat[i, j] > 60
-                        ax.text(j, i, txt, ha="center", va="center", fontsize=8, color="white" if dark else "black")
+                        ax.text(j, i, txt, ha="center", va="center", fontsize=7, color="white" if dark else "black")
                 ax.set_xticks(range(len(neg)), neg)
-                ax.set_yticks(range(len(pos)), pos)
+                ax.set_yticks(range(len(pos)), pos if ci == 0 else [])
                 ax.grid(False)
-                ax.set_xlabel("negative modality")
-                if mi == 0:
-                    ax.set_ylabel("positive modality")
-                ax.set_title(f"{OUTCOME_LABELS[outcome]} · {model}")
-            fig.colorbar(im, ax=list(axes[oi, :]), shrink=0.8, label="%")
-    return fig
+                if ri == 0:
+                    ax.set_title(titles[ci])
+                if ri == len(counts) - 1:
+                    ax.set_xlabel("negative modality")
+                if ci == 0:
+                    ax.set_ylabel(f"n = {n}\npositive modality")
+        fig.colorbar(im, ax=axes.ravel().tolist(), shrink=0.6, label="% of all responses")
+    return drawn(fig, data)
 
 
 # -- strictness trade-off ----------------------------------------------------------------------
 
+STRICT_OUTCOMES = (("correct", "o"), ("deflection", "s"), ("hallucination", "^"))
+
+
 def _strict_kinds(df: pd.DataFrame) -> list[str]:
     d = strictness_rows(df)
-    return [k for k in ("parametric", "oracle", "realistic", "adversarial") if (d["kind"] == k).any()]
+    return kinds_where(lambda k: True, d["kind"].unique())
 
 
-def draw_strictness(df: pd.DataFrame, opts: CIOptions = CIOptions()) -> Figure:
-    """Rows: models; columns: scenario kinds; one line per outcome across the strictness levels."""
+def strictness_numbers(df: pd.DataFrame, opts: CIOptions = CIOptions()) -> pd.DataFrame:
+    """model (panel row), kind (panel column), outcome (line), strictness, rate, lo, hi, n."""
     d = strictness_rows(df)
+    parts = []
+    for model in sorted(d["model"].unique()):
+        for kind in _strict_kinds(df):
+            g = d[(d["kind"] == kind) & (d["model"] == model)]
+            for outcome, _ in STRICT_OUTCOMES:
+                if len(g):
+                    parts.append(rate_series(g, "strictness", outcome, opts).assign(model=model, kind=kind,
+                                                                                  outcome=outcome))
+    cols = ["model", "kind", "outcome", "strictness", "rate", "lo", "hi", "n"]
+    return pd.concat(parts, ignore_index=True)[cols] if parts else pd.DataFrame(columns=cols)
+
+
+def draw_strictness(df: pd.DataFrame, opts: CIOptions = CIOptions()) -> DrawnFigure:
+    """Rows: models; columns: scenario kinds; one line per outcome across the strictness levels."""
+    data = strictness_numbers(df, opts)
+    failed = failures(df)
     kinds = _strict_kinds(df)
-    models = sorted(d["model"].unique())
+    models = sorted(data["model"].unique())
     with rc_context(STYLE):
-        fig = Figure(figsize=(3.0 * len(kinds) + 0.6, 2.5 * len(models) + 0.6), layout="constrained")
+        fig = Figure(figsize=(3.2 * len(kinds) + 0.8, 2.6 * len(models) + 0.6), layout="constrained")
         axes = fig.subplots(len(models), len(kinds), sharey=True, squeeze=False)
         for mi, model in enumerate(models):
             for ki, kind in enumerate(kinds):
                 ax = axes[mi, ki]
-                g = d[(d["kind"] == kind) & (d["model"] == model)]
-                levels = [s for s in STRICTNESS if s in set(d.loc[d["kind"] == kind, "strictness"])]
+                levels = [s for s in STRICTNESS if s in set(data.loc[data["kind"] == kind, "strictness"])]
                 x = np.arange(len(levels))
-                for outcome, marker in (("correct", "o"), ("deflection", "s"), ("hallucination", "^")):
-                    s = rate_series(g, "strictness", outcome, opts).set_index("strictness").reindex(levels)
+                for outcome, marker in STRICT_OUTCOMES:
+                    s = data[(data["model"] == model) & (data["kind"] == kind) & (data["outcome"] == outcome)]
+                    s = s.set_index("strictness").reindex(levels)
                     ax.plot(x, s["rate"], marker=marker, ms=4, color=OUTCOME_COLORS[outcome], label=OUTCOME_LABELS[outcome])
                     ax.fill_between(x, s["lo"].astype(float), s["hi"].astype(float), alpha=0.15, lw=0,
                                     color=OUTCOME_COLORS[outcome])
                 ax.set_xticks(x, levels)
                 ax.set_ylim(0, 100)
-                ax.set_title(f"{kind} · {model}")
+                ax.set_title(kind if mi == 0 else "")
                 if mi == len(models) - 1:
                     ax.set_xlabel("prompt strictness")
-            axes[mi, 0].set_ylabel("% of samples (95% CI)")
+            axes[mi, 0].set_ylabel(f"{model_label(model, failed, 20)}\n% of all responses")
         handles, labels = axes[0, 0].get_legend_handles_labels()
         fig.legend(handles, labels, loc="outside lower center", ncol=3, frameon=False)
-    return fig
+    return drawn(fig, data)
 
 
-register_plot(PlotSpec("distractor_curve", "Accuracy, deflection and hallucination vs distractor count",
+register_plot(PlotSpec("distractor_curve", "correct, deflection and hallucination (% of all responses) vs distractor count",
                        _curve_applies, draw_distractor_curve))
-register_plot(PlotSpec("modality_matrix", "Positive x negative modality (realistic scenario)",
+register_plot(PlotSpec("modality_matrix", "Positive x negative modality (realistic scenario), one row per distractor count",
                        _matrix_applies, draw_modality_matrix))
 register_plot(PlotSpec("strictness", "Strictness trade-off", lambda df: bool(_strict_kinds(df)), draw_strictness))
 
@@ -182,12 +276,15 @@ from mmrag.reports import plots_family  # noqa: E402,F401
 
 def make_plots(df: pd.DataFrame, out_dir: str | Path, opts: CIOptions = CIOptions(),
                names: list[str] | None = None) -> dict[str, list[Path]]:
-    """Draw and save every applicable figure (or those ``names``); ``{name: [png, svg]}``."""
+    """Draw and save every applicable figure (or those ``names``); ``{name: [png, svg, csv]}`` — the
+    CSV holds the numbers the figure draws (``DrawnFigure.data``)."""
+    from mmrag.reports.render import write_csv
+
     out: dict[str, list[Path]] = {}
     for name in names if names is not None else list(PLOTS):
         spec = PLOTS[name]
         if not spec.applies(df):
             continue
         fig = spec.draw(df, opts)
-        out[name] = save_figure(fig, out_dir, name)
+        out[name] = [*save_figure(fig, out_dir, name), write_csv(fig.data, Path(out_dir) / f"{name}.csv")]
     return out

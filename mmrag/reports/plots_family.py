@@ -1,7 +1,8 @@
 """Figures of the no-context benchmark families: HumbleBench's stress panel, KnowHal's dimensions.
 
 Both read the numbers of :mod:`mmrag.reports.family` (so a figure and its table can never
-disagree) and draw grouped bars with the table's clustered bootstrap intervals as error bars.
+disagree) and draw grouped bars with the table's clustered bootstrap intervals as error bars; the
+returned figure's ``.data`` holds exactly the bars drawn (one row per bar).
 The HumbleBench panel draws the paper's 20 % random-guess line on the accuracy axes.
 """
 
@@ -12,11 +13,12 @@ import pandas as pd
 from matplotlib import rc_context
 from matplotlib.figure import Figure
 
+from mmrag.benchmarks.family import HUMBLEBENCH, KNOWHAL
 from mmrag.reports.family import humblebench_panel, knowhal_table
-from mmrag.reports.plotkit import STYLE, PlotSpec, color_of, register_plot
+from mmrag.reports.plotkit import STYLE, DrawnFigure, PlotSpec, color_of, drawn, failures, model_label, register_plot
 from mmrag.reports.tables import CIOptions
 
-HB_METRICS = (("accuracy", "Overall accuracy"), ("nota_share", "NOTA chosen (share)"),
+HB_METRICS = (("correct", "correct % all"), ("nota_share", "NOTA chosen (share)"),
               ("nota_hit_rate", "NOTA chosen when NOTA is gold"), ("non_nota_accuracy", "Accuracy, non-NOTA gold"))
 #: KnowHal's dimensions as :mod:`mmrag.metrics.knowhal` names them (Entity, Attribute, Relation, Knowledge)
 DIMENSION_ORDER = ("E", "A", "R", "K", "Entity", "Attribute", "Relation", "Knowledge")
@@ -38,14 +40,22 @@ def _bars(ax, table: pd.DataFrame, x_col: str, x_values: list[str], group_col: s
 
 
 def _hb_applies(df: pd.DataFrame) -> bool:
-    hb = df[df["benchmark_kind"] == "humblebench"]
+    hb = df[df["benchmark_kind"] == HUMBLEBENCH.id]
     return bool(len(hb)) and hb["stress"].nunique() > 1
 
 
-def draw_humblebench_stress(df: pd.DataFrame, opts: CIOptions = CIOptions()) -> Figure:
+def _long(t: pd.DataFrame, keys: list[str], metrics: list[str], name: str = "metric") -> pd.DataFrame:
+    """One row per (keys, metric): the value drawn and its interval."""
+    return pd.concat([t[keys].assign(**{name: m, "rate": t[m], "lo": t[f"{m}_lo"], "hi": t[f"{m}_hi"]})
+                      for m in metrics], ignore_index=True)
+
+
+def draw_humblebench_stress(df: pd.DataFrame, opts: CIOptions = CIOptions()) -> DrawnFigure:
     t = humblebench_panel(df, opts)
+    failed = failures(df)
     if t["benchmark"].nunique() > 1:  # several HumbleBench-kind benchmarks: keep them apart
         t = t.assign(model=t["benchmark"] + " · " + t["model"])
+    t = t.assign(model=[model_label(m, failed, 60).replace("\n", " ") for m in t["model"]])
     stresses = [s for s in _STRESS_ORDER if s in set(t["stress"])] + sorted(set(t["stress"]) - set(_STRESS_ORDER))
     models = sorted(t["model"].unique())
     with rc_context(STYLE):
@@ -55,7 +65,7 @@ def draw_humblebench_stress(df: pd.DataFrame, opts: CIOptions = CIOptions()) -> 
             _bars(ax, t, "stress", stresses, "model", models, metric, [color_of(i) for i in range(len(models))])
             ax.set_title(title)
             ax.set_ylim(0, 100)
-            if metric in ("accuracy", "non_nota_accuracy"):
+            if metric in ("correct", "non_nota_accuracy"):
                 ax.axhline(20, color="grey", ls=":", lw=1)
                 ax.text(len(stresses) - 0.5, 21, "random guess (20%)", ha="right", va="bottom", fontsize=7, color="grey")
             ax.tick_params(axis="x", labelrotation=20)
@@ -63,17 +73,18 @@ def draw_humblebench_stress(df: pd.DataFrame, opts: CIOptions = CIOptions()) -> 
         axes[2].set_ylabel("% (95% CI)")
         handles, labels = axes[0].get_legend_handles_labels()
         fig.legend(handles, labels, loc="outside lower center", ncol=min(4, len(labels)), frameon=False)
-    return fig
+    return drawn(fig, _long(t, ["model", "stress", "n"], [m for m, _ in HB_METRICS]))
 
 
 def _kh_applies(df: pd.DataFrame) -> bool:
-    kh = df[df["benchmark_kind"] == "knowhal"]
+    kh = df[df["benchmark_kind"] == KNOWHAL.id]
     return bool(len(kh)) and {"positive", "negative"} <= set(kh["polarity"].dropna())
 
 
-def draw_knowhal(df: pd.DataFrame, opts: CIOptions = CIOptions()) -> Figure:
+def draw_knowhal(df: pd.DataFrame, opts: CIOptions = CIOptions()) -> DrawnFigure:
     """Per model: positive vs negative accuracy per dimension and pooled, HPS above each group."""
     t = knowhal_table(df, opts)
+    failed = failures(df)
     if t["benchmark"].nunique() > 1:
         t = t.assign(model=t["benchmark"] + " · " + t["model"])
     models = sorted(t["model"].unique())
@@ -98,12 +109,15 @@ def draw_knowhal(df: pd.DataFrame, opts: CIOptions = CIOptions()) -> Figure:
             ax.set_ylim(0, 115)
             ax.set_yticks(range(0, 101, 20))
             macro = tm.loc["macro"]
-            ax.set_title(f"KnowHal · {model}  (macro: overall {macro['overall']:.1f}, HPS "
+            ax.set_title(f"KnowHal · {model_label(model, failed, 60)}  (macro: overall {macro['overall']:.1f}, HPS "
                          f"{'n/a' if pd.isna(macro['hps']) else format(macro['hps'], '.1f')})")
             ax.set_ylabel("accuracy % (95% CI)")
         handles, labels = axes[0].get_legend_handles_labels()
         fig.legend(handles, labels, loc="outside lower center", ncol=2, frameon=False)
-    return fig
+    bars = long[long["dimension"].isin(dims)]
+    data = bars[["model", "dimension", "polarity", "acc", "acc_lo", "acc_hi", "hps"]].rename(
+        columns={"acc": "rate", "acc_lo": "lo", "acc_hi": "hi"})
+    return drawn(fig, data)
 
 
 register_plot(PlotSpec("humblebench_stress", "HumbleBench stress settings", _hb_applies, draw_humblebench_stress))

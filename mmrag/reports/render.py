@@ -3,6 +3,8 @@
 The CSV keeps every number as a number (``correct``, ``correct_lo``, ``correct_hi`` ...); Markdown
 and the terminal fold each value with its interval into one cell, ``62.5 [48.1, 75.0]``, and
 differences carry a sign, ``-12.5 [-20.0, -4.2]``.  A knob that does not apply prints as ``–``.
+Rate columns are headed as everywhere else (:func:`mmrag.metrics.rates.header`: ``correct % all``),
+so the denominator is named in every table a human reads.
 """
 
 from __future__ import annotations
@@ -12,7 +14,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from mmrag.metrics.rates import RATES, header
 from mmrag.util import atomic_write_text
+
+_HEADERS = {r.id: header(r.id) for r in RATES}
 
 DASH = "–"
 
@@ -73,7 +78,7 @@ def to_markdown(df: pd.DataFrame) -> str:
     if d.empty:
         return "_(no rows)_\n"
     right = [_numeric(df[c]) for c in d.columns]
-    lines = ["| " + " | ".join(_md_cell(str(c)) for c in d.columns) + " |",
+    lines = ["| " + " | ".join(_md_cell(_HEADERS.get(str(c), str(c))) for c in d.columns) + " |",
              "| " + " | ".join("---:" if r else "---" for r in right) + " |"]
     for _, row in d.iterrows():
         lines.append("| " + " | ".join(_md_cell(str(v)) for v in row) + " |")
@@ -87,7 +92,7 @@ def to_rich(df: pd.DataFrame, title: str = ""):
     d = display_frame(df)
     t = Table(title=title or None, show_lines=False)
     for c in d.columns:
-        t.add_column(str(c), justify="right" if _numeric(df[c]) else "left", overflow="fold")
+        t.add_column(_HEADERS.get(str(c), str(c)), justify="right" if _numeric(df[c]) else "left", overflow="fold")
     for _, row in d.iterrows():
         t.add_row(*[str(v) for v in row])
     return t

@@ -22,7 +22,7 @@ from typing import Sequence
 import pandas as pd
 
 from mmrag.errors import InputError
-from mmrag.reports.browser import scenario_label, write_browser
+from mmrag.reports.browser import write_browser
 from mmrag.reports.family import humblebench_panel, knowhal_table
 from mmrag.reports.paired import model_differences, scenario_differences
 from mmrag.reports.plotkit import PLOTS
@@ -51,13 +51,21 @@ def disambiguate_models(df: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
-def _with_labels(t: pd.DataFrame) -> pd.DataFrame:
-    """Readable scenario names in place of hashed ids (the CSV keeps the ids)."""
+def _with_labels(t: pd.DataFrame, labels: dict[str, str]) -> pd.DataFrame:
+    """The scenario label (the one the console and summary.md print) in place of hashed ids; the
+    id stays only where two scenarios share a label (they differ in a knob the label omits).  The
+    CSV keeps the ids."""
     t = t.copy()
-    for col in ("scenario_id", "a", "b"):
-        if col in t.columns and t[col].astype(str).str.match(r".*-[0-9a-f]{8}$").all():
-            t[col] = t[col].map(scenario_label)
-    return t.rename(columns={"scenario_id": "scenario"})
+    unique = len(set(labels.values())) == len(labels)
+    for col in ("a", "b"):
+        if col in t.columns and unique and t[col].isin(list(labels)).all():
+            t[col] = t[col].map(labels)
+    if "scenario_id" in t.columns:
+        if "scenario" not in t.columns:
+            t.insert(list(t.columns).index("scenario_id"), "scenario", t["scenario_id"].map(labels))
+        if unique:
+            t = t.drop(columns="scenario_id")
+    return t
 
 
 def _manifest_lines(run_dirs: Sequence[Path], df: pd.DataFrame) -> list[str]:
@@ -88,9 +96,9 @@ def _paired_view(df: pd.DataFrame) -> pd.DataFrame:
     return df[[c for c in PAIRED_MD_COLUMNS if c in df.columns]]
 
 
-def _write_table(df: pd.DataFrame, tables_dir: Path, name: str, written: list[Path]) -> str:
+def _write_table(df: pd.DataFrame, tables_dir: Path, name: str, written: list[Path], labels: dict[str, str]) -> str:
     written.append(write_csv(df, tables_dir / f"{name}.csv"))
-    md = to_markdown(_with_labels(_paired_view(df) if name.startswith("paired_") else df))
+    md = to_markdown(_with_labels(_paired_view(df) if name.startswith("paired_") else df, labels))
     atomic_write_text(tables_dir / f"{name}.md", md)
     written.append(tables_dir / f"{name}.md")
     return md
@@ -117,6 +125,7 @@ def report(run_dirs: str | Path | Sequence[str | Path], out_dir: str | Path | No
     except OSError as exc:
         raise InputError(f"cannot create the report folder ({exc.strerror})", path=out) from None
     df = disambiguate_models(load(dirs))
+    labels = dict(zip(df["scenario_id"], df["scenario"]))
     written: list[Path] = []
     md = ["# mmrag report", "", *_manifest_lines(dirs, df), "",
           f"Rates are percentages of samples with {opts.level:.0%} bootstrap confidence intervals clustered by "
@@ -128,15 +137,15 @@ def report(run_dirs: str | Path | Sequence[str | Path], out_dir: str | Path | No
     else:
         md += ["## Tables", ""]
         for name, (spec, table) in build_tables(df, opts=opts).items():
-            text = _write_table(table, out / "tables", name, written)
+            text = _write_table(table, out / "tables", name, written, labels)
             md += [f"### {spec.title}", "", text, f"[CSV](tables/{name}.csv)", ""]
             if console is not None and name == "scenario":
-                console.print(to_rich(_with_labels(table), spec.title))
+                console.print(to_rich(_with_labels(table, labels), spec.title))
         for name, title, table in (("humblebench_stress", "HumbleBench stress settings", humblebench_panel(df, opts)),
                                    ("knowhal", "KnowHal per dimension (HPS)", knowhal_table(df, opts))):
             if table.empty:
                 continue
-            text = _write_table(table, out / "tables", name, written)
+            text = _write_table(table, out / "tables", name, written, labels)
             md += [f"### {title}", "", text, f"[CSV](tables/{name}.csv)", ""]
             if console is not None:
                 console.print(to_rich(table, title))
@@ -147,19 +156,19 @@ def report(run_dirs: str | Path | Sequence[str | Path], out_dir: str | Path | No
             if table.empty:
                 md += [f"### {title}", "", "_no comparable pairs in these runs_", ""]
                 continue
-            _write_table(table, out / "tables", name, written)
+            _write_table(table, out / "tables", name, written, labels)
             top = table.sort_values(["p_mcnemar", "d_correct"], na_position="last").head(INLINE_PAIRED_ROWS)
             more = f" (the {len(top)} smallest p-values of {len(table)} rows; all in " \
                    f"[MD](tables/{name}.md) / [CSV](tables/{name}.csv))" if len(table) > len(top) else \
                 f" ([CSV](tables/{name}.csv))"
-            md += [f"### {title}", "", f"Comparisons{more}.", "", to_markdown(_with_labels(_paired_view(top))), ""]
+            md += [f"### {title}", "", f"Comparisons{more}.", "", to_markdown(_with_labels(_paired_view(top), labels)), ""]
         figures = make_plots(df, out / "figures", opts)
         if figures:
             md += ["## Figures", ""]
         for name, paths in figures.items():
             written += paths
             md += [f"### {PLOTS[name].title}", "", f"![{PLOTS[name].title}](figures/{name}.png)", "",
-                   f"[SVG](figures/{name}.svg)", ""]
+                   f"[SVG](figures/{name}.svg) · [the numbers drawn (CSV)](figures/{name}.csv)", ""]
     if browser:
         md += ["## Sample browser", ""]
         names = [d.name for d in dirs]

@@ -25,8 +25,11 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
+from mmrag.benchmarks.family import HUMBLEBENCH, KNOWHAL
 from mmrag.errors import InputError
 from mmrag.schema import OUTCOMES
+from mmrag.scenarios.kinds import kind_order, kinds_where
+from mmrag.scenarios.spec import MODALITIES, STRESS_ORDER, STRICTNESS_LEVELS
 
 #: Grouping columns shown first in every table, when present.
 _DISPLAY_ORDER = ("benchmark", "model")
@@ -41,18 +44,20 @@ class CIOptions:
     seed: int = 0
 
 
-#: natural (not alphabetical) order of the categorical knobs in tables
+#: natural (not alphabetical) order of the categorical knobs in tables; scenario kinds follow their
+#: registered paper order (:func:`mmrag.scenarios.kinds.kind_order`)
 ORDERS: dict[str, tuple[str, ...]] = {
-    "kind": ("parametric", "oracle", "realistic", "adversarial", "humblebench", "knowhal"),
-    "strictness": ("none", "soft", "moderate", "severe"),
-    "positive_modality": ("text", "image", "multimodal", "any"),
-    "negative_modality": ("text", "image", "multimodal", "any"),
-    "stress": ("common", "noise_image", "nota_only", "shuffle_options", "cautious_prompt", "forced_grounding_prompt"),
+    "strictness": STRICTNESS_LEVELS,
+    "positive_modality": MODALITIES,
+    "negative_modality": MODALITIES,
+    "stress": ("common", *STRESS_ORDER),
     "polarity": ("positive", "negative"),
 }
 
 
 def order_key(col: pd.Series) -> pd.Series:
+    if col.name == "kind":
+        return col.map(lambda v: kind_order(v)[0] if isinstance(v, str) else -1)
     order = ORDERS.get(str(col.name))
     if order is None:
         return col
@@ -133,12 +138,13 @@ def _all(df: pd.DataFrame) -> pd.Series:
     return pd.Series(True, index=df.index)
 
 
-def _deflection(df: pd.DataFrame) -> pd.Series:
-    return df["benchmark_kind"] == "deflection"
-
-
 def _retrieval(df: pd.DataFrame) -> pd.Series:
-    return _deflection(df) & df["kind"].isin(["oracle", "realistic", "adversarial"])
+    """Rows whose scenario kind shows retrieved documents (the kind says so, not its name)."""
+    return df["kind"].isin(kinds_where(lambda k: k.uses_contexts, df["kind"].unique()))
+
+
+def _strictness_kinds(df: pd.DataFrame) -> pd.Series:
+    return df["kind"].isin(kinds_where(lambda k: k.takes_strictness, df["kind"].unique()))
 
 
 #: the knobs that, with the kind, identify a scenario cell apart from its strictness
@@ -146,13 +152,13 @@ _CELL = ("kind", "n_distractors", "positive_modality", "negative_modality", "str
 
 
 def strictness_rows(df: pd.DataFrame) -> pd.DataFrame:
-    """Deflection rows of the scenario cells that were run at two or more strictness levels.
+    """Rows of the scenario cells that were run at two or more strictness levels.
 
     A strictness comparison must hold everything else fixed: a sweep often runs every distractor
     count at ``none`` but only one cell at ``soft``/``moderate``/``severe``, and pooling all of
     ``none`` against that one cell would mix the strictness effect with the distractor effect.
     """
-    d = df[df["benchmark_kind"] == "deflection"]
+    d = df[_strictness_kinds(df)]
     if d.empty:
         return d
     levels = d.groupby(list(_CELL), dropna=False)["strictness"].transform("nunique")
@@ -164,7 +170,7 @@ def _strictness(df: pd.DataFrame) -> pd.Series:
 
 
 for _spec in (
-    TableSpec("scenario", "Outcome rates per scenario", ("benchmark", "model", "scenario_id"), _all),
+    TableSpec("scenario", "Outcome rates per scenario", ("benchmark", "model", "kind", "scenario", "scenario_id"), _all),
     TableSpec("modality", "Positive x negative modality cells (retrieval scenarios)",
               ("benchmark", "model", "kind", "strictness", "positive_modality", "negative_modality"), _retrieval,
               varies="negative_modality"),
@@ -172,12 +178,12 @@ for _spec in (
               ("benchmark", "model", "kind", "strictness", "n_distractors"), _retrieval, varies="n_distractors"),
     TableSpec("strictness", "Prompt strictness (scenario cells run at several levels)",
               ("benchmark", "model", "kind", "strictness"), _strictness, varies="strictness"),
-    TableSpec("source", "Source dataset", ("benchmark", "model", "kind", "strictness", "source"), _deflection,
+    TableSpec("source", "Source dataset", ("benchmark", "model", "kind", "strictness", "source"), _all,
               varies="source"),
     TableSpec("humblebench_type", "HumbleBench question type per stress setting",
-              ("benchmark", "model", "stress", "type"), lambda d: d["benchmark_kind"] == "humblebench", varies="type"),
+              ("benchmark", "model", "stress", "type"), lambda d: d["benchmark_kind"] == HUMBLEBENCH.id, varies="type"),
     TableSpec("knowhal_dimension", "KnowHal dimension and polarity", ("benchmark", "model", "dimension", "polarity"),
-              lambda d: d["benchmark_kind"] == "knowhal", varies="dimension"),
+              lambda d: d["benchmark_kind"] == KNOWHAL.id, varies="dimension"),
 ):
     register_table(_spec)
 

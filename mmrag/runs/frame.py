@@ -16,7 +16,8 @@ prompt has no distractors, so ``n_distractors`` is 0 there (the spec's default o
 and a modality that does not apply is ``None``.  When a spec asks for ``positive_modality="any"``
 the sample's own gold modality is used (``sample.metadata["positive_modality"]``, else the single
 modality shared by the prompt's gold contexts), because the modality matrix of VLM-DeflectionBench
-is indexed by the modality of the evidence the model actually saw.
+is indexed by the modality of the evidence the model actually saw.  ``scenario`` is the one human
+label of the spec (:func:`mmrag.scenarios.kinds.scenario_label`, as the console and summary print it).
 """
 
 from __future__ import annotations
@@ -33,19 +34,28 @@ from mmrag.errors import InputError
 from mmrag.metrics.knowhal import graded_accuracy
 from mmrag.runs.records import RunRecord
 from mmrag.schema import OUTCOMES, is_nota_text
+from mmrag.scenarios.kinds import STRESS_JOINER, scenario_label
 from mmrag.util import parse_record
 
 log = logging.getLogger(__name__)
 
 SAMPLES_FILE = "samples.jsonl"
 
-#: Kinds whose prompts carry negatives / gold evidence (the rest get neither).
-_NEGATIVE_KINDS = ("realistic", "adversarial")
-_GOLD_KINDS = ("oracle", "realistic")
+
+def _kind(kind_id: Any):
+    """The registered scenario kind, or None for one whose plug-in is not installed here."""
+    from mmrag.scenarios.kinds import SCENARIO_KINDS, get_kind
+
+    return get_kind(str(kind_id)) if str(kind_id) in SCENARIO_KINDS else None
+
+
+def _has_negatives(kind_id: Any) -> bool:
+    k = _kind(kind_id)
+    return bool(k and k.uses_negatives)
 
 #: Column order of the frame (extra metadata never adds columns silently).
 COLUMNS: tuple[str, ...] = (
-    "run", "key", "benchmark", "benchmark_kind", "scenario_id", "kind", "n_distractors",
+    "run", "key", "benchmark", "benchmark_kind", "scenario_id", "scenario", "kind", "n_distractors",
     "positive_modality", "negative_modality", "strictness", "stress", "model", "model_fingerprint",
     "sample_id", "question_id", "question", "source", "type", "dimension", "polarity",
     "pair_id", "outcome", *OUTCOMES, "score", "extracted", "label", "nota_letter", "label_is_nota", "chose_nota",
@@ -104,8 +114,8 @@ def read_records(run_dir: str | Path) -> list[RunRecord]:
 
 
 def _effective_positive(rec: RunRecord, spec_value: Any) -> str | None:
-    kind = rec.scenario.get("kind")
-    if kind not in _GOLD_KINDS:
+    kind = _kind(rec.scenario.get("kind"))
+    if kind is None or not kind.uses_gold:
         return None
     if spec_value and spec_value != "any":
         return str(spec_value)
@@ -147,12 +157,13 @@ def record_row(rec: RunRecord, run: str = "") -> dict[str, Any]:
         "benchmark": rec.benchmark,
         "benchmark_kind": rec.benchmark_kind,
         "scenario_id": rec.scenario_id,
+        "scenario": scenario_label(spec),
         "kind": kind,
-        "n_distractors": int(spec.get("n_distractors", 0)) if kind in _NEGATIVE_KINDS else 0,
+        "n_distractors": int(spec.get("n_distractors", 0)) if _has_negatives(kind) else 0,
         "positive_modality": _effective_positive(rec, spec.get("positive_modality")),
-        "negative_modality": spec.get("negative_modality") if kind in _NEGATIVE_KINDS else None,
+        "negative_modality": spec.get("negative_modality") if _has_negatives(kind) else None,
         "strictness": spec.get("strictness", "none"),
-        "stress": "__".join(stress) if stress else "common",
+        "stress": STRESS_JOINER.join(stress) if stress else "common",
         "model": rec.model,
         "model_fingerprint": rec.model_fingerprint,
         "sample_id": rec.sample.id,

@@ -7,26 +7,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mmrag.benchmarks import load_benchmark
+from mmrag.benchmarks import get_family, load_benchmark
 from mmrag.errors import InputError
 from mmrag.runs.config import BenchmarkRef, RunConfig
 from mmrag.schema import Prompt, Sample
 from mmrag.scenarios.spec import ScenarioSpec
 from mmrag.util import mmrag_home
 
-#: which scenario kinds a benchmark family can be composed under
-KINDS_FOR: dict[str, tuple[str, ...]] = {
-    "deflection": ("parametric", "oracle", "realistic", "adversarial"),
-    "humblebench": ("humblebench",),
-    "knowhal": ("knowhal",),
-}
-
 
 def default_specs(kind: str, n_distractors: int = 2, seed: int = 0) -> list[ScenarioSpec]:
-    if kind == "deflection":
-        return [ScenarioSpec(kind=k, n_distractors=n_distractors if k in ("realistic", "adversarial") else 0,
-                             seed=seed) for k in KINDS_FOR["deflection"]]
-    return [ScenarioSpec(kind=kind, n_distractors=0, seed=seed)]
+    """One spec per scenario kind of the benchmark family ``kind`` (its registered defaults)."""
+    from mmrag.benchmarks.family import get_family
+
+    return get_family(kind).default_specs(n_distractors=n_distractors, seed=seed)
 
 
 def all_specs(config: RunConfig) -> list[ScenarioSpec]:
@@ -128,7 +121,7 @@ def prepare_benchmarks(config: RunConfig, progress: Any = None) -> list[Benchmar
     plans = []
     for ref in config.benchmarks:
         bench = load_benchmark(ref.name, ref.source, **ref.options)
-        fitting = [s for s in specs if s.kind in KINDS_FOR.get(bench.kind, ())]
+        fitting = [s for s in specs if s.kind in get_family(bench.kind).scenario_kinds]
         if not fitting:
             fitting = default_specs(bench.kind, seed=config.seed)
         samples = list(bench.samples())

@@ -8,14 +8,14 @@ from pathlib import Path
 from typing import Any
 
 from mmrag.runs.records import RunRecord
-from mmrag.schema import OUTCOMES
 from mmrag.util import atomic_write_json, atomic_write_text
 
 
-def _rates(recs: list[RunRecord]) -> dict[str, float]:
-    c = Counter(r.verdict.outcome for r in recs)
-    n = len(recs) or 1
-    return {o: 100.0 * c.get(o, 0) / n for o in OUTCOMES}
+def _rates(recs: list[RunRecord]) -> dict[str, float | None]:
+    """The outcome rates as :mod:`mmrag.metrics.rates` defines them (over all responses)."""
+    from mmrag.metrics.rates import outcome_rates
+
+    return outcome_rates(r.verdict.outcome for r in recs)
 
 
 def group_records(records: list[RunRecord]) -> dict[tuple[str, str, str], list[RunRecord]]:
@@ -26,15 +26,27 @@ def group_records(records: list[RunRecord]) -> dict[tuple[str, str, str], list[R
 
 
 def family_metrics(kind: str, recs: list[RunRecord]) -> dict[str, Any]:
-    from mmrag.metrics import METRICS, Scored
+    """The metrics the benchmark family declares (``BenchmarkFamily.metrics``)."""
+    from mmrag.benchmarks.family import get_family
+    from mmrag.metrics import Scored
 
     items = [Scored(r.sample, r.prompt, r.response, r.verdict) for r in recs]
-    return METRICS.get(kind)(items)
+    return get_family(kind).metric_function()(items)
+
+
+def _paper_order(item: tuple[tuple[str, str, str], list[RunRecord]]) -> tuple:
+    """Benchmark, then scenario kinds in the paper's order (parametric, oracle, realistic,
+    adversarial, ...: ``ScenarioKind.order``), then distractor count, then model."""
+    from mmrag.scenarios.kinds import kind_order
+
+    (bench, sid, model), recs = item
+    spec = recs[0].scenario
+    return (bench, kind_order(spec.get("kind")), int(spec.get("n_distractors") or 0), sid, model)
 
 
 def build_summary(records: list[RunRecord]) -> dict[str, Any]:
     groups = []
-    for (bench, sid, model), recs in sorted(group_records(records).items()):
+    for (bench, sid, model), recs in sorted(group_records(records).items(), key=_paper_order):
         groups.append({
             "benchmark": bench, "benchmark_kind": recs[0].benchmark_kind, "scenario_id": sid,
             "scenario": recs[0].scenario, "model": model, "n": len(recs), "rates": _rates(recs),
@@ -46,13 +58,16 @@ def build_summary(records: list[RunRecord]) -> dict[str, Any]:
 
 
 def summary_markdown(summary: dict[str, Any]) -> str:
-    lines = ["# mmrag run summary", "",
-             "| benchmark | scenario | model | n | Accuracy | Deflection | Hallucination | Unparseable |",
-             "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+    from mmrag.metrics.rates import DENOMINATOR, RATES
+    from mmrag.scenarios.kinds import scenario_label
+
+    lines = ["# mmrag run summary", "", f"Rates are percentages of {DENOMINATOR} (docs/metrics.md).", "",
+             "| benchmark | scenario | model | n | " + " | ".join(r.header for r in RATES) + " |",
+             "| --- | --- | --- | ---: | " + " | ".join("---:" for _ in RATES) + " |"]
     for g in summary["groups"]:
         r = g["rates"]
-        lines.append(f"| {g['benchmark']} | {g['scenario_id']} | {g['model']} | {g['n']} | {r['correct']:.1f} | "
-                     f"{r['deflection']:.1f} | {r['hallucination']:.1f} | {r['unparseable']:.1f} |")
+        lines.append(f"| {g['benchmark']} | {scenario_label(g['scenario'])} | {g['model']} | {g['n']} | "
+                     + " | ".join(f"{r[x.id]:.1f}" for x in RATES) + " |")
     if summary["errors"]:
         lines += ["", "Failed requests by class: " + ", ".join(f"{k}={v}" for k, v in sorted(summary["errors"].items()))]
     return "\n".join(lines) + "\n"

@@ -23,15 +23,12 @@ def make_model(spec: ModelSpec, config: RunConfig):
     return create_model(spec, cache=response_cache(config))
 
 
-#: the registered judge that scores each benchmark family; None = the run's judge mode
-#: (rule | llm | rule+llm) for open answers.  HumbleBench is scored by option matching, KnowHal by
-#: its own judge (soft VQA matching for positives, premise rejection for negatives).
-JUDGE_FOR_KIND: dict[str, str | None] = {"deflection": None, "humblebench": "mcq", "knowhal": "knowhal"}
-
-
 def make_judge(benchmark_kind: str, config: RunConfig):
     from mmrag.judging import make_judge as _make
 
+    """The judge the benchmark family declares (``BenchmarkFamily.judge``), else the run's mode."""
+    from mmrag.benchmarks.family import get_family
+
     llm = make_model(config.judge.model, config) if config.judge.model is not None else None
-    name = JUDGE_FOR_KIND.get(benchmark_kind) or config.judge.mode
+    name = get_family(benchmark_kind).judge_name(config.judge.mode)
     return _make(name, llm=llm)

@@ -1,9 +1,9 @@
-"""What every scenario builder shares: the kind registry, the not-applicable signal, seeding and
-the final assembly of a :class:`~mmrag.schema.Prompt`.
+"""What every scenario builder shares: the not-applicable signal, seeding and the final assembly
+of a :class:`~mmrag.schema.Prompt`.
 
-A builder is ``(sample, spec, miner, store) -> Prompt``; each scenario kind registers one under its
-name in :data:`SCENARIO_BUILDERS`, so :func:`mmrag.scenarios.compose` never dispatches on names and a
-third party can add a kind by registering a builder.
+A builder is ``(sample, spec, miner, store) -> Prompt``; each scenario kind
+(:mod:`mmrag.scenarios.kinds`) names its builder, so :func:`mmrag.scenarios.compose` never
+dispatches on names and a third party adds a kind by registering a ScenarioKind.
 """
 
 from __future__ import annotations
@@ -13,15 +13,11 @@ import random
 from typing import Any, Callable
 
 from mmrag.errors import MmragError
-from mmrag.registry import Registry
 from mmrag.schema import Choice, Context, Message, Prompt, Sample, canonical_json
 from mmrag.scenarios.spec import ScenarioSpec
 from mmrag.scenarios.templates import PromptTemplate, stamp_templates
 
 Builder = Callable[..., Prompt]
-
-#: kind name -> builder ``(sample, spec, miner, store) -> Prompt``
-SCENARIO_BUILDERS: Registry[Prompt] = Registry("scenario kind")
 
 
 class ScenarioNotApplicable(MmragError):

@@ -22,7 +22,9 @@ the default where a sample has them) with the miner filling a shortfall, or
 padded.  The budget (see
 :mod:`mmrag.scenarios.budget`) then drops documents, negatives first, and records each drop.
 
-HumbleBench and KnowHal builders live in their own modules and register themselves here.
+Each :class:`~mmrag.scenarios.kinds.ScenarioKind` names its builder and applicability rule; the
+four retrieval kinds share :func:`build_retrieval_prompt` and :func:`gold_applicable`, HumbleBench
+and KnowHal builders live in their own modules.
 """
 
 from __future__ import annotations
@@ -32,14 +34,11 @@ from typing import Any
 from mmrag.errors import InputError
 from mmrag.retrieval.base import DocStore, NegativeMiner
 from mmrag.schema import Context, Document, Prompt, Sample
-from mmrag.scenarios import humblebench as _humblebench  # noqa: F401  (registers "humblebench")
-from mmrag.scenarios import knowhal as _knowhal  # noqa: F401  (registers "knowhal")
-from mmrag.scenarios.base import (SCENARIO_BUILDERS, ScenarioNotApplicable, copy_choices, finish_prompt,
-                                  option_lines, seeded_rng)
+from mmrag.scenarios.base import ScenarioNotApplicable, copy_choices, finish_prompt, option_lines, seeded_rng
 from mmrag.scenarios.budget import apply_budget
 from mmrag.scenarios.negatives import choose_negatives
 from mmrag.scenarios.render import build_messages
-from mmrag.scenarios.spec import RETRIEVAL_KINDS, ScenarioSpec
+from mmrag.scenarios.spec import ScenarioSpec
 from mmrag.scenarios.templates import get_template
 
 
@@ -51,20 +50,21 @@ def compose(sample: Sample, spec: ScenarioSpec, miner: NegativeMiner | None = No
     cannot be shown under the spec, and InputError when a needed input is missing (no store for
     gold documents, a gold id absent from the store, no miner for negatives).
     """
-    builder = SCENARIO_BUILDERS.get(spec.kind)
-    return builder(sample, spec, miner, store)
+    return spec.kind_def.build(sample, spec, miner, store)
 
 
 def applicable(sample: Sample, spec: ScenarioSpec, store: DocStore | None = None) -> str | None:
-    """``None`` when ``sample`` fits ``spec``, else the reason it does not (cheap: no mining)."""
-    if spec.kind in RETRIEVAL_KINDS and spec.uses_gold:
-        if not sample.gold_doc_ids:
-            return "the sample has no gold documents"
-        if spec.positive_modality != "any" and store is not None:
-            if not any(i in store and gold_matches(store.get(i), spec.positive_modality) for i in sample.gold_doc_ids):
-                return f"no gold document of modality '{spec.positive_modality}'"
-    if spec.kind == "humblebench":
-        return _humblebench.applicable(sample, spec)
+    """``None`` when ``sample`` fits ``spec``, else the reason it does not (the kind's own rule)."""
+    return spec.kind_def.applicable(sample, spec, store)
+
+
+def gold_applicable(sample: Sample, spec: ScenarioSpec, store: DocStore | None = None) -> str | None:
+    """The rule of kinds that show gold evidence: the sample has gold of the asked modality."""
+    if not sample.gold_doc_ids:
+        return "the sample has no gold documents"
+    if spec.positive_modality != "any" and store is not None:
+        if not any(i in store and gold_matches(store.get(i), spec.positive_modality) for i in sample.gold_doc_ids):
+            return f"no gold document of modality '{spec.positive_modality}'"
     return None
 
 
@@ -101,7 +101,7 @@ def _gold_documents(sample: Sample, spec: ScenarioSpec, store: DocStore | None) 
 
 def _arrange(spec: ScenarioSpec, sample: Sample, gold: list[Context], negs: list[Context],
              meta: dict[str, Any]) -> list[Context]:
-    if spec.kind != "realistic":
+    if "gold_position" not in spec.kind_def.knobs:
         return gold + negs  # oracle: gold only; adversarial: negatives only; parametric: nothing
     pos = spec.gold_position
     if pos == "random":
@@ -118,10 +118,6 @@ def _arrange(spec: ScenarioSpec, sample: Sample, gold: list[Context], negs: list
     return negs[:at] + gold + negs[at:]
 
 
-@SCENARIO_BUILDERS.register("parametric")
-@SCENARIO_BUILDERS.register("oracle")
-@SCENARIO_BUILDERS.register("realistic")
-@SCENARIO_BUILDERS.register("adversarial")
 def build_retrieval_prompt(sample: Sample, spec: ScenarioSpec, miner: NegativeMiner | None = None,
                            store: DocStore | None = None) -> Prompt:
     """VLM-DeflectionBench's parametric / oracle / realistic / adversarial prompt."""

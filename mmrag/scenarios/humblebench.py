@@ -38,7 +38,7 @@ import numpy as np
 
 from mmrag.errors import InputError
 from mmrag.schema import Choice, ImageRef, Prompt, Sample, is_nota_text, sha256_bytes, sha256_file, stable_id
-from mmrag.scenarios.base import SCENARIO_BUILDERS, ScenarioNotApplicable, finish_prompt, option_lines
+from mmrag.scenarios.base import ScenarioNotApplicable, finish_prompt, option_lines
 from mmrag.scenarios.render import build_messages
 from mmrag.scenarios.spec import OFFICIAL_NOISE_SEED, ScenarioSpec
 from mmrag.scenarios.templates import get_template
@@ -211,7 +211,6 @@ def applicable(sample: Sample, spec: ScenarioSpec) -> str | None:
     return None
 
 
-@SCENARIO_BUILDERS.register("humblebench")
 def build_humblebench_prompt(sample: Sample, spec: ScenarioSpec, miner: Any = None, store: Any = None) -> Prompt:
     mcq = mcq_from_sample(sample)
     if mcq is None:

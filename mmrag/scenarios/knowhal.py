@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from mmrag.schema import Prompt, Sample
-from mmrag.scenarios.base import SCENARIO_BUILDERS, copy_choices, finish_prompt, option_lines
+from mmrag.scenarios.base import copy_choices, finish_prompt, option_lines
 from mmrag.scenarios.render import build_messages
 from mmrag.scenarios.spec import ScenarioSpec
 from mmrag.scenarios.templates import get_template
@@ -23,7 +23,6 @@ OPEN_TEMPLATE = "knowhal-open"
 MCQ_TEMPLATE = "knowhal-relation-mcq"
 
 
-@SCENARIO_BUILDERS.register("knowhal")
 def build_knowhal_prompt(sample: Sample, spec: ScenarioSpec, miner: Any = None, store: Any = None) -> Prompt:
     main = get_template(spec.template or (MCQ_TEMPLATE if sample.choices else OPEN_TEMPLATE))
     templates = [main]

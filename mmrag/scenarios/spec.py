@@ -15,13 +15,14 @@ cells it already has.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from mmrag.errors import InputError
 from mmrag.schema import stable_id
+from mmrag.scenarios.kinds import ORACLE, ScenarioKind, get_kind, kind_ids, kinds_where
 
-ScenarioKind = Literal["parametric", "oracle", "realistic", "adversarial", "humblebench", "knowhal"]
 ModalityChoice = Literal["text", "image", "multimodal", "any"]
 Strictness = Literal["none", "soft", "moderate", "severe"]
 NegativesFrom = Literal["curated", "regenerate"]
@@ -32,40 +33,49 @@ HumbleStress = Literal["noise_image", "nota_only", "shuffle_options", "cautious_
 STRESS_ORDER: tuple[str, ...] = ("noise_image", "nota_only", "shuffle_options", "cautious_prompt",
                                  "forced_grounding_prompt")
 STRICTNESS_LEVELS: tuple[str, ...] = ("none", "soft", "moderate", "severe")
-RETRIEVAL_KINDS: tuple[str, ...] = ("parametric", "oracle", "realistic", "adversarial")
+MODALITIES: tuple[str, ...] = ("text", "image", "multimodal", "any")
 
 #: np.random's global seed in the official HumbleBench ``main.py`` (``set_global_seed(3720)``), from
 #: which its one noise image is drawn.
 OFFICIAL_NOISE_SEED = 3720
 
 
+def _known_kind(v: str) -> str:
+    if _kind_or_none(v) is None:
+        raise ValueError(f"unknown scenario kind '{v}'; known: {', '.join(kind_ids())}")
+    return v
+
+
+#: a scenario kind id, checked against the registry (built-ins and ``mmrag.scenario_kinds`` plug-ins)
+KindId = Annotated[str, AfterValidator(_known_kind)]
+
 _DEFAULTS: dict[str, object] = {"n_distractors": 0, "positive_modality": "any", "negative_modality": "text",
                                 "gold_position": "random", "max_context_tokens": None, "negatives": "curated", "shuffle_seed": 42,
                                 "noise_seed": OFFICIAL_NOISE_SEED}
 
 
+def _kind_or_none(kind_id: object) -> ScenarioKind | None:
+    try:
+        return get_kind(str(kind_id))
+    except InputError:
+        return None  # an unknown kind: the field validator reports it, naming the known ones
+
+
 def canonical_fields(data: dict) -> dict:
-    """``data`` with the fields its kind ignores set to their neutral values and ``stress`` in the
-    official order (see :class:`ScenarioSpec`)."""
+    """``data`` with the fields its kind ignores (those outside ``kind.knobs``) set to their neutral
+    values and ``stress`` in the official order (see :class:`ScenarioSpec`)."""
     data = dict(data)
-    kind = data.get("kind", "oracle")
-    ignored: list[str] = []
-    if kind not in ("realistic", "adversarial"):
-        ignored += ["n_distractors", "negative_modality", "negatives"]
-    if kind not in ("oracle", "realistic"):
-        ignored.append("positive_modality")
-    if kind != "realistic":
-        ignored.append("gold_position")
-    if kind not in RETRIEVAL_KINDS:
-        ignored.append("max_context_tokens")
+    kind = _kind_or_none(data.get("kind", ORACLE.id))
+    knobs = kind.knobs if kind is not None else frozenset(_DEFAULTS)
+    ignored = [name for name in _DEFAULTS if name not in knobs]
     raw = data.get("stress") or ()
     raw = (raw,) if isinstance(raw, str) else raw
     stress = tuple(raw) if isinstance(raw, (list, tuple)) else ()
     if stress:  # unknown names are kept (at the end) so that validation reports them
         data["stress"] = tuple(x for x in STRESS_ORDER if x in stress) + tuple(x for x in stress if x not in STRESS_ORDER)
-    if kind != "humblebench" or "shuffle_options" not in stress:
+    if "shuffle_options" not in stress:
         ignored.append("shuffle_seed")
-    if kind != "humblebench" or "noise_image" not in stress:
+    if "noise_image" not in stress:
         ignored.append("noise_seed")
     for name in ignored:
         data[name] = _DEFAULTS[name]
@@ -75,7 +85,8 @@ def canonical_fields(data: dict) -> dict:
 class ScenarioSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    kind: ScenarioKind = "oracle"
+    #: the id of a registered :class:`~mmrag.scenarios.kinds.ScenarioKind`
+    kind: KindId = ORACLE.id
     n_distractors: int = Field(default=2, ge=0, le=64)
     positive_modality: ModalityChoice = "any"
     negative_modality: ModalityChoice = "text"
@@ -121,21 +132,33 @@ class ScenarioSpec(BaseModel):
             raise ValueError("stress: noise_image cannot be combined with nota_only (as in the official code)")
         if "cautious_prompt" in self.stress and "forced_grounding_prompt" in self.stress:
             raise ValueError("stress: cautious_prompt cannot be combined with forced_grounding_prompt")
-        if self.stress and self.kind != "humblebench":
-            raise ValueError("stress settings apply only to kind 'humblebench'")
-        if self.kind == "humblebench" and self.strictness != "none":
-            raise ValueError("strictness does not apply to kind 'humblebench' (use the cautious_prompt stress)")
-        if self.kind == "adversarial" and self.n_distractors == 0:
-            raise ValueError("an adversarial scenario needs n_distractors >= 1 (with 0 it is parametric)")
+        kind = self.kind_def
+        if self.stress and "stress" not in kind.knobs:
+            takers = " | ".join(f"'{k}'" for k in kinds_where(lambda k: "stress" in k.knobs))
+            raise ValueError(f"stress settings apply only to kind {takers} (not '{self.kind}')")
+        if not kind.takes_strictness and self.strictness != "none":
+            raise ValueError(f"strictness does not apply to kind '{self.kind}' (use the cautious_prompt stress)")
+        if self.n_distractors < kind.min_distractors:
+            raise ValueError(f"scenario kind '{self.kind}' needs n_distractors >= {kind.min_distractors}")
         return self
 
     @property
+    def kind_def(self) -> ScenarioKind:
+        """The registered kind object this spec names."""
+        return get_kind(self.kind)
+
+    @property
     def uses_negatives(self) -> bool:
-        return self.kind in ("realistic", "adversarial") and self.n_distractors > 0
+        return self.kind_def.uses_negatives and self.n_distractors > 0
 
     @property
     def uses_gold(self) -> bool:
-        return self.kind in ("oracle", "realistic")
+        return self.kind_def.uses_gold
+
+    @property
+    def label(self) -> str:
+        """The one human label (``realistic n=2 neg=text``) shown by the console, summary and reports."""
+        return self.kind_def.describe(self.model_dump(mode="json"))
 
     @property
     def id(self) -> str:
@@ -144,14 +167,6 @@ class ScenarioSpec(BaseModel):
         The hash covers every field (key-sorted), so two specs that differ in any knob never share
         an id, and the same spec always gets the same id whatever order it was built in.
         """
-        if self.kind == "humblebench":
-            name = "humblebench-" + ("__".join(self.stress) if self.stress else "common")
-        elif self.kind in ("knowhal", "parametric"):
-            name = f"{self.kind}-{self.strictness}"
-        elif self.kind == "oracle":
-            name = f"oracle-pos_{self.positive_modality}-{self.strictness}"
-        else:
-            name = (f"{self.kind}-n{self.n_distractors}-pos_{self.positive_modality}"
-                    f"-neg_{self.negative_modality}-{self.strictness}")
+        name = self.kind_def.name(self)
         # canonicalised again: a spec made by ``model_copy(update=...)`` skipped the validators
         return f"{name}-{stable_id(canonical_fields(self.model_dump(mode='json')), length=8)}"

@@ -1,0 +1,294 @@
+"""Per-source answer rules: does a reply give, contradict, or leave out the reference answer?
+
+Each source's own evaluator decides what "the same answer" means, so each source registers its
+rule object in :data:`ANSWER_RULES` under the ``Sample.source`` tag it scores; the open-answer
+judge asks ``rule_for(source)`` and never branches on names.  A rule returns a :class:`Match`:
+
+* ``gives``       — the reply carries the reference (a correct answer if nothing else is wrong);
+* ``contradicts`` — the reply commits to something else in the reference's own terms (another
+                    colour, another number, "no" for "yes", the gold only negated or among
+                    other candidates);
+* ``absent``      — the reply neither carries nor contradicts the reference in terms the rule can
+                    check; the judge then asks whether it asserts anything at all (deflection
+                    detection) before calling it a hallucination.
+
+Registered: ``default`` (normalised containment, InfoSeek numeric ranges, yes/no, key phrases of
+sentence references), ``infoseek`` (the same, with ranges and number words), ``evqa``
+(Encyclopedic-VQA's multi-answer IoU rule), ``webqa`` (:mod:`mmrag.judging.webqa`, category-aware
+overlap by ``Qcate``) and ``knowhal`` / ``vqa`` (VQA soft matching).  A third party registers its
+own with ``ANSWER_RULES.register("mysource", MyRule())``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Protocol, Sequence
+
+from mmrag.judging.keyphrase import (NEGATORS, is_sentence, key_phrase, negated_at, stem, stems, words)
+from mmrag.judging.normalize import accuracy_from_matches, contains_phrase, phrase_positions, vqa_normalize
+from mmrag.judging.numeric import as_number, numeric_match
+from mmrag.judging.numwords import digits_for_words
+from mmrag.registry import Registry
+
+_YES_NO = {"yes": "yes", "no": "no", "yeah": "yes", "yep": "yes", "nope": "no", "correct": "yes",
+           "true": "yes", "false": "no"}
+_CANDIDATE_MARKERS = frozenset({"or", "either"})
+#: share of a sentence reference's key phrase a reply must carry (WebQA scores these categories by
+#: keyword recall; documented in docs/judging.md)
+KEY_RECALL = 0.5
+
+
+@dataclass
+class AnswerContext:
+    """What a rule may look at besides the reply."""
+
+    question: str
+    answers: list[str]
+    numeric_ranges: list[tuple[float, float]] = field(default_factory=list)
+    question_type: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Match:
+    status: str  # gives | contradicts | absent
+    extracted: str | None = None
+    reason: str = ""
+    decided: bool = True
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+class AnswerRule(Protocol):
+    rule_id: str
+
+    def match(self, ctx: AnswerContext, reply: str) -> Match: ...
+
+
+ANSWER_RULES: Registry[AnswerRule] = Registry("answer rule", group="mmrag.answer_rules")
+
+
+def rule_for(source: str | None) -> AnswerRule:
+    """The rule object registered for a source tag, else the default rule."""
+    return ANSWER_RULES.get(source) if source and source in ANSWER_RULES else ANSWER_RULES.get("default")
+
+
+def yes_no(tokens: Sequence[str]) -> str | None:
+    return next((_YES_NO[t] for t in tokens if t in _YES_NO), None)
+
+
+def first_yes_no(tokens: Sequence[str]) -> str | None:
+    """The yes/no a reply opens with (within its first three words)."""
+    return yes_no(list(tokens)[:3])
+
+
+class GenericRule:
+    """Normalised containment with SimpleQA's grading rules (see :mod:`mmrag.judging.open_answer`),
+    numbers in digits or words, InfoSeek ranges, and key phrases for sentence references."""
+
+    rule_id = "default"
+
+    def __init__(self, numeric_tolerance: float = 0.1, negation_window: int = 2) -> None:
+        self.numeric_tolerance = numeric_tolerance
+        self.negation_window = negation_window
+
+    # -- pieces --------------------------------------------------------------------------------
+    @staticmethod
+    def norm_tokens(text: str) -> list[str]:
+        t = vqa_normalize(digits_for_words(text))
+        from mmrag.judging.keyphrase import fold
+
+        return [x.strip("'\"") for x in fold(t).split() if x.strip("'\"")]
+
+    def numeric(self, ctx: AnswerContext, reply: str) -> Match | None:
+        if not ctx.numeric_ranges:
+            return None
+        ok, parsed = numeric_match(digits_for_words(reply), ctx.numeric_ranges, self.numeric_tolerance)
+        if ok:
+            return Match("gives", str(parsed), "number inside the gold range (InfoSeek rule)",
+                         details={"numeric_parsed": parsed})
+        if parsed != (0.0, 0.0):
+            return Match("contradicts", str(parsed), "number outside the gold range (InfoSeek rule)",
+                         details={"numeric_parsed": parsed})
+        return None
+
+    def containment(self, ctx: AnswerContext, refs: list[str], reply: str) -> Match | None:
+        toks = self.norm_tokens(reply)
+        negated_only = False
+        for ref in refs:
+            rtoks = self.norm_tokens(ref)
+            starts = phrase_positions(toks, rtoks)
+            value = as_number(" ".join(rtoks))
+            if not starts and value is not None:
+                starts = [i for i, t in enumerate(toks) if as_number(t) == value]
+            if not starts:
+                continue
+            free = [s for s in starts if not negated_at(toks, s, self.negation_window)]
+            if not free:
+                negated_only = True
+                continue
+            if self._several_candidates(ctx.question, toks, free[0], len(rtoks)):
+                return Match("contradicts", reply, f"hedges between {ref!r} and other candidates", decided=False,
+                             details={"match": "hedged between candidates"})
+            return Match("gives", ref, f"reply contains the reference {ref!r}", details={"match": "contains"})
+        if negated_only:
+            return Match("contradicts", reply, "reply negates the reference answer", decided=False)
+        # a short reply naming the tail of a multi-word name ("Obama" for "Barack Obama"): SimpleQA
+        # presumes the omitted part
+        if 0 < len(toks) <= 3:
+            for ref in refs:
+                rtoks = self.norm_tokens(ref)
+                if len(rtoks) > len(toks) and rtoks[-len(toks):] == toks and ref[:1].isupper():
+                    return Match("gives", ref, f"reply names the end of {ref!r}", decided=False,
+                                 details={"match": "name tail"})
+        return None
+
+    @staticmethod
+    def _several_candidates(question: str, toks: list[str], start: int, length: int) -> bool:
+        if re.search(r"\bor\b", question.lower()):
+            return False
+        lo, hi = max(0, start - 6), min(len(toks), start + length + 6)
+        return any(t in _CANDIDATE_MARKERS for t in toks[lo:hi])
+
+    def yes_no_rule(self, refs: list[str], reply: str, question: str) -> Match | None:
+        ref_yn = {yes_no(words(r)[:3]) for r in refs} - {None}
+        if len(ref_yn) != 1:
+            return None
+        said = first_yes_no(words(reply)) or implied_yes_no(question, reply)
+        if said is None:
+            return None
+        gold = ref_yn.pop()
+        return Match("gives" if said == gold else "contradicts", said, f"reply says {said!r}, reference {gold!r}")
+
+    def key_phrase_rule(self, ctx: AnswerContext, refs: list[str], reply: str) -> Match | None:
+        sentences = [r for r in refs if is_sentence(r)]
+        if not sentences:
+            return None
+        reply_toks = stems(reply)
+        best, best_ref, best_key = -1.0, "", ()
+        for ref in sentences:
+            key = key_phrase(ctx.question, ref)
+            if not key:
+                continue
+            hits = [k for k in key if k in reply_toks]
+            recall = len(hits) / len(key)
+            if recall > best:
+                best, best_ref, best_key = recall, ref, key
+        if best < 0:
+            return None
+        details = {"key_phrase": list(best_key), "key_recall": round(best, 3)}
+        key_numbers = {k for k in best_key if k[:1].isdigit()}
+        if key_numbers:  # a number in the key phrase is the answer: it must be the reply's number
+            q = set(words(ctx.question))
+            said = {t for t in reply_toks if t[:1].isdigit() and t not in q}
+            if said and not key_numbers & said:
+                return Match("contradicts", " ".join(sorted(said)), "reply gives another number than the reference",
+                             details=details)
+            if not said:
+                best = min(best, (len(best_key) - len(key_numbers)) / len(best_key) * 0.99)
+        if best >= KEY_RECALL:
+            idx = [i for i, t in enumerate(reply_toks) if t in best_key]
+            if idx and all(negated_at(reply_toks, i) for i in idx):
+                return Match("contradicts", reply, "reply negates the key phrase", decided=False, details=details)
+            return Match("gives", " ".join(best_key), f"reply carries the key phrase of {best_ref!r}",
+                         details=details)
+        if best > 0:
+            return Match("contradicts", reply, "reply carries too little of the key phrase", decided=False,
+                         details=details)
+        return None
+
+    # -- the rule ------------------------------------------------------------------------------
+    def match(self, ctx: AnswerContext, reply: str) -> Match:
+        refs = [a for a in ctx.answers if a and a.strip()]
+        for step in (lambda: self.numeric(ctx, reply), lambda: self.containment(ctx, refs, reply),
+                     lambda: self.yes_no_rule(refs, reply, ctx.question),
+                     lambda: self.key_phrase_rule(ctx, refs, reply)):
+            m = step()
+            if m is not None:
+                return m
+        return Match("absent", None, "no reference answer in the reply", decided=False)
+
+
+def implied_yes_no(question: str, reply: str) -> str | None:
+    """A yes/no reply without the word: "Both are granite." to "Are both made of granite?" restates
+    the question (yes); a negator restating it says no.  None when the reply does not restate it."""
+    q = {stem(w) for w in words(question)} - {"is", "are", "was", "were", "do", "doe", "did"}
+    r = words(reply)
+    overlap = len(q & {stem(w) for w in r}) / max(1, len(q))
+    if overlap < 0.3:
+        return None
+    return "no" if any(t in NEGATORS for t in r) else "yes"
+
+
+class EVQARule(GenericRule):
+    """Encyclopedic-VQA: single answers by containment; ``multi_answer`` questions by the official
+    list IoU (``evaluation_utils.multianswer_exact_match``: reference split at '&&', candidate at
+    ',', ' and ', ' & '; IoU >= 0.5).  Replies are sentences, so a reference part counts as
+    predicted when it appears in the reply, and only list items that name no reference part count
+    against it."""
+
+    rule_id = "evqa"
+    IOU = 0.5
+
+    def parts(self, ctx: AnswerContext) -> list[list[str]]:
+        meta = ctx.metadata.get("answer_parts")
+        if isinstance(meta, list) and meta and all(isinstance(p, list) for p in meta):
+            return [[str(x) for x in p] for p in meta]
+        if (ctx.question_type or "").lower() in ("multi_answer", "multi-answer", "list") or any(
+                "&&" in a for a in ctx.answers):
+            out = []
+            for a in ctx.answers:
+                sep = "&&" if "&&" in a else ","
+                out.append([p.strip() for p in re.split(r"\s*(?:" + re.escape(sep) + r"|\band\b)\s*", a) if p.strip()])
+            return out
+        return []
+
+    def match(self, ctx: AnswerContext, reply: str) -> Match:
+        parts = self.parts(ctx)
+        if not parts:
+            return super().match(ctx, reply)
+        norm = " ".join(self.norm_tokens(reply))
+        items = [i for i in re.split(r",|\band\b|&|;", reply) if i.strip()]
+        best = 0.0
+        for ref in parts:
+            hit = [p for p in ref if contains_phrase(norm, " ".join(self.norm_tokens(p)))]
+            extra = [i for i in items if len(words(i)) <= 3 and not any(
+                contains_phrase(" ".join(self.norm_tokens(i)), " ".join(self.norm_tokens(p))) for p in ref)]
+            iou = len(hit) / (len(ref) + len(extra)) if ref else 0.0
+            best = max(best, iou)
+        details = {"multi_answer_iou": round(best, 3)}
+        if best >= self.IOU:
+            return Match("gives", reply, f"multi-answer IoU {best:.2f} >= {self.IOU}", details=details)
+        if best > 0:
+            return Match("contradicts", reply, f"multi-answer IoU {best:.2f} < {self.IOU}", details=details)
+        return Match("absent", None, "no reference part in the reply", decided=False, details=details)
+
+
+class VQASoftRule(GenericRule):
+    """VQA soft matching (KnowHal positives): a reference matches when it equals the normalised
+    reply or appears in it as whole words; the soft score is recorded in ``details``."""
+
+    rule_id = "vqa"
+
+    def match(self, ctx: AnswerContext, reply: str) -> Match:
+        refs = [a for a in ctx.answers if a and a.strip()]
+        if refs:
+            pred = vqa_normalize(reply)
+            nrefs = [vqa_normalize(r) for r in refs]
+            soft = accuracy_from_matches([r == pred or contains_phrase(pred, r) for r in nrefs])
+            exact = accuracy_from_matches([r == pred for r in nrefs])
+            m = super().match(ctx, reply)
+            m.details.update({"vqa_score": soft, "vqa_exact": exact})
+            if soft > 0 and m.status != "gives":
+                m = Match("gives", reply, f"VQA soft score {soft:.3f}", details=m.details)
+            return m
+        return super().match(ctx, reply)
+
+
+ANSWER_RULES.register("default", GenericRule())
+ANSWER_RULES.register("infoseek", GenericRule())
+ANSWER_RULES.register("viquae", GenericRule())
+ANSWER_RULES.register("mmdocrag", GenericRule())
+ANSWER_RULES.register("evqa", EVQARule())
+ANSWER_RULES.register("vqa", VQASoftRule())
+ANSWER_RULES.register("knowhal", VQASoftRule())

@@ -1,0 +1,148 @@
+"""WebQA's category-aware answer rule (``Qcate``), after the official QA-accuracy evaluator.
+
+WebQA_Baseline's ``eval_1022.py`` compares a reply with the answer's keywords differently per
+question category: for ``color``, ``shape`` and ``YesNo`` only the words of that category's
+vocabulary count; for ``number`` only the numbers (number words read with ``word2number``); for
+every other category a bag-of-words recall.  The reply's words that the question already holds are
+excluded (the evaluator's ``exclude``).  The vocabularies are the official ones, kept as data in
+``data/webqa_vocab.json``.  Keywords are the reference's key phrase (:mod:`mmrag.judging.keyphrase`),
+since the release does not publish ``Keywords_A``.
+
+The official score is a graded F1 or recall; a verdict needs a line, and ours is SimpleQA's: a reply
+is correct when it carries *all* the reference's category words and at most as many others
+(recall 1, precision >= 0.5), contradicts when its category words miss the reference entirely, and
+is left undecided (``decided=False``) in between.  ``choose`` questions ("Which is taller, X or Y?")
+compare which alternative the reply and the reference name first.  A category whose words a reply
+does not use falls back to the bag-of-words rule, so a paraphrase still has its chance.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import cached_property
+from pathlib import Path
+from typing import Callable
+
+from mmrag.judging.answer_rules import ANSWER_RULES, AnswerContext, GenericRule, Match
+from mmrag.judging.keyphrase import NEGATORS, STOPWORDS, key_phrase, stem, words
+
+VOCAB_PATH = Path(__file__).parent / "data" / "webqa_vocab.json"
+_NUM = re.compile(r"^\d+(?:\.\d+)?$")
+
+
+def _free(tokens: tuple[str, ...], keep: Callable[[str], bool]) -> list[str]:
+    """Tokens that satisfy ``keep`` and are not negated by one of the two words before them."""
+    return [t for i, t in enumerate(tokens) if keep(t) and not any(w in NEGATORS for w in tokens[max(0, i - 2):i])]
+
+
+class WebQARule(GenericRule):
+    rule_id = "webqa"
+
+    def __init__(self, vocab_path: str | Path = VOCAB_PATH) -> None:
+        super().__init__()
+        self.vocab_path = Path(vocab_path)
+
+    @cached_property
+    def vocab(self) -> dict[str, frozenset[str]]:
+        data = json.loads(self.vocab_path.read_text(encoding="utf-8"))
+        return {k: frozenset(v) for k, v in data.items() if isinstance(v, list)}
+
+    @cached_property
+    def canonical(self) -> dict[str, str]:
+        return dict(json.loads(self.vocab_path.read_text(encoding="utf-8")).get("canonical", {}))
+
+    def category(self, ctx: AnswerContext) -> str:
+        return str(ctx.question_type or ctx.metadata.get("Qcate") or ctx.metadata.get("question_type") or "Others")
+
+    def match(self, ctx: AnswerContext, reply: str) -> Match:
+        handlers = {"color": self._domain, "shape": self._domain, "number": self._number, "YesNo": self._yes_no,
+                    "choose": self._choose}
+        cat = self.category(ctx)
+        handler = handlers.get(cat)
+        m = handler(ctx, reply, cat) if handler else None
+        if m is None:
+            m = super().match(ctx, reply)
+        m.details["qcate"] = cat
+        return m
+
+    # -- category rules ------------------------------------------------------------------------
+    @staticmethod
+    def _overlap(gold: set[str], said: set[str], what: str) -> Match:
+        hit = gold & said
+        recall, precision = len(hit) / len(gold), len(hit) / len(said)
+        details = {"gold_words": sorted(gold), "reply_words": sorted(said)}
+        if recall == 1.0 and precision >= 0.5:
+            return Match("gives", " ".join(sorted(hit)), f"reply's {what} match the reference", details=details)
+        if not hit:
+            return Match("contradicts", " ".join(sorted(said)), f"reply's {what} differ from the reference",
+                         details=details)
+        return Match("contradicts", " ".join(sorted(said)), f"reply's {what} only partly match the reference",
+                     decided=False, details=details)
+
+    def _domain(self, ctx: AnswerContext, reply: str, cat: str) -> Match | None:
+        domain = self.vocab[cat]
+        q = set(words(ctx.question))
+        gold: set[str] = set()
+        for ref in ctx.answers:
+            toks = words(ref)
+            gold |= {t for t in toks if t in domain and t not in q} or {t for t in toks if t in domain}
+        gold.discard("yes")
+        said = set(_free(words(reply), lambda t: t in domain and t != "yes")) - (q - gold)
+        if not gold or not said:
+            return None
+        canon = self.canonical
+        return self._overlap({canon.get(t, t) for t in gold}, {canon.get(t, t) for t in said}, f"{cat} words")
+
+    def _number(self, ctx: AnswerContext, reply: str, cat: str) -> Match | None:
+        q = set(words(ctx.question))
+        gold = {t for ref in ctx.answers for t in words(ref) if _NUM.match(t) and t not in q}
+        said = set(_free(words(reply), lambda t: bool(_NUM.match(t)))) - q
+        if not gold or not said:
+            return None
+        return self._overlap(gold, said, "numbers")
+
+    def _yes_no(self, ctx: AnswerContext, reply: str, cat: str) -> Match | None:
+        return self.yes_no_rule([a for a in ctx.answers if a], reply, ctx.question)
+
+    def _choose(self, ctx: AnswerContext, reply: str, cat: str) -> Match | None:
+        alts = alternatives(ctx.question)
+        if not alts:
+            return None
+        gold = {pick(alts, r) for r in ctx.answers} - {None}
+        said = pick(alts, reply)
+        if len(gold) != 1 or said is None:
+            return None
+        g = gold.pop()
+        name = " ".join(alts[said])
+        return Match("gives" if said == g else "contradicts", name, f"reply picks {name!r}",
+                     details={"alternatives": [list(a) for a in alts]})
+
+
+def alternatives(question: str) -> list[tuple[str, ...]] | None:
+    """The two alternatives of an "X or Y" question, as the stems that tell them apart."""
+    q = question.strip().rstrip("?.! ")
+    m = re.search(r"(?:^|[,:;])\s*([^,:;]*?)\s+or\s+([^,:;]*)$", q)
+    if not m:
+        return None
+    left = [stem(w) for w in words(m.group(1)) if w not in STOPWORDS]
+    right = [stem(w) for w in words(m.group(2)) if w not in STOPWORDS]
+    a, b = tuple(t for t in left if t not in right), tuple(t for t in right if t not in left)
+    return [a, b] if a and b else None
+
+
+def pick(alts: list[tuple[str, ...]], text: str) -> int | None:
+    """Index of the alternative ``text`` names first (negated mentions skipped), or None."""
+    toks = tuple(stem(w) for w in words(text))
+    first: dict[int, int] = {}
+    for i, t in enumerate(toks):
+        if any(w in NEGATORS for w in toks[max(0, i - 2):i]):
+            continue
+        for k, alt in enumerate(alts):
+            if t in alt and k not in first:
+                first[k] = i
+    return min(first, key=first.get) if first else None
+
+
+ANSWER_RULES.register("webqa", WebQARule())
+__all__ = ["WebQARule", "alternatives", "pick", "key_phrase"]
