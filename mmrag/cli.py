@@ -60,6 +60,16 @@ def main(argv: list[str] | None = None) -> int:
     except MmragError as exc:
         print(f"mmrag: error: {exc}", file=sys.stderr)
         return exc.exit_code
+    except OSError as exc:
+        # a full disk (or quota) anywhere: one clear line naming the path, never a traceback
+        # (writers are atomic or append-only, so what was written before stays intact)
+        from mmrag.util import as_input_error
+
+        err = as_input_error(exc)
+        if err is exc:
+            raise
+        print(f"mmrag: error: {err}", file=sys.stderr)
+        return err.exit_code
     except typer.Abort:
         print("mmrag: aborted", file=sys.stderr)
         return 130

@@ -1,23 +1,54 @@
-"""Name -> factory registries that also read Python entry points and dotted paths.
+"""Name -> factory registries that read Python entry points, and dotted paths only when trusted.
 
 Stages never dispatch on names with if/elif: a backend, retriever or benchmark registers itself
-with a decorator (built-ins) or through an entry-point group (third-party packages), or is named
-in a config by dotted path ``pkg.module:Name``.
+with a decorator (built-ins) or through an entry-point group (third-party packages).
+
+Why dotted paths are gated: configs and run directories are *data* a user may receive from someone
+else.  A name ``pkg.module:Attr`` in a config would import that module and call the attribute with
+keyword arguments from the same file — ``{name: "os:system", command: "..."}`` would run a shell
+command, and a run directory's ``manifest.json`` is read back on ``mmrag run --resume``.  So a
+dotted path is honoured only inside :func:`allow_code` (the CLI's ``--allow-code`` flag, never
+set from a manifest), and only when it names a *class* that has the registry's protocol methods.
 """
 
 from __future__ import annotations
 
 import importlib
+import inspect
+from contextlib import contextmanager
+from contextvars import ContextVar
 from importlib.metadata import entry_points
-from typing import Any, Callable, Generic, TypeVar
+from typing import Any, Callable, Generic, Iterator, TypeVar
 
 from mmrag.errors import InputError
 
 T = TypeVar("T")
 
+_ALLOW_CODE: ContextVar[bool] = ContextVar("mmrag_allow_code", default=False)
+
+
+@contextmanager
+def allow_code(enabled: bool = True) -> Iterator[None]:
+    """Within this block, registries may import classes named by dotted path (trusted configs only)."""
+    token = _ALLOW_CODE.set(bool(enabled))
+    try:
+        yield
+    finally:
+        _ALLOW_CODE.reset(token)
+
+
+def code_allowed() -> bool:
+    return _ALLOW_CODE.get()
+
+
+def is_dotted(name: str) -> bool:
+    """``pkg.module:Attr`` — the only form a registry would import."""
+    return isinstance(name, str) and ":" in name
+
 
 def load_dotted(path: str) -> Any:
-    """Import ``pkg.module:Attr`` (or ``pkg.module.Attr``)."""
+    """Import ``pkg.module:Attr`` (or ``pkg.module.Attr``).  Internal: mmrag's own lazy loaders use
+    it with literal strings; names from files go through :meth:`Registry.get`."""
     if ":" in path:
         mod, _, attr = path.partition(":")
     else:
@@ -36,11 +67,13 @@ def load_dotted(path: str) -> Any:
 
 class Registry(Generic[T]):
     """A named collection of factories.  ``get`` looks in order: registered names, the entry-point
-    group, then a dotted path.  Unknown names raise an InputError listing what exists."""
+    group, then (only inside :func:`allow_code`) a dotted path to a class with the methods named in
+    ``requires``.  Unknown names raise an InputError listing what exists."""
 
-    def __init__(self, kind: str, group: str | None = None) -> None:
+    def __init__(self, kind: str, group: str | None = None, requires: tuple[str, ...] = ()) -> None:
         self.kind = kind
         self.group = group
+        self.requires = requires
         self._items: dict[str, Callable[..., T]] = {}
 
     def register(self, name: str, factory: Callable[..., T] | None = None):
@@ -59,14 +92,32 @@ class Registry(Generic[T]):
         return sorted(set(self._items) | set(self._entry_points()))
 
     def get(self, name: str) -> Callable[..., T]:
+        if not isinstance(name, str):
+            raise InputError(f"a {self.kind} name must be a string, got {type(name).__name__}", field=self.kind)
         if name in self._items:
             return self._items[name]
         eps = self._entry_points()
         if name in eps:
             return eps[name].load()
-        if ":" in name:
-            return load_dotted(name)
+        if is_dotted(name):
+            return self._trusted_class(name)
         raise InputError(f"unknown {self.kind} '{name}'; known: {', '.join(self.names()) or '(none)'}")
+
+    def _trusted_class(self, name: str) -> Callable[..., T]:
+        if not code_allowed():
+            where = f" or install it as an entry point of group '{self.group}'" if self.group else ""
+            raise InputError(f"'{name}' names Python code ({self.kind} by dotted path); configs and run "
+                             f"directories are data and mmrag does not import code they name. If you trust "
+                             f"this config, pass --allow-code{where}", field=self.kind)
+        obj = load_dotted(name)
+        if not inspect.isclass(obj):
+            raise InputError(f"'{name}' is a {type(obj).__name__}, not a class: a {self.kind} named by dotted "
+                             f"path must be a class", field=self.kind)
+        missing = [m for m in self.requires if not callable(getattr(obj, m, None))]
+        if missing:
+            raise InputError(f"class '{name}' does not implement the {self.kind} protocol (missing "
+                             f"{', '.join(missing)})", field=self.kind)
+        return obj
 
     def create(self, name: str, *args: Any, **kwargs: Any) -> T:
         return self.get(name)(*args, **kwargs)

@@ -85,13 +85,14 @@ class ImageRef(_Model):
         return self.sha256
 
 
-class Document(_Model):
-    """One knowledge-base entry: a text passage, an image, or an image with its caption."""
+class DocumentFields(_Model):
+    """What every knowledge-base entry has, on disk (``kb.jsonl``:
+    :class:`~mmrag.benchmarks.formats.KBRecord`, image as a path string) and in memory
+    (:class:`Document`, image as an :class:`ImageRef`): one definition of the fields and the rule."""
 
     id: str
     modality: Modality
     text: str = ""
-    image: ImageRef | None = None
     title: str = ""
     source: str = ""
     entity_id: str | None = None
@@ -103,6 +104,22 @@ class Document(_Model):
         if not v:
             raise ValueError("document id must be non-empty")
         return v
+
+    def content_problem(self) -> str | None:
+        """Why this entry cannot be indexed as its modality (None when it can): image and
+        multimodal entries need an image, text and multimodal entries non-empty text."""
+        image = getattr(self, "image", None)
+        if self.modality in ("image", "multimodal") and not image:
+            return f"a {self.modality} document needs 'image'"
+        if self.modality in ("text", "multimodal") and not self.text.strip():
+            return f"a {self.modality} document needs non-empty 'text'"
+        return None
+
+
+class Document(DocumentFields):
+    """One knowledge-base entry: a text passage, an image, or an image with its caption."""
+
+    image: ImageRef | None = None
 
 
 class Choice(_Model):

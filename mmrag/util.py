@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import math
 import os
+import re
 import tempfile
 from pathlib import Path
-from typing import Any, Iterator, TypeVar
+from typing import Any, Callable, Iterator, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -40,11 +43,15 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
+        if isinstance(exc, OSError):
+            err = as_input_error(exc, path)
+            if err is not exc:
+                raise err from None
         raise
 
 
@@ -57,25 +64,164 @@ def atomic_write_json(path: str | Path, obj: Any) -> None:
 
 
 def write_jsonl_atomic(path: str | Path, rows: list[dict[str, Any]]) -> None:
-    atomic_write_text(path, "".join(json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in rows))
+    """Rows as JSONL, atomically; a NaN or Infinity is refused (it would be written as an
+    unreadable token) rather than written."""
+    try:
+        text = "".join(json.dumps(r, ensure_ascii=False, default=str, allow_nan=False) + "\n" for r in rows)
+    except ValueError as exc:
+        raise InputError(f"refusing to write a non-finite number ({exc})", path=path) from None
+    atomic_write_text(path, text)
 
 
-def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Yield ``(line_number, object)``; a malformed line raises InputError naming file and line."""
+def invalid_value(obj: Any, where: str = "") -> tuple[str, str] | None:
+    """``(dotted field, why)`` for the first value of a parsed JSON/YAML document that mmrag could
+    not write back, else None: a NaN or Infinity (JSON has no such numbers; Python's parser takes
+    them and writing them gives ``null``, a record that can never be read back) or a string with a
+    lone surrogate (a ``\\ud800`` escape: valid JSON text, but not encodable as UTF-8)."""
+    if isinstance(obj, float):
+        return None if math.isfinite(obj) else (where or "(value)", "non-finite number (NaN or Infinity) is not allowed")
+    if isinstance(obj, str):
+        try:
+            obj.encode("utf-8")
+        except UnicodeEncodeError:
+            return where or "(value)", "invalid Unicode (a lone surrogate escape such as \\ud800)"
+        return None
+    if isinstance(obj, dict):
+        items: Any = obj.items()
+    elif isinstance(obj, list):
+        items = enumerate(obj)
+    else:
+        return None
+    for k, v in items:
+        key_bad = invalid_value(k, where) if isinstance(k, str) else None
+        if key_bad is not None:
+            return key_bad
+        hit = invalid_value(v, f"{where}.{k}" if where else str(k))
+        if hit is not None:
+            return hit
+    return None
+
+
+def nonfinite_field(obj: Any) -> str | None:
+    """The dotted location of the first NaN/Infinity (or unwritable string) in ``obj``, else None."""
+    bad = invalid_value(obj)
+    return bad[0] if bad else None
+
+
+def _raise(exc: InputError) -> None:
+    raise exc
+
+
+def _decode_line(raw: bytes, path: Path, lineno: int) -> str:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8 text (byte 0x{raw[exc.start]:02x} at column {exc.start + 1})", path=path,
+                         line=lineno) from None
+    return text.lstrip("\ufeff") if lineno == 1 else text
+
+
+class _NonFinite(ValueError):
+    pass
+
+
+def _no_constant(token: str) -> float:
+    raise _NonFinite(token)
+
+
+def _finite_float(token: str) -> float:
+    value = float(token)
+    if not math.isfinite(value):   # 1e999 parses to inf
+        raise _NonFinite(token)
+    return value
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def parse_json_line(raw: bytes, path: Path, lineno: int) -> dict[str, Any]:
+    """One JSONL line as a JSON object, or an InputError naming file, line (and field for
+    non-finite numbers and lone surrogates).
+
+    Fast path: NaN/Infinity tokens and overflowing floats are caught by the parser's own hooks, and
+    the object is walked (:func:`invalid_value`, to name the field) only when one was found or the
+    text holds a surrogate escape — so a clean line costs one ``json.loads``."""
+    text = _decode_line(raw, path, lineno)
+    suspicious = False
+    try:
+        obj = json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
+    except _NonFinite:
+        suspicious = True
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"invalid JSON ({exc.msg} at column {exc.colno})", path=path, line=lineno) from None
+    except RecursionError:
+        raise InputError("invalid JSON (nested too deeply)", path=path, line=lineno) from None
+    if not isinstance(obj, dict):
+        raise InputError(f"expected a JSON object, got {type(obj).__name__}", path=path, line=lineno)
+    if suspicious or ("\\u" in text and _SURROGATE_ESCAPE.search(text)):
+        bad = invalid_value(obj)
+        if bad is not None:
+            raise InputError(bad[1], path=path, line=lineno, field=bad[0])
+    return obj
+
+
+_PARQUET_MAGIC = b"PAR1"
+
+
+def open_data_file(path: str | Path, what: str = "JSONL file"):
+    """Open a data file for binary reading; a missing file, a folder, an unreadable file or a
+    parquet file given as JSONL is one InputError naming it."""
     path = Path(path)
     if not path.exists():
         raise InputError("file not found", path=path)
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
+    if path.is_dir():
+        raise InputError(f"is a folder; expected a {what}", path=path)
+    try:
+        fh = open(path, "rb")
+    except OSError as exc:
+        raise InputError(f"cannot read ({exc.strerror})", path=path) from None
+    if fh.read(4) == _PARQUET_MAGIC:
+        fh.close()
+        raise InputError(f"this is a parquet file; expected a {what}", path=path)
+    fh.seek(0)
+    return fh
+
+
+def iter_jsonl(path: str | Path, *, on_error: Callable[[InputError], None] = _raise,
+               on_truncated_tail: Callable[[InputError], None] | None = None
+               ) -> Iterator[tuple[int, dict[str, Any]]]:
+    """THE JSONL reader: yield ``(line_number, object)`` for each non-blank line.
+
+    One error policy: every problem of a line (not UTF-8, not JSON, not an object, a NaN or
+    Infinity, a lone surrogate) is an :class:`InputError` naming file, line (and field where there
+    is one), handed to ``on_error`` — which raises by default (loaders stop at the first bad
+    record) and collects in ``mmrag benchmark validate`` (which lists every problem); the bad line
+    is then skipped.  Append-only files (a run's records) may end in a line cut short by a kill:
+    when ``on_truncated_tail`` is given, a last line that does not parse goes there instead.
+    Problems with the file as a whole (missing, a folder, parquet) always raise."""
+    path = Path(path)
+
+    def one(lineno: int, raw: bytes, last: bool) -> Iterator[tuple[int, dict[str, Any]]]:
+        try:
+            obj = parse_json_line(raw, path, lineno)
+        except InputError as exc:
+            cut = last and on_truncated_tail is not None and exc.field is None and (
+                exc.message.startswith("invalid JSON") or exc.message.startswith("not UTF-8"))
+            (on_truncated_tail if cut else on_error)(exc)   # type: ignore[misc]
+            return
+        yield lineno, obj
+
+    with open_data_file(path) as fh:
+        pending: tuple[int, bytes] | None = None   # one line of lookahead: is this the last one?
+        for lineno, raw in enumerate(fh, start=1):
+            if not raw.strip():
                 continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"invalid JSON ({exc.msg})", path=path, line=lineno) from None
-            if not isinstance(obj, dict):
-                raise InputError("expected a JSON object", path=path, line=lineno)
-            yield lineno, obj
+            if pending is not None:
+                yield from one(*pending, last=False)
+            pending = (lineno, raw)
+        if pending is not None:
+            yield from one(*pending, last=True)
 
 
 def parse_record(model: type[M], obj: dict[str, Any], *, path: str | Path | None = None,
@@ -87,26 +233,77 @@ def parse_record(model: type[M], obj: dict[str, Any], *, path: str | Path | None
         raise InputError(pydantic_message(exc), path=path, line=line, field=pydantic_field(exc)) from None
 
 
+def disk_full(path: str | Path | None, action: str = "free space and run the command again") -> InputError:
+    """The one message for a full disk: what could not be written and the way out."""
+    return InputError(f"no space left on device; {action} (what was written before is intact)", path=path)
+
+
+def as_input_error(exc: OSError, path: str | Path | None = None) -> InputError | OSError:
+    """An OSError from a write as a clear InputError when it is the user's to fix (full disk,
+    quota, permissions, read-only filesystem); anything else is returned unchanged."""
+    where = exc.filename or path
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return disk_full(where)
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return InputError(f"cannot write ({exc.strerror})", path=where)
+    return exc
+
+
 def read_jsonl_models(path: str | Path, model: type[M]) -> list[M]:
     return [parse_record(model, obj, path=path, line=ln) for ln, obj in iter_jsonl(path)]
 
 
+def _unique_key_loader():
+    """A SafeLoader that refuses duplicate mapping keys (YAML's default is "last wins": a second
+    ``limit:`` would silently override the first)."""
+    import yaml
+
+    class UniqueKeyLoader(yaml.SafeLoader):
+        def construct_mapping(self, node, deep=False):  # noqa: D102 - see the class docstring
+            seen: dict[Any, int] = {}
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=deep)
+                try:
+                    first = seen.get(key)
+                except TypeError:   # an unhashable key: let SafeLoader report it
+                    continue
+                if first is not None:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"duplicate key '{key}' (first on line {first})", key_node.start_mark)
+                seen[key] = key_node.start_mark.line + 1
+            return super().construct_mapping(node, deep=deep)
+
+    return UniqueKeyLoader
+
+
 def read_yaml_mapping(path: str | Path, what: str = "file") -> dict[str, Any]:
-    """A YAML file that must hold a mapping; a missing file, a syntax error (with its line) or
-    another top-level type is one InputError naming the file."""
+    """A YAML file that must hold a mapping; a missing file, bytes that are not UTF-8, a syntax
+    error or a duplicate key (with its line) or another top-level type is one InputError naming
+    the file."""
     import yaml
 
     path = Path(path)
     if not path.is_file():
         raise InputError(f"{what} not found", path=path)
+    raw = path.read_bytes()
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise InputError(f"not UTF-8 text (byte 0x{raw[exc.start]:02x})", path=path, line=line) from None
+    try:
+        data = yaml.load(text, Loader=_unique_key_loader())  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise InputError(f"invalid YAML ({getattr(exc, 'problem', None) or exc})", path=path,
                          line=mark.line + 1 if mark is not None else None) from None
+    except RecursionError:
+        raise InputError("invalid YAML (nested too deeply)", path=path) from None
     if not isinstance(data, dict):
         raise InputError(f"a {what} must hold a mapping", path=path)
+    bad = invalid_value(data)
+    if bad is not None:
+        raise InputError(bad[1], path=path, field=bad[0])
     return data
 
 
@@ -127,10 +324,19 @@ def read_json_mapping(path: str | Path, expected: str = "a JSON object") -> dict
             data = json.load(fh)
     except FileNotFoundError:
         raise InputError("file not found", path=path) from None
+    except IsADirectoryError:
+        raise InputError(f"is a folder; expected {expected}", path=path) from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8 text (at byte {exc.start})", path=path) from None
     except json.JSONDecodeError as exc:
         raise InputError(f"invalid JSON ({exc.msg})", path=path, line=exc.lineno) from None
+    except RecursionError:
+        raise InputError("invalid JSON (nested too deeply)", path=path) from None
     if not isinstance(data, dict):
         raise InputError(f"expected {expected}", path=path)
+    bad = invalid_value(data)
+    if bad is not None:
+        raise InputError(bad[1], path=path, field=bad[0])
     return data
 
 

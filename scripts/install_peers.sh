@@ -5,8 +5,9 @@
 #   * lmms-eval's VQA answer processor: the single file
 #     lmms_eval/tasks/_task_utils/vqa_eval_metric.py taken from the lmms-eval wheel (the package
 #     itself is not installed), placed in $VENV/mmrag-peers/ where the tests load it from.
-# Idempotent and quiet.  It never fails the build: if a peer cannot be fetched it records why in
-# $VENV/mmrag-peers/STATUS, and the tests that need that peer skip with that reason.
+# Idempotent and quiet.  If a peer cannot be installed it records why in $VENV/mmrag-peers/STATUS
+# and EXITS NON-ZERO, so `make test` stops: the parity tests that need a peer fail (never skip)
+# without it, and a silent skip would hide the strongest tests.
 set -u
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${1:-${VENV:-$ROOT/.venv}}"   # usage: install_peers.sh [VENV_DIR]
@@ -55,7 +56,9 @@ PYEOF
 fi
 mv "$STATUS.tmp" "$STATUS"
 if grep -q "=failed" "$STATUS"; then
-  echo "install_peers: some peers unavailable; parity tests will skip:" >&2
+  echo "install_peers: FAILED to install peer code the parity tests need:" >&2
   grep "=failed" "$STATUS" >&2
+  echo "install_peers: see $LOG" >&2
+  exit 1
 fi
 exit 0

@@ -29,7 +29,9 @@ def _peer_reason(key: str) -> str:
 def evalai():
     path = PEERS / "vqa_eval_metric.py"
     if not path.exists():
-        pytest.skip(f"lmms-eval's vqa_eval_metric.py unavailable: {_peer_reason('lmms_eval_vqa')}")
+        # a parity test that skips when its peer is missing would vanish silently: fail instead
+        pytest.fail(f"lmms-eval's vqa_eval_metric.py unavailable: {_peer_reason('lmms_eval_vqa')}; run "
+                    "`bash scripts/install_peers.sh .venv` (make test does)")
     spec = importlib.util.spec_from_file_location("lmms_vqa_eval_metric_peer", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -116,7 +116,8 @@ def test_01_modality_matrix(notebook_env):
     nb, res = _execute(NAMES[0], notebook_env)
     cells = res["cells"]
     models = {c["model"] for c in cells}
-    assert models == {"context-reader", "random-choice"}
+    sims = set(res["simulated"].values())
+    assert models == {"context-reader", "random-choice"} | sims
     for model in models:
         pairs = {(c["positive"], c["negative"]) for c in cells if c["model"] == model}
         assert pairs == {(p, n) for p in ("text", "image") for n in ("text", "image", "multimodal")}  # 2 x 3
@@ -136,13 +137,19 @@ def test_01_modality_matrix(notebook_env):
     run_dir = Path(res["run_dir"])
     assert run_dir.is_relative_to(Path(notebook_env["env"]["MMRAG_HOME"]))
     assert (run_dir / "samples.jsonl").exists() and (run_dir / "figures" / "modality_matrix.png").exists()
-    assert _images_shown(nb) >= 2
+    assert _images_shown(nb) >= 3
+    # the simulated VLMs show the bias they were given: the Table-5 gap grows with text_prior
+    gaps = res["sim_gaps"]
+    assert gaps["balanced"] < gaps["text-biased"], gaps
+    sim = {(c["model"], c["positive"], c["negative"]): c for c in cells if c["model"] in sims}
+    balanced, biased = res["simulated"]["balanced"], res["simulated"]["text-biased"]
+    assert sim[(balanced, "image", "image")]["correct"] == sim[(biased, "image", "image")]["correct"]
 
 
 @pytest.mark.slow
 def test_02_distractor_curve(notebook_env):
     nb, res = _execute(NAMES[1], notebook_env)
-    assert set(res["points"]) == {"context-reader", "random-choice"}
+    assert set(res["points"]) == {"context-reader", "random-choice", res["sim"]}
     for model, points in res["points"].items():
         assert [p["n_distractors"] for p in points] == [0, 1, 2, 4, 8]  # five points per curve
         for p in points:
@@ -155,6 +162,15 @@ def test_02_distractor_curve(notebook_env):
     # realistic with 0 distractors shows the gold evidence only: it agrees with the oracle
     assert math.isclose(reader[0]["correct"], res["oracle"]["context-reader"]["correct"], abs_tol=1e-6)
     assert res["nested_share"] == 1.0  # the n-curve adds distractors to the same prompt
+    # the strictness sweep: a real trade-off for the simulated VLM that acts on the instruction ...
+    curve = res["tradeoff"][res["sim"]]
+    adv = [p["adversarial_deflection"] for p in curve]
+    acc = [p["realistic_accuracy"] for p in curve]
+    assert adv == sorted(adv) and adv[-1] - adv[0] > 30, adv
+    assert acc == sorted(acc, reverse=True) and acc[0] > acc[-1], acc
+    # ... and a point for one that does not (strictness_gain 0) and for the baseline
+    for model in ("sim-vlm:text_prior=0.5,strictness_gain=0", "context-reader"):
+        assert len({p["adversarial_deflection"] for p in res["tradeoff"][model]}) == 1, model
     assert _images_shown(nb) >= 2
 
 

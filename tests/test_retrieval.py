@@ -17,6 +17,7 @@ sys.path.insert(0, str(Path(__file__).parent / "plugins"))
 import pytest  # noqa: E402
 
 from mmrag.errors import InputError  # noqa: E402
+from mmrag.registry import allow_code  # noqa: E402
 from mmrag.retrieval import (RETRIEVERS, BM25Retriever, CachedRetriever, Hit,  # noqa: E402
                              HybridRetriever, InMemoryDocStore, Query, build_world_miner, create_retriever,
                              evaluate_retrieval)
@@ -150,7 +151,10 @@ def test_registry_unknown_name_and_dotted_path(world):
         create_retriever("nope")
     sys.path.insert(0, str(Path(__file__).parent / "plugins" / "mmrag_extra_retriever"))
     try:
-        r = create_retriever("mmrag_extra_retriever:KeywordOverlapRetriever", documents=docs)
+        with pytest.raises(InputError, match="--allow-code"):   # configs are data: no code by default
+            create_retriever("mmrag_extra_retriever:KeywordOverlapRetriever", documents=docs)
+        with allow_code():
+            r = create_retriever("mmrag_extra_retriever:KeywordOverlapRetriever", documents=docs)
         assert r.retrieve([Query(text=f"capital {name(4)} republic")], 1)[0][0].doc_id == "t4a"
     finally:
         sys.path.pop(0)

@@ -191,7 +191,7 @@ def test_a_retriever_named_in_the_config_changes_the_negatives(demo, tmp_path):
                              ("custom", {"text": "custom_retriever_mod:KeywordRetriever"})):
         cfg = write_yaml(tmp_path / f"{name}.yaml", {**base, "retrieval": {"retrievers": retrievers}})
         dirs[name] = tmp_path / name
-        cli("run", "--config", cfg, "--out", dirs[name])
+        cli("run", "--config", cfg, "--out", dirs[name], *(["--allow-code"] if name == "custom" else []))
     neg = {k: _negatives(d) for k, d in dirs.items()}
     for name, d in dirs.items():
         assert len(neg[name]) == 6, name

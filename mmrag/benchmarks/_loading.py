@@ -10,8 +10,9 @@ written once into ``mmrag_home()/images/<sha[:2]>/<sha>.<ext>`` and referenced f
 from __future__ import annotations
 
 import hashlib
+import math
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable
 
 from mmrag.errors import InputError
 from mmrag.schema import Choice, ImageRef, is_nota_text, sha256_bytes
@@ -22,26 +23,62 @@ def resolve_image(value: str, base: Path, *, file: str | Path, line: int | None,
                   record: str) -> ImageRef:
     """A record's image path (relative to ``base`` unless absolute) as an ImageRef; a missing file
     is an InputError naming the data file, line, field and the record's id."""
+    if not isinstance(value, str) or not value or "\0" in value or len(value) > 4096:
+        shown = value[:80] + "..." if isinstance(value, str) and len(value) > 80 else value
+        raise InputError(f"not a usable image path: {shown!r} (record {record})", path=file, line=line, field=field)
     p = Path(value)
     if not p.is_absolute():
         p = base / p
-    if not p.is_file():
+    try:
+        found = p.is_file()
+    except OSError as exc:   # a name too long for the filesystem, a loop of links...
+        raise InputError(f"image path unusable ({exc.strerror}) (record {record})", path=file, line=line,
+                         field=field) from None
+    if not found:
         raise InputError(f"image not found: {p} (record {record})", path=file, line=line, field=field)
     _check_decodable(p, file=file, line=line, field=field, record=record)
     return ImageRef(path=str(p))
 
 
-def _check_decodable(p: Path, *, file: str | Path, line: int | None, field: str, record: str) -> None:
-    """Read the image header only (cheap: no pixel decoding), so a corrupt or non-image file fails
-    at load time naming its record, not deep inside a model call hours into a run."""
+#: the most pixels an input image may have (PIL's own bomb limit, kept even if a caller disabled it)
+MAX_PIXELS = 89_478_485
+
+
+def _check_header(source: Any, shown: str, *, file: str | Path, line: int | None, field: str, record: str) -> None:
+    """Read an image's header only (cheap: no pixel decoding), so a corrupt or non-image file, or a
+    decompression bomb (a tiny file claiming billions of pixels), fails at load time naming its
+    record — not deep inside a model call hours into a run."""
+    import warnings
+
     from PIL import Image, UnidentifiedImageError
 
     try:
-        with Image.open(p) as im:
-            im.size  # noqa: B018 - header parsed
-    except (UnidentifiedImageError, OSError, SyntaxError) as exc:
-        raise InputError(f"image cannot be decoded: {p} ({type(exc).__name__}) (record {record})",
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            with Image.open(source) as im:
+                w, h = im.size
+    except (Image.DecompressionBombWarning, Image.DecompressionBombError):
+        raise InputError(f"image {shown} declares too many pixels (a decompression bomb?) (record {record})",
                          path=file, line=line, field=field) from None
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
+        raise InputError(f"image cannot be decoded: {shown} ({type(exc).__name__}) (record {record})",
+                         path=file, line=line, field=field) from None
+    if w * h > (Image.MAX_IMAGE_PIXELS or MAX_PIXELS) or w <= 0 or h <= 0:
+        raise InputError(f"image {shown} is {w}x{h} pixels, over the limit of {MAX_PIXELS} (record {record})",
+                         path=file, line=line, field=field)
+
+
+def _check_decodable(p: Path, *, file: str | Path, line: int | None, field: str, record: str) -> None:
+    _check_header(p, str(p), file=file, line=line, field=field, record=record)
+
+
+def check_image_bytes(data: bytes, *, file: str | Path, line: int | None, field: str, record: str) -> None:
+    """Embedded image bytes (parquet, hub arrow) must be a decodable image of sane size."""
+    import io
+
+    if not isinstance(data, (bytes, bytearray)) or not data:
+        raise InputError(f"image bytes are empty or not bytes (record {record})", path=file, line=line, field=field)
+    _check_header(io.BytesIO(bytes(data)), "bytes", file=file, line=line, field=field, record=record)
 
 
 def _image_ext(data: bytes, hint: str | None = None) -> str:
@@ -92,4 +129,29 @@ def take_options(benchmark: str, options: dict, allowed: dict) -> dict:
     if unknown:
         raise InputError(f"unknown option(s) for benchmark '{benchmark}': {', '.join(unknown)}; "
                          f"known: {', '.join(sorted(allowed)) or '(none)'}")
-    return {k: options.get(k, v) for k, v in allowed.items()}
+    out = {k: options.get(k, v) for k, v in allowed.items()}
+    for k, default in allowed.items():
+        _check_option_type(benchmark, k, out[k], default)
+    return out
+
+
+def _check_option_type(benchmark: str, name: str, value: Any, default: Any) -> None:
+    """An option must have its default's type (``seed: "x"`` or ``check_gold: "no"`` is an error,
+    not a traceback later); options whose default is None take a path or string."""
+    if default is None:
+        ok = value is None or isinstance(value, (str, Path))
+        want = "a path or string"
+    elif isinstance(default, bool):
+        ok, want = isinstance(value, bool), "true or false"
+    elif isinstance(default, int):
+        ok, want = isinstance(value, int) and not isinstance(value, bool), "an integer"
+    elif isinstance(default, float):
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        want = "a finite number"
+    elif isinstance(default, str):
+        ok, want = isinstance(value, str), "a string"
+    else:
+        return
+    if not ok:
+        raise InputError(f"option '{name}' of benchmark '{benchmark}' must be {want}, got {value!r}",
+                         field=f"options.{name}")

@@ -56,8 +56,7 @@ def load_kb(path: Path) -> list[Document]:
         seen[rec.id] = ln
         image = (resolve_image(rec.image, path.parent, file=path, line=ln, field="image", record=rec.id)
                  if rec.image else None)
-        docs.append(Document(id=rec.id, modality=rec.modality, text=rec.text, image=image, title=rec.title,
-                             source=rec.source, entity_id=rec.entity_id, metadata=rec.metadata))
+        docs.append(rec.to_document(image))
     return docs
 
 
@@ -118,6 +117,9 @@ class DeflectionBenchmark:
                             raise InputError(f"gold document '{g.doc_id}' is not in {self.kb_path}",
                                              path=self.path, line=ln, field=f"gold_contexts.{i}.doc_id")
                 out.append(self._to_sample(rec, ln))
+            if not out:
+                raise InputError("no samples in this file (an empty benchmark would be a 'complete' run of 0 "
+                                 "records)", path=self.path)
             self._samples = out
         return self._samples
 

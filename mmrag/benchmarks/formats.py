@@ -12,34 +12,34 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from mmrag.schema import Modality
+from mmrag.schema import Document, DocumentFields, ImageRef, Modality
 
 DEFLECTION_SOURCES = ("infoseek", "evqa", "webqa", "viquae", "mragbench", "mmdocrag", "demo")
 
 
 class _Rec(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    #: NaN/Infinity (also as the strings "nan", "inf") are refused: written back they become null
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
-class KBRecord(_Rec):
-    """One knowledge-base document (``kb.jsonl``): text passage, image, or image + caption."""
+class KBRecord(DocumentFields):
+    """One knowledge-base document (``kb.jsonl``): text passage, image, or image + caption.  The
+    fields and the content rule are :class:`~mmrag.schema.DocumentFields`' (shared with
+    :class:`~mmrag.schema.Document`); on disk the image is a path relative to the file."""
 
-    id: str = Field(min_length=1)
-    modality: Modality
-    text: str = ""
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     image: str | None = None
-    title: str = ""
-    source: str = ""
-    entity_id: str | None = None
-    metadata: dict[str, Any] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _check(self) -> "KBRecord":
-        if self.modality in ("image", "multimodal") and not self.image:
-            raise ValueError(f"a {self.modality} document needs 'image'")
-        if self.modality in ("text", "multimodal") and not self.text.strip():
-            raise ValueError(f"a {self.modality} document needs non-empty 'text'")
+        problem = self.content_problem()
+        if problem:
+            raise ValueError(problem)
         return self
+
+    def to_document(self, image: ImageRef | None) -> Document:
+        """The in-memory Document, with the image already resolved by the caller."""
+        return Document(**self.model_dump(exclude={"image"}), image=image)
 
 
 class GoldContext(_Rec):

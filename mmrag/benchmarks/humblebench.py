@@ -27,12 +27,13 @@ import re
 from pathlib import Path
 from typing import Any, Iterator
 
-from mmrag.benchmarks._loading import cache_image_bytes, fingerprint_files, resolve_image, take_options
+from mmrag.benchmarks._loading import (cache_image_bytes, check_image_bytes, fingerprint_files, resolve_image,
+                                       take_options)
 from mmrag.benchmarks.base import BENCHMARKS
 from mmrag.benchmarks.formats import HumbleBenchRecord
 from mmrag.errors import InputError
 from mmrag.schema import Choice, ImageRef, Sample, is_nota_text
-from mmrag.util import iter_jsonl, parse_record
+from mmrag.util import iter_jsonl, nonfinite_field, parse_record
 
 HUB_REPO = "maifoundations/HumbleBench"
 OPTION_RE = re.compile(r"^([A-E])\.\s?(.*)$")
@@ -77,19 +78,33 @@ def _iter_jsonl_rows(path: Path) -> Iterator[Row]:
         yield str(path), ln, obj
 
 
-def _iter_parquet_rows(files: list[Path], batch_size: int = 64) -> Iterator[Row]:
+def _iter_parquet_rows(files: list[Path], batch_size: int = 64, on_error=None) -> Iterator[Row]:
+    """Rows of parquet files; a file that is not parquet (JSONL given as parquet, damage) is an
+    InputError naming it, and a row with a NaN/Infinity one naming its row and field (passed to
+    ``on_error`` when given, as :func:`mmrag.util.iter_jsonl` does)."""
     import pyarrow.parquet as pq
 
     for f in files:
+        row = 0
         try:
             pf = pq.ParquetFile(f)
+            for batch in pf.iter_batches(batch_size=batch_size):
+                for obj in batch.to_pylist():
+                    row += 1
+                    bad = nonfinite_field(obj)
+                    if bad is not None:
+                        exc = InputError("non-finite number (NaN or Infinity) is not allowed", path=f, line=row,
+                                         field=bad)
+                        if on_error is None:
+                            raise exc
+                        on_error(exc)
+                        continue
+                    yield str(f), row, obj
+        except InputError:
+            raise
         except Exception as exc:  # pyarrow raises several types for a bad file
-            raise InputError(f"cannot read parquet: {exc}", path=f) from None
-        row = 0
-        for batch in pf.iter_batches(batch_size=batch_size):
-            for obj in batch.to_pylist():
-                row += 1
-                yield str(f), row, obj
+            first = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+            raise InputError(f"cannot read parquet ({first})", path=f, line=row + 1 if row else None) from None
 
 
 def _iter_hub_rows(repo: str, split: str, cache_dir: str | None = None) -> tuple[Iterator[Row], str]:
@@ -182,8 +197,12 @@ class HumbleBenchBenchmark:
             return resolve_image(img, self.images_dir or base, file=file, line=line, field="image", record=rec)
         if isinstance(img, dict):
             if img.get("bytes"):
-                return cache_image_bytes(img["bytes"], hint=img.get("path"))
+                check_image_bytes(img["bytes"], file=file, line=line, field="image.bytes", record=rec)
+                return cache_image_bytes(img["bytes"], hint=img.get("path") if isinstance(img.get("path"), str) else None)
             p = img.get("path")
+            if p and not isinstance(p, str):
+                raise InputError(f"expected a path string, got {type(p).__name__} (record {rec})", path=file,
+                                 line=line, field="image.path")
             if p:
                 cand = Path(p)
                 if not cand.is_absolute():
@@ -229,6 +248,8 @@ class HumbleBenchBenchmark:
                                      line=line, field="question_id")
                 seen[s.question_id] = (file, line)
                 out.append(s)
+            if not out:
+                raise InputError("no HumbleBench records here", path=self.source or self.repo)
             self._samples = out
         return self._samples
 

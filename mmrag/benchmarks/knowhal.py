@@ -83,6 +83,8 @@ class KnowHalBenchmark:
                                      line=ln, field="id")
                 seen[rec.id] = ln
                 records.append((ln, rec))
+            if not records:
+                raise InputError("no questions in this file", path=self.path)
             if self.check_pairs:
                 _check_pairs(records, self.path)
             self._samples = [self._to_sample(r, ln) for ln, r in records]

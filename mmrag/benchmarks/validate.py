@@ -12,14 +12,15 @@ humblebench); ``mmrag benchmark validate FILE --benchmark NAME`` prints the resu
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from pydantic import BaseModel, ValidationError
 
+from mmrag.benchmarks._loading import check_image_bytes, resolve_image
 from mmrag.benchmarks.formats import DeflectionRecord, HumbleBenchRecord, KBRecord, KnowHalRecord
 from mmrag.errors import InputError
+from mmrag.util import iter_jsonl
 
 
 class Problem(BaseModel):
@@ -34,20 +35,24 @@ class Problem(BaseModel):
         return f"{where}: " + (f"field '{self.field}': " if self.field else "") + self.message
 
 
-def _lines(path: Path, problems: list[Problem]) -> Iterator[tuple[int, dict[str, Any]]]:
-    with open(path, encoding="utf-8") as fh:
-        for ln, raw in enumerate(fh, start=1):
-            if not raw.strip():
-                continue
-            try:
-                obj = json.loads(raw)
-            except json.JSONDecodeError as exc:
-                problems.append(Problem(line=ln, message=f"invalid JSON ({exc.msg} at column {exc.colno})"))
-                continue
-            if not isinstance(obj, dict):
-                problems.append(Problem(line=ln, message="expected a JSON object"))
-                continue
-            yield ln, obj
+class Problems(list):
+    """The problems of one file (a list of :class:`Problem`) and how many records it holds."""
+
+    records: int = 0
+
+    def add(self, exc: InputError) -> None:
+        self.append(Problem(line=exc.line, field=exc.field, message=exc.message))
+
+
+def _lines(path: Path, problems: Problems) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The one JSONL reader (:func:`mmrag.util.iter_jsonl`) with its problems collected, not raised."""
+    def collect(exc: InputError) -> None:
+        problems.records += 1
+        problems.add(exc)
+
+    for ln, obj in iter_jsonl(path, on_error=collect):
+        problems.records += 1
+        yield ln, obj
 
 
 def _check(model: type[BaseModel], obj: dict[str, Any], ln: int, problems: list[Problem]) -> Any:
@@ -60,10 +65,12 @@ def _check(model: type[BaseModel], obj: dict[str, Any], ln: int, problems: list[
         return None
 
 
-def _image_ok(value: str, base: Path, ln: int, field: str, rid: str, problems: list[Problem]) -> None:
-    p = Path(value)
-    if not (p if p.is_absolute() else base / p).is_file():
-        problems.append(Problem(line=ln, field=field, message=f"image file not found: {value} (record {rid})"))
+def _image_ok(value: str, base: Path, ln: int, field: str, rid: str, problems: Problems) -> None:
+    """The loader's own image check (exists, decodable header, not a decompression bomb)."""
+    try:
+        resolve_image(value, base, file="", line=ln, field=field, record=rid)
+    except InputError as exc:
+        problems.add(exc)
 
 
 def _dup(key: str, ln: int, seen: dict[str, int], field: str, problems: list[Problem]) -> None:
@@ -73,8 +80,8 @@ def _dup(key: str, ln: int, seen: dict[str, int], field: str, problems: list[Pro
         seen[key] = ln
 
 
-def validate_kb(path: Path) -> list[Problem]:
-    problems: list[Problem] = []
+def validate_kb(path: Path) -> Problems:
+    problems = Problems()
     seen: dict[str, int] = {}
     for ln, obj in _lines(path, problems):
         rec = _check(KBRecord, obj, ln, problems)
@@ -88,14 +95,14 @@ def validate_kb(path: Path) -> list[Problem]:
 
 def _kb_modalities(kb: Path) -> dict[str, str]:
     out: dict[str, str] = {}
-    for _, obj in _lines(kb, []):
+    for _, obj in _lines(kb, Problems()):
         if isinstance(obj.get("id"), str):
             out[obj["id"]] = str(obj.get("modality"))
     return out
 
 
-def validate_deflection(path: Path) -> list[Problem]:
-    problems: list[Problem] = []
+def validate_deflection(path: Path) -> Problems:
+    problems = Problems()
     from mmrag.benchmarks.deflection import default_kb_path
 
     kb_path = default_kb_path(path)
@@ -125,8 +132,8 @@ def validate_deflection(path: Path) -> list[Problem]:
     return problems
 
 
-def validate_knowhal(path: Path) -> list[Problem]:
-    problems: list[Problem] = []
+def validate_knowhal(path: Path) -> Problems:
+    problems = Problems()
     seen: dict[str, int] = {}
     pairs: dict[str, list[tuple[int, KnowHalRecord]]] = {}
     for ln, obj in _lines(path, problems):
@@ -149,18 +156,29 @@ def validate_knowhal(path: Path) -> list[Problem]:
     return problems
 
 
-def validate_humblebench(path: Path) -> list[Problem]:
-    """A HumbleBench ``metadata.jsonl`` (or the imagefolder holding it) or a JSONL in its format."""
+def _humblebench_rows(path: Path, problems: Problems) -> Iterator[tuple[Path, int, dict[str, Any]]]:
+    """Rows of every layout the HumbleBench loader reads: imagefolder, JSONL, parquet (file or folder)."""
+    from mmrag.benchmarks.humblebench import HumbleBenchBenchmark, _iter_parquet_rows
+
+    bench = HumbleBenchBenchmark(path)
+    if bench._layout == "parquet":
+        for f, row, obj in _iter_parquet_rows(bench._files, on_error=problems.add):
+            problems.records += 1
+            yield Path(f).parent, row, obj
+        return
+    for ln, obj in _lines(bench._files[0], problems):
+        yield bench._files[0].parent, ln, obj
+
+
+def validate_humblebench(path: Path) -> Problems:
+    """HumbleBench in any layout its loader reads: an imagefolder (``metadata.jsonl``), a JSONL file,
+    a parquet file or a folder of them (images embedded as bytes are checked too)."""
     from mmrag.benchmarks.humblebench import parse_options
 
-    if path.is_dir():
-        path = path / "metadata.jsonl"
-        if not path.is_file():
-            raise InputError("no metadata.jsonl in this folder", path=path.parent)
-    problems: list[Problem] = []
+    problems = Problems()
     seen: dict[str, int] = {}
     fields = set(HumbleBenchRecord.model_fields)
-    for ln, obj in _lines(path, problems):
+    for base, ln, obj in _humblebench_rows(path, problems):
         rec = _check(HumbleBenchRecord, {k: v for k, v in obj.items() if k in fields}, ln, problems)
         if rec is None:
             continue
@@ -177,15 +195,22 @@ def validate_humblebench(path: Path) -> list[Problem]:
             problems.append(Problem(line=ln, field="question", message="no 'None of the above' option"))
         image = rec.file_name or (rec.image if isinstance(rec.image, str) else None)
         if image:
-            _image_ok(image, path.parent, ln, "file_name" if rec.file_name else "image", str(rec.question_id),
-                      problems)
-        elif not isinstance(rec.image, dict):
+            _image_ok(image, base, ln, "file_name" if rec.file_name else "image", str(rec.question_id), problems)
+        elif isinstance(rec.image, dict) and isinstance(rec.image.get("bytes"), (bytes, bytearray)):
+            try:
+                check_image_bytes(bytes(rec.image["bytes"]), file="", line=ln, field="image.bytes",
+                                  record=f"question_id {rec.question_id}")
+            except InputError as exc:
+                problems.add(exc)
+        elif isinstance(rec.image, dict) and isinstance(rec.image.get("path"), str) and rec.image["path"]:
+            _image_ok(rec.image["path"], base, ln, "image.path", str(rec.question_id), problems)
+        else:
             problems.append(Problem(line=ln, field="file_name", message="record names no image"))
     return problems
 
 
 #: benchmark name -> validator; add a format by registering a function here.
-VALIDATORS: dict[str, Callable[[Path], list[Problem]]] = {
+VALIDATORS: dict[str, Callable[[Path], Problems]] = {
     "deflection": validate_deflection,
     "kb": validate_kb,
     "knowhal": validate_knowhal,
@@ -193,12 +218,17 @@ VALIDATORS: dict[str, Callable[[Path], list[Problem]]] = {
 }
 
 
-def validate_file(path: str | Path, benchmark: str) -> list[Problem]:
-    """Every problem of ``path`` read as ``benchmark``'s format (empty list = valid)."""
+def validate_file(path: str | Path, benchmark: str) -> Problems:
+    """Every problem of ``path`` read as ``benchmark``'s format (empty = valid; ``.records`` = how
+    many records the file holds).  Problems with the file as a whole (missing, a folder where a
+    file is expected, parquet given as JSONL) raise InputError."""
     if benchmark not in VALIDATORS:
         raise InputError(f"no validator for '{benchmark}'; known: {', '.join(sorted(VALIDATORS))}",
                          field="benchmark")
     p = Path(path)
     if not p.exists():
         raise InputError("file not found", path=p)
-    return VALIDATORS[benchmark](p)
+    problems = VALIDATORS[benchmark](p)
+    if not problems and problems.records == 0:
+        problems.append(Problem(message="the file holds no records"))
+    return problems

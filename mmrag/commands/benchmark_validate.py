@@ -37,7 +37,7 @@ def validate(file: Path = typer.Argument(..., help="the file to check (for humbl
     if problems:
         typer.echo(f"{len(problems)} problem(s) in {file}", err=True)
         raise typer.Exit(1)
-    typer.echo(f"{file}: valid {benchmark} file")
+    typer.echo(f"{file}: valid {benchmark} file, {problems.records} record(s)")
 
 
 def register(target: typer.Typer) -> None:

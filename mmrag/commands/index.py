@@ -10,6 +10,7 @@ import typer
 
 from mmrag.errors import InputError
 from mmrag.commands._engine import ADDRESS, ENGINE
+from mmrag.registry import allow_code as trusting_code
 from mmrag.schema import Document
 from mmrag.util import iter_jsonl
 
@@ -53,10 +54,12 @@ def build(kb: Path = typer.Option(..., "--kb", help="kb.jsonl (one KBRecord per 
           batch_size: int = typer.Option(256, "--batch-size", min=1, help="documents encoded per batch"),
           threads: Optional[int] = typer.Option(None, "--threads", help="FAISS CPU threads"),
           device: str = typer.Option("cpu", "--device", help="cpu | auto | gpu (FAISS)"),
+          allow_code: bool = typer.Option(False, "--allow-code", help="allow --encoder pkg.mod:Class (trusted code only)"),
           engine: str = ENGINE, address: Optional[str] = ADDRESS,
           pool_size: Optional[int] = typer.Option(None, "--pool-size", help="--engine ray: encoder actors "
                                                   "(default: one per GPU, else one per spare CPU)"),
-          block_docs: int = typer.Option(10_000, "--block-docs", min=1, help="--engine ray: KB lines per block")) -> None:
+          block_docs: int = typer.Option(10_000, "--block-docs", min=1, help="--engine ray: KB lines per block"),
+          ) -> None:
     """Encode a knowledge base and write a FAISS index with its manifest."""
     from mmrag.distributed import check_engine
     from mmrag.indices import INDEX_KINDS, build_index, create_encoder
@@ -67,16 +70,27 @@ def build(kb: Path = typer.Option(..., "--kb", help="kb.jsonl (one KBRecord per 
         raise InputError(f"unknown index kind '{kind}' (text | image | multimodal)", field="--kind")
     if not kb.is_file():
         raise InputError("knowledge base file not found", path=kb)
-    spec = _encoder_spec(encoder, encoder_kwargs, kind)
-    if engine == "ray":
-        from mmrag.distributed import build_index_ray
+    if shard_size is not None and shard_size < 1:
+        raise InputError(f"must be at least 1, got {shard_size}", field="--shard-size")
+    if batch_size < 1:
+        raise InputError(f"must be at least 1, got {batch_size}", field="--batch-size")
+    from mmrag.indices.spool import clean_stale_spools
 
-        m = build_index_ray(kb, spec, kind, factory=factory, out=out, address=address, pool_size=pool_size,
-                            batch_size=batch_size, block_docs=block_docs, shard_size=shard_size, threads=threads,
-                            device=device)
-    else:
-        m = build_index(iter_kb(kb), create_encoder(spec), kind, factory=factory, out=out, shard_size=shard_size,
-                        batch_size=batch_size, threads=threads, device=device, source=kb)
+    removed, freed = clean_stale_spools(out)
+    if removed:
+        typer.echo(f"removed {removed} stale build folder(s) of {out} left by killed builds "
+                   f"({freed / 1e6:.1f} MB freed)", err=True)
+    spec = _encoder_spec(encoder, encoder_kwargs, kind)
+    with trusting_code(allow_code):
+        if engine == "ray":
+            from mmrag.distributed import build_index_ray
+
+            m = build_index_ray(kb, spec, kind, factory=factory, out=out, address=address, pool_size=pool_size,
+                                batch_size=batch_size, block_docs=block_docs, shard_size=shard_size,
+                                threads=threads, device=device)
+        else:
+            m = build_index(iter_kb(kb), create_encoder(spec), kind, factory=factory, out=out, shard_size=shard_size,
+                            batch_size=batch_size, threads=threads, device=device, source=kb)
     typer.echo(f"wrote {m.kind} index to {out}: {m.count} vectors, dim {m.dim}, factory {m.factory}, "
                f"{len(m.shards)} shard(s)")
 

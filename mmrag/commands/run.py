@@ -15,20 +15,23 @@ from mmrag.commands._engine import ADDRESS, ENGINE, ENGINE_FLAGS, REPLICAS, engi
 from mmrag.commands.judge import JudgeBaseUrlOpt, JudgeKeyEnvOpt, JudgeModelOpt, judge_config
 from mmrag.errors import InputError
 from mmrag.models.base import GenerationSettings
+from mmrag.registry import allow_code as trusting_code
 from mmrag.runs.config import BenchmarkRef, CacheConfig, JudgeConfig, RunConfig, load_run_config
 from mmrag.runs.engine import RunResult, default_run_dir, execute
 from mmrag.benchmarks.family import DEFLECTION
 from mmrag.scenarios.kinds import get_kind, kind_ids
 from mmrag.scenarios.spec import MODALITIES, STRICTNESS_LEVELS, ScenarioSpec
 
+ALLOW_CODE_HELP = ("import plug-ins the config names by dotted path (pkg.module:Class); only for configs you "
+                   "trust, never taken from a run directory")
 Modality = Literal[MODALITIES]  # type: ignore[valid-type]  (typer lists the choices in --help)
 
 #: one help text per flag, shared by every command that has the flag (one meaning everywhere)
 BENCHMARK_HELP = "benchmark name(s): a registered loader, an mmrag.benchmarks entry point or pkg.module:Name; " \
                  "repeatable, comma-separated ok"
 SOURCE_HELP = "data path of the benchmark (a file or folder; one --benchmark only)"
-MODEL_HELP = "BACKEND:MODEL (e.g. openai:NAME, transformers:PATH, vllm:PATH) or a baseline name; repeatable, " \
-             "comma-separated ok"
+MODEL_HELP = "BACKEND:MODEL (e.g. openai:NAME, transformers:PATH, vllm:PATH), a baseline name, or the " \
+             "simulated VLM sim-vlm[:param=value,...]; repeatable, comma-separated ok"
 BASE_URL_HELP = "base URL of an OpenAI-compatible server, for openai:NAME models"
 KEY_HELP = "name of the environment variable holding the API key (the key itself is never written anywhere)"
 LIMIT_HELP = "use only the first N samples of each benchmark"
@@ -36,7 +39,8 @@ OUT_HELP = "run directory to write (default: a new folder under MMRAG_HOME/runs)
 JUDGE_HELP = "judge of open answers: rule | llm | rule+llm (or a registered judge name; default rule, or the " \
              "config's); HumbleBench and KnowHal use their family's judge"
 #: flags that --config still honours (they are applied over the file's values, not dropped)
-CONFIG_OVERRIDES = ("--out", "--judge", "--judge-model", "--judge-base-url", "--judge-api-key-env", *ENGINE_FLAGS)
+CONFIG_OVERRIDES = ("--out", "--judge", "--judge-model", "--judge-base-url", "--judge-api-key-env", "--allow-code",
+                    *ENGINE_FLAGS)
 
 
 def _builtin_sweep_names() -> list[str]:
@@ -49,6 +53,18 @@ def _split(values: list[str] | None) -> list[str]:
     out: list[str] = []
     for v in values or []:
         out.extend(x.strip() for x in v.split(",") if x.strip())
+    return out
+
+
+def _split_models(values: list[str] | None) -> list[str]:
+    """Like :func:`_split`, but a ``name=value`` piece continues the model before it, so
+    ``sim-vlm:text_prior=0.9,vision=0.8`` stays one model while ``a,b`` are two."""
+    out: list[str] = []
+    for piece in _split(values):
+        if out and "=" in piece and ":" not in piece:
+            out[-1] += "," + piece
+        else:
+            out.append(piece)
     return out
 
 
@@ -87,17 +103,59 @@ def config_from_flags(benchmark: list[str], model: list[str], base_url: Optional
     if not model:
         raise InputError("give --model BACKEND:MODEL or a baseline name (or --config FILE)", field="--model")
     specs = specs_from_flags(scenarios, distractors, negative_modality, positive_modality, strictness, seed)
-    settings = GenerationSettings(max_new_tokens=max_new_tokens) if max_new_tokens else None
+    settings = None
+    if max_new_tokens is not None:
+        if max_new_tokens < 1:
+            raise InputError(f"must be at least 1, got {max_new_tokens}", field="--max-new-tokens")
+        settings = GenerationSettings(max_new_tokens=max_new_tokens)
     models = [parse_model_arg(m, base_url=base_url, api_key_env=api_key_env) for m in model]
     return RunConfig(benchmarks=[BenchmarkRef(name=b) for b in benchmark], scenarios=specs, models=models,
                      judge=judge_cfg or JudgeConfig(mode=judge), limit=limit, seed=seed, batch_size=batch_size,
                      cache=CacheConfig(enabled=not no_cache, path=cache_path), settings=settings)
 
 
+def config_from_manifest(run_dir: Path) -> RunConfig:
+    """The config of a run directory, read as data: a damaged manifest or one whose secrets were
+    redacted when it was written is one clear error (the dotted-path check in the registries
+    refuses any code it names, since ``--resume`` never runs inside ``allow_code``)."""
+    from pydantic import ValidationError
+
+    from mmrag.errors import pydantic_field, pydantic_message
+    from mmrag.redact import REDACTED, find_redacted
+
+    mpath = run_dir / "manifest.json"
+    if not mpath.is_file():
+        raise InputError("no manifest.json here: not a run directory", path=run_dir)
+    try:
+        data = json.loads(mpath.read_bytes().decode("utf-8"))
+        raw = data["config"]
+    except (UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
+        raise InputError(f"unreadable manifest ({type(exc).__name__}); start a new run with --config",
+                         path=mpath) from None
+    hidden = find_redacted(raw)
+    if hidden:
+        raise InputError(f"the manifest's config had a secret removed ({REDACTED} at '{hidden}'); resume with "
+                         "the original config: --config FILE --out DIR (keys belong in --api-key-env)",
+                         path=mpath, field=f"config.{hidden}")
+    try:
+        return RunConfig.model_validate(raw)
+    except ValidationError as exc:
+        raise InputError(pydantic_message(exc), path=mpath, field=f"config.{pydantic_field(exc)}") from None
+
+
 def run_and_print(config: RunConfig, out: Path, title: str = "Results") -> RunResult:
+    import errno
+
+    from mmrag.util import disk_full
+
     t0 = time.perf_counter()
-    with progress_bar() as progress:
-        result = execute(config, out, argv=sys.argv, progress=progress)
+    try:
+        with progress_bar() as progress:
+            result = execute(config, out, argv=sys.argv, progress=progress)
+    except OSError as exc:
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        raise disk_full(exc.filename or out, f"free space and resume: mmrag run --resume {out}") from None
     console.print(results_table(result.summary, title=title))
     errs = ", ".join(f"{k}={v}" for k, v in sorted(result.errors.items())) or "none"
     console.print(f"run directory: {out}  |  new records: {result.new_records}  |  model calls: {result.model_calls}"
@@ -139,20 +197,21 @@ def run(
     max_new_tokens: Optional[int] = typer.Option(None, "--max-new-tokens", min=1,
                                                  help="generation limit per reply (default: the backend's)"),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help=OUT_HELP),
+    allow_code: bool = typer.Option(False, "--allow-code", help=ALLOW_CODE_HELP),
     engine: str = ENGINE, address: Optional[str] = ADDRESS, replicas: Optional[int] = REPLICAS,
 ) -> None:
     """Run benchmarks x scenarios x models, judge every answer, write a run directory."""
+    if resume is not None and allow_code:
+        raise InputError("--allow-code does not apply to --resume: a run directory is data and the code its "
+                         "manifest names is never imported; to continue a run that uses a plug-in by dotted "
+                         "path, give its config again: --config FILE --allow-code --out DIR", field="--allow-code")
     if resume is not None:
         refuse_extra_flags(ctx, "--resume", allowed=ENGINE_FLAGS)   # where it runs, not what it measures
     elif config is not None:
         refuse_extra_flags(ctx, "--config", allowed=CONFIG_OVERRIDES)
     if resume is not None:
-        mpath = resume / "manifest.json"
-        if not mpath.exists():
-            raise InputError("no manifest.json here: not a run directory", path=resume)
-        cfg = RunConfig.model_validate(json.loads(mpath.read_text(encoding="utf-8"))["config"])
         with engine_scope(engine, address, replicas):
-            run_and_print(cfg, resume)
+            run_and_print(config_from_manifest(resume), resume)
         return
     if config is not None:
         cfg = load_run_config(config)
@@ -162,7 +221,7 @@ def run(
             ns = [int(x) for x in _split([distractors])]
         except ValueError:
             raise InputError(f"'{distractors}' is not a comma-separated list of integers", field="--distractors") from None
-        cfg = config_from_flags(_split(benchmark), _split(model), base_url, api_key_env, _split([scenarios]), ns,
+        cfg = config_from_flags(_split(benchmark), _split_models(model), base_url, api_key_env, _split([scenarios]), ns,
                                 _split([negative_modality]), positive_modality, _split([strictness]), limit, seed,
                                 judge or "rule", no_cache, cache_path, batch_size, max_new_tokens,
                                 judge_config(judge, judge_model, judge_base_url, judge_api_key_env))
@@ -171,7 +230,7 @@ def run(
                 raise InputError("--source applies to exactly one --benchmark", field="--source")
             cfg.benchmarks[0].source = source
     target = out or (Path(cfg.out) if cfg.out else default_run_dir("run"))
-    with engine_scope(engine, address, replicas):
+    with trusting_code(allow_code), engine_scope(engine, address, replicas):
         run_and_print(cfg, target)
 
 
@@ -190,6 +249,7 @@ def sweep(
     judge_model: Optional[str] = JudgeModelOpt,
     judge_base_url: Optional[str] = JudgeBaseUrlOpt,
     judge_api_key_env: Optional[str] = JudgeKeyEnvOpt,
+    allow_code: bool = typer.Option(False, "--allow-code", help=ALLOW_CODE_HELP),
     engine: str = ENGINE, address: Optional[str] = ADDRESS, replicas: Optional[int] = REPLICAS,
 ) -> None:
     """Run every cell of a sweep; cells already in the run directory are not run again."""
@@ -213,11 +273,11 @@ def sweep(
 
         load_sweep(config)  # validates the file, naming file and field on error
         cfg = RunConfig(benchmarks=[BenchmarkRef(name=b) for b in _split(benchmark)],
-                        models=[parse_model_arg(m, base_url=base_url, api_key_env=api_key_env) for m in _split(model)],
+                        models=[parse_model_arg(m, base_url=base_url, api_key_env=api_key_env) for m in _split_models(model)],
                         sweeps=[str(config)], limit=limit)
     cfg.judge = judge_config(judge, judge_model, judge_base_url, judge_api_key_env, base=cfg.judge)
     target = out or (Path(cfg.out) if cfg.out else default_run_dir("sweep"))
-    with engine_scope(engine, address, replicas):
+    with trusting_code(allow_code), engine_scope(engine, address, replicas):
         run_and_print(cfg, target, title=f"Sweep {config.name}")
 
 

@@ -35,7 +35,7 @@ from mmrag.schema import Document, Prompt, Sample, Verdict
 from mmrag.scenarios import compose
 from mmrag.scenarios.kinds import ADVERSARIAL, ORACLE, PARAMETRIC
 from mmrag.scenarios.spec import ScenarioSpec
-from mmrag.util import atomic_write_json, atomic_write_text, mmrag_home, write_jsonl_atomic
+from mmrag.util import atomic_write_json, atomic_write_text, iter_jsonl, mmrag_home, write_jsonl_atomic
 
 
 class FixedNegatives:
@@ -73,10 +73,31 @@ class Gate:
 def _stage(path: Path, compute: Callable[[], list[dict[str, Any]]]) -> list[dict[str, Any]]:
     """Load a finished stage, or compute it and write it atomically."""
     if path.exists():
-        return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        return [obj for _, obj in iter_jsonl(path)]
     rows = compute()
     write_jsonl_atomic(path, rows)
     return rows
+
+
+def _check_same_curation(out: Path, config: CurateConfig) -> None:
+    """Refuse an output folder that holds a different curation: its finished stage files would be
+    reused as if they answered this config (``run`` refuses the same way)."""
+    from mmrag.errors import InputError
+    from mmrag.util import read_json_mapping
+
+    path = out / "config.json"
+    if not path.exists():
+        if out.exists() and any(out.glob("stage*_*.jsonl")):
+            raise InputError("this folder holds curation stage files but no config.json; use a new --out", path=out)
+        return
+    old = read_json_mapping(path, "a curation config")
+    new = json.loads(json.dumps(config.model_dump(mode="json"), default=str))
+    old.pop("out", None)
+    new.pop("out", None)
+    if old != new:
+        changed = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
+        raise InputError(f"this folder holds a different curation (differs in: {', '.join(changed)}); use a new "
+                         "--out directory, or delete it to start again", path=path)
 
 
 def _spec(kind: str, seed: int, n: int = 0) -> ScenarioSpec:
@@ -87,6 +108,7 @@ def _spec(kind: str, seed: int, n: int = 0) -> ScenarioSpec:
 
 def curate(config: CurateConfig, out: str | Path, progress: Any = None) -> dict[str, Any]:
     out = Path(out)
+    _check_same_curation(out, config)
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_json(out / "config.json", config.model_dump(mode="json"))
     bench = load_benchmark(config.benchmark.name, config.benchmark.source, **config.benchmark.options)

@@ -34,11 +34,13 @@ DEFAULT_BLOCK_DOCS = 10_000
 class EncoderActor:
     """One encoder per actor, loaded once; each call embeds one batch of the local build."""
 
-    def __init__(self, encoder_spec: dict[str, Any], kind: str) -> None:
+    def __init__(self, encoder_spec: dict[str, Any], kind: str, trust_code: bool = False) -> None:
         from mmrag.indices.build import _multimodal_encoder
         from mmrag.indices.registry import create_encoder
+        from mmrag.registry import allow_code
 
-        enc = create_encoder(encoder_spec)
+        with allow_code(trust_code):   # the driver's --allow-code, no more
+            enc = create_encoder(encoder_spec)
         self.encoder = _multimodal_encoder(enc) if kind == "multimodal" else enc
         self.kind = kind
 
@@ -101,6 +103,7 @@ def build_index_ray(kb: str | Path, encoder_spec: dict[str, Any], kind: str, fac
     ``stats``, when given, receives where the time went (scan, encode pipeline, FAISS)."""
     from mmrag.indices.build import _multimodal_encoder, _new_index, build_index_from_embeddings
     from mmrag.indices.registry import create_encoder
+    from mmrag.registry import code_allowed
 
     kb = Path(kb)
     if kind not in INDEX_KINDS:
@@ -148,7 +151,8 @@ def build_index_ray(kb: str | Path, encoder_spec: dict[str, Any], kind: str, fac
                             fn_kwargs={"path": path, "kind": kind, "include_title": include_title})
         ds = ds.map_batches(EncoderActor, batch_size=None, batch_format="numpy",
                             compute=ActorPoolStrategy(size=int(pool_size)),
-                            fn_constructor_kwargs={"encoder_spec": encoder_spec, "kind": kind},
+                            fn_constructor_kwargs={"encoder_spec": encoder_spec, "kind": kind,
+                                                   "trust_code": code_allowed()},
                             num_gpus=1 if gpus else 0, num_cpus=1 if gpus else encoder_cpus)
         t1 = time.perf_counter()
         with _BlockProgress(len(blocks), len(groups), bool(show)) as bar:

@@ -38,8 +38,7 @@ def kb_document(obj: dict[str, Any], path: Path, line: int) -> Document:
     if rec.image:
         p = Path(rec.image)
         image = ImageRef(path=str(p if p.is_absolute() else path.parent / p))
-    return Document(id=rec.id, modality=rec.modality, text=rec.text, image=image, title=rec.title,
-                    source=rec.source, entity_id=rec.entity_id, metadata=rec.metadata)
+    return rec.to_document(image)
 
 
 def plan_blocks(path: str | Path, block_docs: int) -> list[dict[str, int]]:

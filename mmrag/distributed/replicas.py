@@ -35,11 +35,14 @@ from mmrag.schema import Prompt, Response
 class ModelReplica:
     """The actor body: one model, built from its spec on whichever node Ray places it."""
 
-    def __init__(self, spec: dict[str, Any]) -> None:
+    def __init__(self, spec: dict[str, Any], trust_code: bool = False) -> None:
+        from mmrag.registry import allow_code
+
         self.error: dict[str, Any] | None = None
         self.model: Any = None
         try:
-            self.model = MODELS.create(spec["backend"], ModelSpec.model_validate(spec))
+            with allow_code(trust_code):   # the driver's --allow-code, no more
+                self.model = MODELS.create(spec["backend"], ModelSpec.model_validate(spec))
         except InputError as exc:   # reported by info(), re-raised on the driver with file/field
             self.error = {"message": exc.message, "path": exc.path, "line": exc.line, "field": exc.field}
         except Exception as exc:  # noqa: BLE001 - any load failure is reported the same way
@@ -68,8 +71,10 @@ class RayVLM:
         # SPREAD: replicas go to different nodes where they can, as one would place one per GPU
         actor = ray.remote(ModelReplica).options(num_cpus=num_cpus, num_gpus=num_gpus, max_restarts=max_restarts,
                                                  max_task_retries=-1, scheduling_strategy="SPREAD")
+        from mmrag.registry import code_allowed
+
         payload = spec.model_dump(mode="json")
-        self.actors = [actor.remote(payload) for _ in range(max(1, int(replicas)))]
+        self.actors = [actor.remote(payload, code_allowed()) for _ in range(max(1, int(replicas)))]
         infos = ray.get([a.info.remote() for a in self.actors])
         err = next((i["error"] for i in infos if "error" in i), None)
         if err is not None:

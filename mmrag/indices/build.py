@@ -16,6 +16,7 @@ clustered 1 M x 384 data that keeps recall@10 near 0.98 at thousands of queries/
 from __future__ import annotations
 
 import datetime as _dt
+import errno
 import os
 import shutil
 import uuid
@@ -28,8 +29,9 @@ from mmrag.errors import InputError
 from mmrag.indices.gpu import set_threads, to_cpu, to_gpu, want_gpu
 from mmrag.indices.manifest import INDEX_KINDS, IndexManifest, KBHasher, file_info
 from mmrag.indices.progress import progress_bar
-from mmrag.indices.spool import EmbeddingSpool
+from mmrag.indices.spool import EmbeddingSpool, clean_stale_spools
 from mmrag.schema import Document
+from mmrag.util import disk_full
 
 AUTO_FLAT_MAX = 200_000
 AUTO_LARGE = ("HNSW32", {"efSearch": 128})
@@ -90,7 +92,7 @@ def document_fits(doc: Document, kind: str) -> bool:
     """Which documents an index kind holds: text = passages and captions, visual = anything with an
     image, multimodal = image+text documents."""
     if doc.modality in ("image", "multimodal") and doc.image is None:
-        raise InputError(f"document '{doc.id}' of modality {doc.modality} has no image", field="image")
+        raise InputError(f"document '{doc.id}': {doc.content_problem()}", field="image")
     if kind == "text":
         return doc.modality in ("text", "multimodal") and bool(doc.text.strip())
     if kind == "visual":
@@ -192,7 +194,10 @@ def build_index_from_embeddings(batches: Iterable[tuple[Sequence[str], Sequence[
     import faiss
 
     out = Path(out)
+    if shard_size is not None and (isinstance(shard_size, bool) or int(shard_size) < 1):
+        raise InputError(f"shard size must be at least 1, got {shard_size}", field="shard_size")
     out.parent.mkdir(parents=True, exist_ok=True)
+    clean_stale_spools(out)
     tmp = out.parent / f".{out.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     tmp.mkdir()
     set_threads(threads)
@@ -266,8 +271,10 @@ def build_index_from_embeddings(batches: Iterable[tuple[Sequence[str], Sequence[
         (tmp / "manifest.json").write_text(manifest.model_dump_json(indent=2) + "\n", encoding="utf-8")
         _publish(tmp, out)
         return manifest
-    except BaseException:
+    except BaseException as exc:
         shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise disk_full(out, "free space and build again (the old index, if any, is untouched)") from None
         raise
 
 

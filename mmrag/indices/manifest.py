@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any, Iterable, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from mmrag.schema import Document, canonical_json, sha256_file
 
@@ -47,6 +47,15 @@ class IndexManifest(BaseModel):
     shards: list[FileInfo]
     doc_ids: FileInfo
     created_at: str = ""
+
+    @model_validator(mode="after")
+    def _shards_hold_the_count(self) -> "IndexManifest":
+        """An index of N vectors in no shards (or shards that do not add up to N) is damaged, not
+        empty: refused at load rather than answering every query with nothing."""
+        held = sum(s.count for s in self.shards)
+        if self.count < 1 or not self.shards or held != self.count:
+            raise ValueError(f"manifest claims {self.count} vectors in {len(self.shards)} shard(s) holding {held}")
+        return self
 
     @property
     def fingerprint(self) -> str:

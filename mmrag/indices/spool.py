@@ -11,12 +11,63 @@ read-only ``np.memmap`` view for callers that want one (exact evaluation, debugg
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
+import shutil
 from pathlib import Path
 
 import numpy as np
 
 from mmrag.errors import InputError
+
+log = logging.getLogger("mmrag.indices")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:   # exists, owned by someone else
+        return True
+    return True
+
+
+def _size(folder: Path) -> int:
+    total = 0
+    for f in folder.rglob("*"):
+        try:
+            total += f.stat().st_size if f.is_file() else 0
+        except OSError:
+            pass
+    return total
+
+
+def clean_stale_spools(out: str | Path) -> tuple[int, int]:
+    """Remove the temporary build folders (``.NAME.tmp-PID-*``) that killed builds of the index
+    ``out`` left behind, and half-swapped ``.NAME.old-*`` folders; a folder whose PID still runs
+    (a concurrent build) is kept.  Returns ``(folders removed, bytes freed)`` and logs them, so a
+    killed build costs disk space only until the next build of the same target."""
+    out = Path(out)
+    removed, freed = 0, 0
+    if not out.parent.is_dir():
+        return 0, 0
+    for cand in out.parent.glob(f".{out.name}.tmp-*"):
+        pid = cand.name[len(f".{out.name}.tmp-"):].split("-", 1)[0]
+        if not cand.is_dir() or (pid.isdigit() and _alive(int(pid))):
+            continue
+        freed += _size(cand)
+        shutil.rmtree(cand, ignore_errors=True)
+        removed += 1
+    for cand in out.parent.glob(f".{out.name}.old-*"):
+        if cand.is_dir() and out.is_dir():
+            freed += _size(cand)
+            shutil.rmtree(cand, ignore_errors=True)
+            removed += 1
+    if removed:
+        log.warning("removed %d stale build folder(s) of %s left by killed builds (%.1f MB freed)", removed, out,
+                    freed / 1e6)
+    return removed, freed
 
 
 class EmbeddingSpool:

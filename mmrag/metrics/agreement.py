@@ -42,6 +42,9 @@ def agreement(path_a: str | Path, path_b: str | Path, *, field_a: str | None = N
     ``outcome`` when present, else ``label`` (or the field given)."""
     ids_a, la, src_a = _labels(Path(path_a), field_a)
     ids_b, lb, src_b = _labels(Path(path_b), field_b)
+    for path, labels in ((path_a, la), (path_b, lb)):
+        if not labels:
+            raise InputError("no labelled records in this file", path=path)
     if all(i is not None for i in ids_a + ids_b):
         index_b = {i: k for k, i in enumerate(ids_b)}
         missing = [i for i in ids_a if i not in index_b]

@@ -9,17 +9,23 @@ from __future__ import annotations
 
 from typing import Any, Protocol, Sequence, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field
+from urllib.parse import urlsplit
 
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from mmrag.redact import redact_text
 from mmrag.registry import Registry
 from mmrag.schema import Prompt, Response
 
 
 class GenerationSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    max_new_tokens: int = 128
-    temperature: float = 0.0
-    top_p: float = 1.0
+    """Decoding settings; out-of-range values (``temperature: -1``, ``max_new_tokens: 0``, NaN) are
+    errors naming the field, never passed on to a server that may silently clamp them."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    max_new_tokens: int = Field(default=128, ge=1)
+    temperature: float = Field(default=0.0, ge=0.0)
+    top_p: float = Field(default=1.0, gt=0.0, le=1.0)
     seed: int | None = 0
     stop: list[str] = Field(default_factory=list)
 
@@ -33,16 +39,29 @@ class Capabilities(BaseModel):
     model_config = ConfigDict(extra="forbid")
     max_images: int | None = None
     system_prompt: bool = True
+    #: MIME types of the images the backend accepts (None = whatever PIL decodes); checked against
+    #: every input image before the run directory exists (:mod:`mmrag.models.inputs`)
+    image_formats: tuple[str, ...] | None = None
 
 
 class ModelSpec(BaseModel):
     """How configs name a model: ``{backend, model, base_url, api_key_env, settings, options}``.
     On the command line: ``--model BACKEND:MODEL`` (+ ``--base-url``); a bare name is a baseline."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     backend: str
     model: str = ""
     base_url: str | None = None
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, v: str | None) -> str | None:
+        """Checked when the config is read, so a typo fails before any index is built."""
+        if v is not None:
+            parts = urlsplit(v)
+            if parts.scheme not in ("http", "https") or not parts.hostname:
+                raise ValueError(f"base URL {redact_text(v)!r} is not an http(s) URL with a host")
+        return v
     api_key_env: str | None = None
     settings: GenerationSettings = Field(default_factory=GenerationSettings)
     options: dict[str, Any] = Field(default_factory=dict)
@@ -65,4 +84,4 @@ class VLM(Protocol):
 
 
 #: ``MODELS.create(backend_name, spec: ModelSpec) -> VLM``; entry-point group ``mmrag.models``.
-MODELS: Registry[VLM] = Registry("model backend", group="mmrag.models")
+MODELS: Registry[VLM] = Registry("model backend", group="mmrag.models", requires=("agenerate",))

@@ -17,6 +17,12 @@ Only deterministic (greedy) requests are cached and errors are never stored; tha
 several processes may share the file (WAL readers never block the writer; writers wait on a busy
 timeout).  The audit log records every write (time, key, fingerprint, prompt id, answer length) and
 is fsynced per batch; it is for humans and forensics, the SQLite file is the source of truth.
+
+Damage (issue 17): a cache file that is not SQLite, has damaged pages, or sits where a folder
+should be is one :class:`~mmrag.errors.InputError` naming the file and the way out (``--no-cache``
+or delete it); a single row that does not parse is a miss (the model is asked again and the row
+replaced), never a traceback mid-run.  Fingerprints and audit lines pass through
+:func:`mmrag.redact.redact_text` before they are written.
 """
 
 from __future__ import annotations
@@ -30,9 +36,12 @@ import time
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from pydantic import ValidationError
+
 from mmrag.errors import InputError
+from mmrag.redact import redact_text
 from mmrag.schema import Prompt, Response, canonical_json
-from mmrag.util import open_sqlite_wal, mmrag_home
+from mmrag.util import as_input_error, disk_full, mmrag_home, open_sqlite_wal
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (
@@ -44,6 +53,13 @@ CREATE TABLE IF NOT EXISTS responses (
 """
 KEY_VERSION = 1
 _CHUNK = 500   # keys per SELECT ... IN (...) (SQLite's default variable limit is 999 on old builds)
+
+
+def _rollback(conn: sqlite3.Connection) -> None:
+    try:
+        conn.execute("ROLLBACK")
+    except sqlite3.Error:
+        pass
 
 
 def cache_key(fingerprint: str, prompt: Prompt, settings: Any, extra: Any = None) -> str:
@@ -61,15 +77,23 @@ class ResponseCache:
     def __init__(self, path: str | Path, audit_path: str | Path | None = None) -> None:
         self.path = Path(path)
         self.audit_path = Path(audit_path) if audit_path else self.path.with_name(self.path.stem + ".audit.jsonl")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
         self.writes = 0
+        self.unreadable = 0   # rows that did not parse, served as misses
         try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            if self.path.is_dir():
+                raise IsADirectoryError(21, "is a directory")
             self._conn = open_sqlite_wal(self.path, _SCHEMA, synchronous="FULL")
-        except sqlite3.DatabaseError as exc:
-            raise InputError(f"not a usable response cache ({exc})", path=self.path) from None
+        except (sqlite3.DatabaseError, OSError) as exc:
+            raise self._damaged(exc) from None
+
+    def _damaged(self, exc: BaseException) -> InputError:
+        why = getattr(exc, "strerror", None) or str(exc)
+        return InputError(f"the response cache cannot be used ({why}); run with --no-cache, or delete "
+                          f"{self.path} (and its -wal/-shm files) to start an empty cache", path=self.path)
 
     @classmethod
     def default(cls) -> "ResponseCache":
@@ -87,10 +111,17 @@ class ResponseCache:
         with self._lock:
             for i in range(0, len(wanted), _CHUNK):
                 chunk = wanted[i:i + _CHUNK]
-                rows = self._conn.execute(
-                    f"SELECT key, response FROM responses WHERE key IN ({','.join('?' * len(chunk))})", chunk).fetchall()
+                try:
+                    rows = self._conn.execute(f"SELECT key, response FROM responses WHERE key IN "
+                                              f"({','.join('?' * len(chunk))})", chunk).fetchall()
+                except sqlite3.DatabaseError as exc:
+                    raise self._damaged(exc) from None
                 for k, blob in rows:
-                    r = Response.model_validate_json(blob)
+                    try:
+                        r = Response.model_validate_json(blob)
+                    except (ValidationError, ValueError, TypeError):
+                        self.unreadable += 1   # a damaged row is a miss: asked again, then replaced
+                        continue
                     r.cached = True
                     found[k] = r
             self.hits += len(found)
@@ -115,10 +146,12 @@ class ResponseCache:
         rows = []
         audit = []
         now = time.time()
+        redacted: dict[str, str] = {}   # fingerprint -> its redacted form, computed once per batch
         for key, fp, resp in items:
             if resp.error is not None:
                 continue
             stored = resp.model_copy(update={"cached": False})
+            fp = redacted[fp] if fp in redacted else redacted.setdefault(fp, redact_text(fp))
             rows.append((key, fp, stored.model_dump_json(), now))
             audit.append(json.dumps({"ts": round(now, 3), "op": "put", "key": key, "fingerprint": fp,
                                      "prompt_id": resp.prompt_id, "chars": len(resp.text)}, ensure_ascii=False))
@@ -130,14 +163,21 @@ class ResponseCache:
                 self._conn.executemany(
                     "INSERT OR REPLACE INTO responses (key, fingerprint, response, created) VALUES (?, ?, ?, ?)", rows)
                 self._conn.execute("COMMIT")
-            except BaseException:
-                self._conn.execute("ROLLBACK")
+            except BaseException as exc:
+                _rollback(self._conn)   # a failed ROLLBACK must not hide why the write failed
+                if isinstance(exc, sqlite3.OperationalError) and "full" in str(exc).lower():
+                    raise disk_full(self.path) from None
+                if isinstance(exc, sqlite3.DatabaseError):
+                    raise self._damaged(exc) from None
                 raise
             self.writes += len(rows)
-            with open(self.audit_path, "a", encoding="utf-8") as fh:
-                fh.write("\n".join(audit) + "\n")
-                fh.flush()
-                os.fsync(fh.fileno())
+            try:
+                with open(self.audit_path, "a", encoding="utf-8") as fh:
+                    fh.write("\n".join(audit) + "\n")
+                    fh.flush()
+                    os.fsync(fh.fileno())
+            except OSError as exc:
+                raise as_input_error(exc, self.audit_path) from None
         return len(rows)
 
     def put(self, key: str, fingerprint: str, response: Response) -> bool:

@@ -22,24 +22,45 @@ _SETTING_FIELDS = frozenset(GenerationSettings.model_fields)
 DEFAULT_CACHE = "default"
 
 
-def _lazy(dotted: str) -> Callable[[ModelSpec], Any]:
-    """A factory that imports ``module:Class`` on first use and calls ``Class.from_spec(spec)``."""
+def _lazy(dotted: str, options: str | None = None) -> Callable[[ModelSpec], Any]:
+    """A factory that imports ``module:Class`` on first use and calls ``Class.from_spec(spec)``.
+    ``options`` names the pydantic model of the backend's ``options`` so that
+    :func:`check_model_spec` can validate them without building the model (no weights loaded)."""
 
     def make(spec: ModelSpec) -> Any:
         return load_dotted(dotted).from_spec(spec)
 
     make.__qualname__ = make.__name__ = f"lazy[{dotted}]"
+    make.options_model = options  # type: ignore[attr-defined]
     return make
 
 
+def check_model_spec(spec: ModelSpec, where: str = "models") -> None:
+    """Validate what can be validated of a model without building it — the backend name and its
+    ``options`` (``timeout: -1``) — so a config error is reported before indices are built."""
+    from pydantic import ValidationError
+
+    from mmrag.errors import pydantic_field, pydantic_message
+
+    factory = MODELS.get(spec.backend)
+    dotted = getattr(factory, "options_model", None)
+    if dotted:
+        try:
+            load_dotted(dotted).model_validate(spec.options)
+        except ValidationError as exc:
+            raise InputError(pydantic_message(exc), field=f"{where}.options.{pydantic_field(exc)}") from None
+
+
 def _register_builtins() -> None:
-    MODELS.register("openai", _lazy("mmrag.models.openai_compat:OpenAICompatible"))
+    MODELS.register("openai", _lazy("mmrag.models.openai_compat:OpenAICompatible",
+                                    options="mmrag.models.openai_compat:OpenAIOptions"))
     MODELS.register("transformers", _lazy("mmrag.models.transformers_vlm:TransformersVLM"))
     MODELS.register("vllm", _lazy("mmrag.models.vllm_vlm:VLLMVLM"))
     for name, cls in (("always-deflect", "AlwaysDeflect"), ("random-choice", "RandomChoice"),
                       ("always-nota", "AlwaysNota"), ("first-option", "FirstOption")):
         MODELS.register(name, _lazy(f"mmrag.models.baselines:{cls}"))
     MODELS.register("context-reader", _lazy("mmrag.models.context_reader:ContextReader"))
+    MODELS.register("sim-vlm", _lazy("mmrag.models.sim_vlm:SimVLM"))
     MODELS.register("sleepy", _lazy("mmrag.models.sleepy:SleepyVLM"))
 
 
@@ -120,3 +141,4 @@ def create_model(spec: ModelSpec, cache: ResponseCache | str | Path | None = DEF
     if isinstance(cache, (str, Path)):
         cache = ResponseCache.default() if str(cache) == DEFAULT_CACHE else ResponseCache(Path(cache))
     return CachedVLM(model, cache)
+

@@ -38,7 +38,8 @@ from mmrag.errors import InputError, pydantic_field, pydantic_message
 from mmrag.models.aio import run_sync
 from mmrag.models.base import Capabilities, GenerationSettings, ModelSpec
 from mmrag.models.concurrency import AIMDLimiter
-from mmrag.models.render import openai_messages
+from mmrag.models.render import DATA_URL_TYPES, openai_messages
+from mmrag.redact import redact_text, strip_userinfo
 from mmrag.schema import Prompt, Response, Usage
 
 _OVERFLOW_MARKERS = ("context length", "context_length", "maximum context", "context window", "too many tokens",
@@ -210,9 +211,9 @@ class OpenAICompatible:
                                    latency_factor=o.latency_factor, adaptive=o.adaptive)
         self.meter = UsageMeter()
         self._ssl: Any = None
-        server = o.server_id or urlsplit(self.base_url).netloc
+        server = o.server_id or strip_userinfo(self.base_url)   # a key in user:KEY@host never reaches a file
         self.fingerprint = f"openai:{model}" + (f"#{o.revision}" if o.revision else "") + f"@{server}"
-        self.capabilities = Capabilities(max_images=o.max_images, system_prompt=True)
+        self.capabilities = Capabilities(max_images=o.max_images, system_prompt=True, image_formats=DATA_URL_TYPES)
         self._policy = _Policy(o.max_retries, o.backoff_initial, o.backoff_max, o.max_retry_after)
 
     @classmethod
@@ -280,7 +281,7 @@ class OpenAICompatible:
         except (_Retryable, _Fatal) as exc:
             self.meter.errors[exc.error] += 1
             return Response(prompt_id=prompt.id, model=self.fingerprint, latency_s=time.monotonic() - t0,
-                            error=exc.error, error_detail=exc.detail[:500])
+                            error=exc.error, error_detail=redact_text(exc.detail, headers=self._headers)[:500])
         try:
             text = data["choices"][0]["message"]["content"]
             if not isinstance(text, str):

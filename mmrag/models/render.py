@@ -32,6 +32,10 @@ _MAGIC: tuple[tuple[bytes, str], ...] = (
 )
 
 
+#: what :func:`sniff_mime` recognises, i.e. what a data URL can carry (TIFF, for one, cannot)
+DATA_URL_TYPES: tuple[str, ...] = ("image/png", "image/jpeg", "image/gif", "image/bmp", "image/webp")
+
+
 def sniff_mime(data: bytes) -> str:
     """The MIME type of an encoded image from its magic bytes (file extensions lie)."""
     for magic, mime in _MAGIC:

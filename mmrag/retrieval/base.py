@@ -62,4 +62,4 @@ class NegativeMiner(Protocol):
         """Hard negatives: gold docs and every doc of the gold entity excluded, answer leaks dropped."""
 
 
-RETRIEVERS: Registry[Retriever] = Registry("retriever", group="mmrag.retrievers")
+RETRIEVERS: Registry[Retriever] = Registry("retriever", group="mmrag.retrievers", requires=("retrieve",))

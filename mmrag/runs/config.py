@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from mmrag.models.base import GenerationSettings, ModelSpec
 from mmrag.scenarios.spec import ScenarioSpec
@@ -57,12 +57,29 @@ class RunConfig(_Cfg):
     models: list[ModelSpec] = Field(min_length=1)
     judge: JudgeConfig = Field(default_factory=JudgeConfig)
     settings: GenerationSettings | None = None
-    limit: int | None = Field(default=None, ge=1)
-    batch_size: int = Field(default=32, ge=1)
-    seed: int = 0
+    limit: int | None = Field(default=None, ge=1, strict=True)   # strict: `limit: true` is not 1
+    batch_size: int = Field(default=32, ge=1, strict=True)
+    seed: int = Field(default=0, strict=True)
     cache: CacheConfig = Field(default_factory=CacheConfig)
     retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
     out: str | None = None
+
+    @field_validator("scenarios", mode="before")
+    @classmethod
+    def _no_ignored_knobs(cls, value: Any) -> Any:
+        """A scenario written in a config must not set a knob its kind ignores (``oracle`` with
+        ``n_distractors: 5`` would silently run with none): that is an error naming the field."""
+        from mmrag.scenarios.spec import canonical_fields
+
+        for i, raw in enumerate(value if isinstance(value, list) else []):
+            if not isinstance(raw, dict):
+                continue
+            canon = canonical_fields(raw)
+            for name, v in raw.items():
+                if name != "stress" and name in canon and canon[name] != v:
+                    raise ValueError(f"scenario {i} ({raw.get('kind', 'oracle')}) ignores '{name}' (set to {v!r}); "
+                                     f"remove it or choose a kind that uses it")
+        return value
 
 
 def load_run_config(path: str | Path) -> RunConfig:

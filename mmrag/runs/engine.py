@@ -21,7 +21,10 @@ from mmrag.errors import InputError
 from mmrag.judging import judge_many
 from mmrag.models.base import GenerationSettings, ModelSpec
 from mmrag.runs.config import RunConfig
+from mmrag.models.inputs import check_plan_inputs
+from mmrag.redact import redact
 from mmrag.runs.manifest import RunManifest
+from mmrag.runs.preflight import check_config
 from mmrag.runs.plan import BenchmarkPlan, prepare_benchmarks
 from mmrag.runs.records import RunRecord, record_key
 from mmrag.runs.store import ResultStore
@@ -56,7 +59,7 @@ def _check_resume(run_dir: Path, config: RunConfig) -> None:
         old = json.loads(path.read_text(encoding="utf-8"))["config"]
     except (ValueError, KeyError):
         raise InputError("manifest is unreadable; use a new --out directory", path=path) from None
-    new = config.model_dump(mode="json")
+    new = redact(config.model_dump(mode="json"))   # the manifest holds the redacted config
     old.pop("out", None)
     new.pop("out", None)
     if old != new:
@@ -82,10 +85,12 @@ def execute(config: RunConfig, run_dir: str | Path, *, argv: list[str] | None = 
     if run_dir.exists() and not run_dir.is_dir():
         raise InputError("output path exists and is not a directory", path=run_dir)
     _check_resume(run_dir, config)
+    check_config(config)   # model options, plug-in names: errors before any index is built
     # Everything that can fail on bad input happens before the run directory is touched.
     plans = prepare_benchmarks(config, progress=progress)
     models = [(mspec, make_model(mspec, config)) for mspec in config.models]
     judges = {p.kind: make_judge(p.kind, config) for p in plans}
+    check_plan_inputs(plans, [vlm for _, vlm in models])   # a backend refusing an input fails here, not mid-run
     _ensure_writable(run_dir)
     manifest = RunManifest.start(config.model_dump(mode="json"), argv)
     manifest.seeds = {"run": config.seed}

@@ -22,7 +22,6 @@ label of the spec (:func:`mmrag.scenarios.kinds.scenario_label`, as the console 
 
 from __future__ import annotations
 
-import json
 import logging
 import warnings
 from pathlib import Path
@@ -35,7 +34,7 @@ from mmrag.metrics.knowhal import graded_accuracy
 from mmrag.runs.records import RunRecord
 from mmrag.schema import OUTCOMES, is_nota_text
 from mmrag.scenarios.kinds import STRESS_JOINER, scenario_label
-from mmrag.util import parse_record
+from mmrag.util import iter_jsonl, parse_record
 
 log = logging.getLogger(__name__)
 
@@ -85,26 +84,14 @@ def read_records(run_dir: str | Path) -> list[RunRecord]:
     path = samples_path(run_dir)
     if not path.exists():
         raise InputError("no samples.jsonl here: not a run directory?", path=path)
-    with open(path, encoding="utf-8") as fh:
-        lines = fh.read().split("\n")
-    # the last non-empty line is the only one that may legitimately be cut short
-    last = max((i for i, ln in enumerate(lines) if ln.strip()), default=-1)
+
+    def cut_short(exc: InputError) -> None:   # the one line a kill may legitimately leave half-written
+        msg = f"{path}:{exc.line}: ignoring a truncated last line (run killed mid-write?)"
+        log.warning(msg)
+        warnings.warn(msg, TruncatedLineWarning, stacklevel=3)
+
     by_key: dict[str, RunRecord] = {}
-    for i, line in enumerate(lines):
-        if not line.strip():
-            continue
-        lineno = i + 1
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            if i == last:
-                msg = f"{path}:{lineno}: ignoring a truncated last line (run killed mid-write?)"
-                log.warning(msg)
-                warnings.warn(msg, TruncatedLineWarning, stacklevel=2)
-                continue
-            raise InputError(f"invalid JSON ({exc.msg})", path=path, line=lineno) from None
-        if not isinstance(obj, dict):
-            raise InputError("expected a JSON object (one RunRecord per line)", path=path, line=lineno)
+    for lineno, obj in iter_jsonl(path, on_truncated_tail=cut_short):
         rec = parse_record(RunRecord, obj, path=path, line=lineno)
         if rec.key in by_key:
             warnings.warn(f"{path}:{lineno}: duplicate key {rec.key}; keeping the last record", stacklevel=2)

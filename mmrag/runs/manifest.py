@@ -1,15 +1,11 @@
 """RunManifest: everything needed to reproduce a run — and nothing secret.
 
-Written atomically when a run starts and updated when it ends.  Values of environment variables
-whose names look secret (``*KEY*``, ``*TOKEN*``, ``*SECRET*``, ``*PASSWORD*``) are scrubbed from
-every string before anything is written, so an API key passed by mistake on the command line
-never reaches the run directory.
+Written atomically when a run starts and updated when it ends, through :func:`mmrag.redact.redact`:
+secret environment values, URL userinfo and secret headers never reach the run directory.
 """
 
 from __future__ import annotations
 
-import os
-import re
 import subprocess
 import sys
 import time
@@ -19,29 +15,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from mmrag.redact import redact as scrub  # the one redaction helper (env secrets, URL userinfo, headers)
 from mmrag.util import atomic_write_json
 
-SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
 PACKAGES = ("mmrag", "torch", "transformers", "sentence-transformers", "faiss-cpu", "faiss-gpu",
             "open_clip_torch", "numpy", "pydantic", "datasets", "httpx", "llama-index-core", "vllm")
-
-
-def _secret_values() -> list[str]:
-    return [v for k, v in os.environ.items() if SECRET_NAME.search(k) and v and len(v) >= 6]
-
-
-def scrub(obj: Any, secrets: list[str] | None = None) -> Any:
-    """Replace every occurrence of a secret environment value in ``obj`` (recursively) by ``***``."""
-    secrets = _secret_values() if secrets is None else secrets
-    if isinstance(obj, str):
-        for s in secrets:
-            obj = obj.replace(s, "***")
-        return obj
-    if isinstance(obj, dict):
-        return {k: scrub(v, secrets) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [scrub(v, secrets) for v in obj]
-    return obj
 
 
 def package_versions() -> dict[str, str]:

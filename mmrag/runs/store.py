@@ -8,14 +8,12 @@ skips the keys already on disk).
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from mmrag.errors import InputError
 from mmrag.runs.records import RunRecord
-from mmrag.util import parse_record
+from mmrag.util import iter_jsonl, parse_record
 
 
 class ResultStore:
@@ -56,14 +54,7 @@ class ResultStore:
     def _iter_raw(self) -> Iterator[tuple[int, dict]]:
         if not self.path.exists():
             return
-        with open(self.path, encoding="utf-8") as fh:
-            for lineno, line in enumerate(fh, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    yield lineno, json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise InputError(f"corrupt result line ({exc.msg})", path=self.path, line=lineno) from None
+        yield from iter_jsonl(self.path)   # the one JSONL reader (one error policy)
 
     def __contains__(self, key: str) -> bool:
         return key in self._keys

@@ -1,0 +1,73 @@
+"""Will every configured backend accept every input?  Checked before the run directory exists.
+
+Why: an input the loader accepts can still be refused by a backend — a TIFF query image cannot
+travel as an OpenAI-style data URL — and today that stops a run half-way, hours in.  Each model
+declares the image types it takes (:attr:`Capabilities.image_formats`, None = whatever PIL
+decodes); this module sniffs the magic bytes of every distinct image a run will send (sample
+images and knowledge-base images) and reports the first refusal naming the image, the record and
+the model, before anything is written.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from mmrag.errors import InputError
+from mmrag.models.render import sniff_mime
+from mmrag.schema import ImageRef
+
+
+def image_type(image: ImageRef) -> str:
+    """The MIME type from an image's first bytes ("unknown" when it is none of the data-URL types)."""
+    try:
+        with open(image.path, "rb") as fh:
+            head = fh.read(16)
+    except OSError as exc:
+        raise InputError(f"cannot read image ({exc.strerror})", path=image.path) from None
+    try:
+        return sniff_mime(head)
+    except InputError:
+        pass
+    from PIL import Image
+
+    try:
+        with Image.open(image.path) as im:
+            return Image.MIME.get(im.format or "", f"image/{(im.format or 'unknown').lower()}")
+    except Exception:   # not an image at all: the loaders reject those; say what we saw
+        return "unknown"
+
+
+def check_images(images: Iterable[tuple[ImageRef, str]], models: Iterable[Any]) -> int:
+    """``images``: (image, what it belongs to, e.g. "sample s1").  Raises InputError at the first
+    image some model will not take; returns how many distinct images were checked."""
+    picky = [m for m in models if getattr(getattr(m, "capabilities", None), "image_formats", None) is not None]
+    if not picky:
+        return 0
+    seen: dict[str, str] = {}
+    for image, owner in images:
+        if image.path in seen:
+            continue
+        kind = seen[image.path] = image_type(image)
+        for m in picky:
+            ok = m.capabilities.image_formats
+            if kind not in ok:
+                raise InputError(f"model {m.fingerprint} does not accept this image ({owner}; type {kind}); it takes "
+                                 f"{', '.join(ok)}: convert the image (e.g. to PNG) or drop the record",
+                                 path=image.path)
+    return len(seen)
+
+
+def plan_images(plans: Iterable[Any]) -> Iterable[tuple[ImageRef, str]]:
+    """Every image a run's plans can send: the samples' own and their knowledge base's."""
+    for plan in plans:
+        for s in plan.samples:
+            for im in s.images:
+                yield im, f"sample {s.id}"
+        store = getattr(plan, "store", None)
+        for doc in (store if store is not None else ()):
+            if doc.image is not None:
+                yield doc.image, f"document {doc.id}"
+
+
+def check_plan_inputs(plans: Iterable[Any], models: Iterable[Any]) -> int:
+    return check_images(plan_images(plans), models)

@@ -1,0 +1,139 @@
+"""One redaction helper, applied before anything leaves the process for a file.
+
+Why one: secrets reach files by several roads — a server that echoes the ``Authorization`` header
+in an error body (stored as ``Response.error_detail``, so in the records and the HTML browser), a
+key in a base URL's userinfo (``https://user:KEY@host``: the model fingerprint, the manifest, the
+response cache and its audit log), a header written in a model's ``options.headers`` (the
+manifest), an environment value pasted on the command line (``argv``).  Each writer calls
+:func:`redact` (objects) or :func:`redact_text` (strings); what it removes:
+
+* every value of an environment variable whose name looks secret (``*KEY*``, ``*TOKEN*``,
+  ``*SECRET*``, ``*PASSWORD*``, ``*CREDENTIAL*``), plus the value of any variable a config names in
+  ``api_key_env`` and every value passed to :func:`register_secret`;
+* the userinfo of any URL (``scheme://***@host``);
+* ``Bearer``/``Basic`` credentials, and the values of secret-looking headers
+  (``Authorization``, ``Cookie``, ``*key*``, ``*token*``, ``*secret*``, ``*password*``) in any
+  mapping stored under a ``headers`` key.
+
+Redacted text reads ``***`` (:data:`REDACTED`); :func:`find_redacted` tells a reader (``run
+--resume``) that a config lost a secret and cannot be replayed as is.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any, Iterable, Mapping
+from urllib.parse import urlsplit
+
+REDACTED = "***"
+SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
+SECRET_HEADER = re.compile(r"^(authorization|proxy-authorization|cookie|set-cookie)$|key|token|secret|passw",
+                           re.IGNORECASE)
+_USERINFO = re.compile(r"(?P<scheme>\b[a-zA-Z][a-zA-Z0-9+.\-]*://)(?P<info>[^/?#@\s\"']+)@")
+_CREDENTIAL = re.compile(r"\b(?P<kind>Bearer|Basic|Token)\s+(?P<value>[A-Za-z0-9._~+/=\-]{6,})", re.IGNORECASE)
+_MIN_LEN = 6           # shorter values ("1", "true") would redact ordinary words
+_registered: set[str] = set()
+
+
+def register_secret(value: str | None) -> None:
+    """Remember a secret this process handles (an API key read from the environment) so that every
+    later :func:`redact` removes it, whatever road it takes."""
+    if isinstance(value, str) and len(value.strip()) >= _MIN_LEN:
+        _registered.add(value.strip())
+
+
+def _env_secrets() -> set[str]:
+    return {v for k, v in os.environ.items() if SECRET_NAME.search(k) and v and len(v) >= _MIN_LEN}
+
+
+def header_secrets(headers: Mapping[str, Any] | None) -> set[str]:
+    """The secret values of a header mapping: whole values of secret-looking headers and the
+    credential part of ``Bearer X`` / ``Basic X``."""
+    out: set[str] = set()
+    for k, v in (headers or {}).items():
+        if not isinstance(v, str) or not SECRET_HEADER.search(str(k)):
+            continue
+        if len(v) >= _MIN_LEN:
+            out.add(v)
+        m = _CREDENTIAL.search(v)
+        if m:
+            out.add(m.group("value"))
+    return out
+
+
+def strip_userinfo(url: str) -> str:
+    """``host[:port]`` of a URL without its ``user:password@`` part (for fingerprints)."""
+    parts = urlsplit(url)
+    return parts.netloc.rpartition("@")[2]
+
+
+def redact_text(text: str, secrets: Iterable[str] = (), headers: Mapping[str, Any] | None = None) -> str:
+    """``text`` with known secrets, URL userinfo and bearer/basic credentials replaced by ``***``."""
+    if not isinstance(text, str) or not text:
+        return text
+    known = set(secrets) | _registered | _env_secrets() | header_secrets(headers)
+    for s in sorted(known, key=len, reverse=True):   # longest first: a key inside "Bearer key"
+        if s and s in text:
+            text = text.replace(s, REDACTED)
+    text = _USERINFO.sub(lambda m: f"{m.group('scheme')}{REDACTED}@", text)
+    return _CREDENTIAL.sub(lambda m: f"{m.group('kind')} {REDACTED}", text)
+
+
+def _config_secrets(obj: Any, out: set[str]) -> None:
+    """Secrets a config itself points at: values of the variables its ``api_key_env`` fields name
+    and the secret headers it writes out."""
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            if k == "api_key_env" and isinstance(v, str) and os.environ.get(v):
+                out.add(os.environ[v])
+            elif str(k).lower() == "headers" and isinstance(v, dict):
+                out |= header_secrets(v)
+            _config_secrets(v, out)
+    elif isinstance(obj, (list, tuple)):
+        for v in obj:
+            _config_secrets(v, out)
+
+
+def redact(obj: Any, secrets: Iterable[str] | None = None) -> Any:
+    """A copy of ``obj`` (JSON-like: dicts, lists, strings) with every secret removed; see the
+    module docstring.  Values of secret-looking headers become ``***`` whole."""
+    if secrets is None:
+        found: set[str] = set()
+        _config_secrets(obj, found)
+        secrets = found
+    secrets = [s for s in secrets if isinstance(s, str) and len(s) >= _MIN_LEN]
+    return _walk(obj, secrets, in_headers=False)
+
+
+def _walk(obj: Any, secrets: list[str], in_headers: bool) -> Any:
+    if isinstance(obj, str):
+        return redact_text(obj, secrets)
+    if isinstance(obj, dict):
+        out = {}
+        for k, v in obj.items():
+            if in_headers and isinstance(v, str) and SECRET_HEADER.search(str(k)):
+                out[k] = REDACTED
+            else:
+                out[k] = _walk(v, secrets, in_headers=str(k).lower() == "headers")
+        return out
+    if isinstance(obj, (list, tuple)):
+        return [_walk(v, secrets, in_headers=False) for v in obj]
+    return obj
+
+
+def find_redacted(obj: Any, where: str = "") -> str | None:
+    """The dotted location of the first string holding ``***`` (a secret removed on writing)."""
+    if isinstance(obj, str):
+        return where or "." if REDACTED in obj else None
+    if isinstance(obj, dict):
+        items = obj.items()
+    elif isinstance(obj, (list, tuple)):
+        items = enumerate(obj)
+    else:
+        return None
+    for k, v in items:
+        hit = find_redacted(v, f"{where}.{k}" if where else str(k))
+        if hit:
+            return hit
+    return None

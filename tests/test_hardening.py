@@ -1,0 +1,167 @@
+"""Nothing lost, nothing silently wrong (issue 17 items 5-8): a damaged response cache, a curation
+folder holding another curation, a full disk, and the spool folders of killed index builds."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from PIL import Image
+
+from mmrag.cli import main
+from mmrag.errors import InputError
+from mmrag.models.cache import ResponseCache
+from mmrag.schema import Response
+
+
+# -- item 5: the response cache ---------------------------------------------------------------------
+def _filled_cache(path: Path, n: int = 400) -> list[str]:
+    keys = [f"{i:064x}" for i in range(n)]
+    with ResponseCache(path) as c:
+        c.put_many([(k, "fp", Response(prompt_id=f"p{i}", text="answer " * 40)) for i, k in enumerate(keys)])
+    return keys
+
+
+def test_an_unreadable_cache_row_is_a_miss_and_is_replaced(tmp_path):
+    path = tmp_path / "c.sqlite"
+    keys = _filled_cache(path, 3)
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE responses SET response = '{not json' WHERE key = ?", (keys[1],))
+    conn.commit()
+    conn.close()
+    with ResponseCache(path) as c:
+        found = c.get_many(keys)
+        assert set(found) == {keys[0], keys[2]} and c.unreadable == 1 and c.misses == 1
+        c.put(keys[1], "fp", Response(prompt_id="p1", text="again"))
+        assert c.get(keys[1]).text == "again"
+
+
+def test_damaged_cache_pages_are_one_clear_error(tmp_path):
+    path = tmp_path / "c.sqlite"
+    keys = _filled_cache(path)
+    for suffix in ("-wal", "-shm"):
+        Path(str(path) + suffix).unlink(missing_ok=True)
+    data = bytearray(path.read_bytes())
+    page = 4096
+    for off in range(2 * page, len(data), page):     # keep the header page, scramble the b-tree pages
+        data[off:off + 64] = b"\xa5" * 64
+    path.write_bytes(bytes(data))
+    with pytest.raises(InputError) as info:
+        with ResponseCache(path) as c:
+            c.get_many(keys)
+    msg = str(info.value)
+    assert str(path) in msg and "--no-cache" in msg and "delete" in msg
+
+
+# -- item 6: curate --out ------------------------------------------------------------------------------
+def test_curate_refuses_a_folder_holding_another_curation(tmp_path, capsys):
+    from mmrag.curation import load_curate_config
+
+    base = {"benchmark": {"name": "demo"}, "gating_models": [{"backend": "always-deflect"}], "limit": 30}
+    first = tmp_path / "a.yaml"
+    first.write_text(yaml.safe_dump(base))
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "config.json").write_text(json.dumps(load_curate_config(first).model_dump(mode="json")))
+    (out / "stage1_parametric.jsonl").write_text('{"sample_id": "s1", "kept": true}\n')
+    second = tmp_path / "b.yaml"
+    second.write_text(yaml.safe_dump({**base, "limit": 20}))
+    assert main(["curate", "--config", str(second), "--out", str(out)]) != 0
+    err = capsys.readouterr().err
+    assert "different curation" in err and "limit" in err and "config.json" in err
+    orphan = tmp_path / "orphan"
+    orphan.mkdir()
+    (orphan / "stage1_parametric.jsonl").write_text("{}\n")
+    assert main(["curate", "--config", str(second), "--out", str(orphan)]) != 0
+    assert "no config.json" in capsys.readouterr().err
+
+
+# -- item 7: a full disk ---------------------------------------------------------------------------------
+def _small_filesystem(where: Path, size: str) -> bool:
+    """A real tmpfs of ``size`` (root, or a user+mount namespace is not available from pytest)."""
+    where.mkdir()
+    if os.geteuid() != 0:
+        return False
+    return subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)],
+                          capture_output=True).returncode == 0
+
+
+def _records(run: Path) -> list[dict]:
+    lines = (run / "samples.jsonl").read_text().split("\n") if (run / "samples.jsonl").exists() else []
+    full = [ln for ln in lines[:-1] if ln.strip()]   # the last piece may be cut mid-write
+    return [json.loads(ln) for ln in full]
+
+
+def test_a_full_disk_is_one_clear_error_and_the_run_resumes(tmp_path, capsys, monkeypatch, module_home):
+    mnt = tmp_path / "small"
+    real_fs = _small_filesystem(mnt, "160k")
+    try:
+        run = mnt / "run"
+        argv = ["run", "--benchmark", "demo", "--model", "always-deflect", "--scenarios", "parametric",
+                "--limit", "30", "--batch-size", "2", "--no-cache", "--out", str(run)]
+        filler = mnt / "filler"
+        if real_fs:
+            filler.write_bytes(b"\0" * 80_000)             # leave room for a few batches, not 30 records
+        else:   # fault injection: the 4th fsync of the run finds the disk full
+            import errno
+
+            calls = {"n": 0}
+            real_fsync = os.fsync
+
+            def fsync(fd):
+                calls["n"] += 1
+                if calls["n"] >= 4:
+                    raise OSError(errno.ENOSPC, "No space left on device")
+                return real_fsync(fd)
+
+            monkeypatch.setattr(os, "fsync", fsync)
+        code = main(argv)
+        err = capsys.readouterr().err
+        assert code != 0 and "no space left on device" in err and "Traceback" not in err
+        assert str(mnt) in err and "free space" in err
+        before = _records(run)
+        assert 0 < len(before) < 30
+        if real_fs:
+            filler.unlink()
+        else:
+            monkeypatch.setattr(os, "fsync", real_fsync)
+        assert main(["run", "--resume", str(run)]) == 0, capsys.readouterr().err
+        after = _records(run) + [json.loads(x) for x in (run / "samples.jsonl").read_text().split("\n")[-1:] if x.strip()]
+        assert len(after) == 30 and len({r["key"] for r in after}) == 30
+        kept = {r["key"]: r for r in after}
+        assert all(kept[r["key"]] == r for r in before)   # what was written before the failure is intact
+    finally:
+        if real_fs:
+            subprocess.run(["umount", str(mnt)], capture_output=True)
+
+
+# -- item 8: spool folders of killed index builds ----------------------------------------------------------
+def test_stale_build_folders_are_removed_and_reported(tmp_path, capsys):
+    kb = tmp_path / "kb.jsonl"
+    rows = []
+    for i, color in enumerate(("red", "green", "blue")):
+        Image.new("RGB", (16, 16), color).save(tmp_path / f"{i}.png")
+        rows.append(json.dumps({"id": f"d{i}", "modality": "image", "image": f"{i}.png"}))
+    kb.write_text("\n".join(rows) + "\n")
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    stale = tmp_path / f".idx.tmp-{dead.pid}-deadbeef"
+    stale.mkdir()
+    (stale / "embeddings.f32").write_bytes(b"\0" * 2_000_000)
+    live = tmp_path / f".idx.tmp-{os.getpid()}-cafecafe"   # a build still running: kept
+    live.mkdir()
+    assert main(["index", "build", "--kb", str(kb), "--kind", "visual", "--out", str(tmp_path / "idx")]) == 0
+    err = capsys.readouterr().err
+    assert "removed 1 stale build folder" in err and "2.0 MB" in err
+    assert not stale.exists() and live.exists() and (tmp_path / "idx" / "manifest.json").is_file()
+    manifest = json.loads((tmp_path / "idx" / "manifest.json").read_text())
+    manifest["shards"] = []      # "an index of 0 shards" must not load as an empty index
+    (tmp_path / "idx" / "manifest.json").write_text(json.dumps(manifest))
+    assert main(["index", "info", str(tmp_path / "idx")]) != 0
+    assert "0 shard(s)" in capsys.readouterr().err

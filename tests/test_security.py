@@ -1,0 +1,188 @@
+"""Security model (issue 17): configs and run directories are data; no secret reaches a file.
+
+* A plug-in named by dotted path in a config is imported only with ``--allow-code``, must be a
+  class with the protocol's methods, and is never imported from a run directory (``--resume``).
+* A key planted every way it can travel — echoed by the server in an error body, in the base
+  URL's userinfo, in ``api_key_env``, in ``options.headers`` (``Authorization`` and ``X-Api-Key``)
+  — reaches no byte of any file the run, the report, the browser or the response cache write.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+from pathlib import Path
+
+import pytest
+import yaml
+from loopback_server import LoopbackServer
+
+from mmrag.cli import main
+from mmrag.errors import InputError
+from mmrag.redact import REDACTED, find_redacted, redact, redact_text, strip_userinfo
+from mmrag.registry import Registry, allow_code
+from mmrag.scenarios.spec import ScenarioSpec
+
+PARAMETRIC = [{"kind": "parametric"}]
+
+
+def _yaml(path: Path, data: dict) -> Path:
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def _run_cfg(tmp: Path, retrievers: dict, name: str = "cfg") -> Path:
+    return _yaml(tmp / f"{name}.yaml", {
+        "benchmarks": [{"name": "demo"}], "limit": 2, "models": [{"backend": "always-deflect"}],
+        "scenarios": [{"kind": "realistic", "n_distractors": 1}], "retrieval": {"retrievers": retrievers}})
+
+
+# -- plug-ins by dotted path --------------------------------------------------------------------
+def test_a_config_cannot_run_a_shell_command(tmp_path, capsys, module_home):
+    marker = tmp_path / "pwned"
+    cfg = _run_cfg(tmp_path, {"text": {"name": "os:system", "command": f"touch {marker}"}})
+    code = main(["run", "--config", str(cfg), "--out", str(tmp_path / "run")])
+    err = capsys.readouterr().err
+    assert code != 0 and "--allow-code" in err and "os:system" in err and "Traceback" not in err
+    assert not marker.exists() and not (tmp_path / "run").exists()
+
+
+def test_allow_code_still_requires_a_class_with_the_protocol(tmp_path, capsys, module_home):
+    marker = tmp_path / "pwned"
+    cfg = _run_cfg(tmp_path, {"text": {"name": "os:system", "command": f"touch {marker}"}})
+    assert main(["run", "--config", str(cfg), "--allow-code", "--out", str(tmp_path / "run")]) != 0
+    assert "not a class" in capsys.readouterr().err and not marker.exists()
+    cfg2 = _run_cfg(tmp_path, {"text": "collections:OrderedDict"}, "c2")     # a class, but no .retrieve
+    assert main(["run", "--config", str(cfg2), "--allow-code", "--out", str(tmp_path / "run2")]) != 0
+    err = capsys.readouterr().err
+    assert "does not implement the retriever protocol" in err and "retrieve" in err
+
+
+def test_registry_rules_without_the_cli():
+    reg: Registry = Registry("widget", group="mmrag.no-such-group", requires=("retrieve",))
+    with pytest.raises(InputError, match="--allow-code"):
+        reg.get("os:system")
+    with allow_code():
+        with pytest.raises(InputError, match="not a class"):
+            reg.get("os:system")
+        with pytest.raises(InputError, match="missing retrieve"):
+            reg.get("collections:OrderedDict")
+        assert reg.get("custom_retriever_mod:KeywordRetriever").__name__ == "KeywordRetriever"
+    with pytest.raises(InputError, match="--allow-code"):   # the permission ends with the block
+        reg.get("custom_retriever_mod:KeywordRetriever")
+
+
+def test_resume_never_imports_code_a_manifest_names(tmp_path, capsys, module_home):
+    run = tmp_path / "run"
+    assert main(["run", "--benchmark", "demo", "--model", "always-deflect", "--scenarios", "parametric",
+                 "--limit", "2", "--out", str(run)]) == 0
+    marker = tmp_path / "pwned"
+    man = json.loads((run / "manifest.json").read_text())
+    man["config"]["retrieval"]["retrievers"] = {"text": {"name": "os:system", "command": f"touch {marker}"}}
+    man["config"]["scenarios"] = [ScenarioSpec(kind="realistic", n_distractors=1).model_dump(mode="json")]
+    (run / "manifest.json").write_text(json.dumps(man))
+    capsys.readouterr()
+    assert main(["run", "--resume", str(run)]) != 0
+    assert "--allow-code" in capsys.readouterr().err and not marker.exists()
+    assert main(["run", "--resume", str(run), "--allow-code"]) != 0    # the flag does not apply to a run dir
+    assert "does not apply to --resume" in capsys.readouterr().err and not marker.exists()
+
+
+# -- the redaction helper -----------------------------------------------------------------------
+def test_redaction_rules(monkeypatch):
+    monkeypatch.setenv("MMRAG_PLANTED_VAR", "plantedvalue-123")
+    cfg = {"models": [{"backend": "openai", "base_url": "https://bob:pw-secret-9@host:8000/v1",
+                       "api_key_env": "MMRAG_PLANTED_VAR", "settings": {"max_new_tokens": 12},
+                       "options": {"headers": {"Authorization": "Bearer hdr-secret-1", "X-Api-Key": "xk-secret-22",
+                                               "Accept": "application/json"}}}],
+           "argv": ["--note", "plantedvalue-123"]}
+    out = redact(cfg)
+    text = json.dumps(out)
+    for secret in ("pw-secret-9", "plantedvalue-123", "hdr-secret-1", "xk-secret-22"):
+        assert secret not in text
+    m = out["models"][0]
+    assert m["base_url"] == f"https://{REDACTED}@host:8000/v1" and m["api_key_env"] == "MMRAG_PLANTED_VAR"
+    assert m["options"]["headers"] == {"Authorization": REDACTED, "X-Api-Key": REDACTED, "Accept": "application/json"}
+    assert m["settings"] == {"max_new_tokens": 12}            # "tokens" in a field name is not a secret
+    assert find_redacted(out) == "models.0.base_url" and find_redacted({"a": ["x"]}) is None
+    assert redact_text('{"error": "bad key Bearer sk-live-abcdef"}') == f'{{"error": "bad key Bearer {REDACTED}"}}'
+    assert redact_text("echo: zz-hdr-77777", headers={"X-Auth-Token": "zz-hdr-77777"}) == f"echo: {REDACTED}"
+    assert strip_userinfo("http://u:p@127.0.0.1:9/v1") == "127.0.0.1:9"
+
+
+# -- a key planted every way, grepped in every file ------------------------------------------------
+API_KEY = "sk-planted-apikey-0001"
+URL_SECRET = "urlpass-planted-0002"
+HDR_SECRET = "hdr-planted-bearer-0003"
+XKEY_SECRET = "xkey-planted-0004"
+
+
+def _files(*roots: Path):
+    for root in roots:
+        if root.is_file():
+            yield root
+        elif root.is_dir():
+            yield from (p for p in root.rglob("*") if p.is_file())
+
+
+def test_no_planted_key_reaches_any_file(tmp_path, monkeypatch, capsys, module_home):
+    monkeypatch.setenv("MMRAG_PLANTED", API_KEY)     # a variable whose name does not look secret
+    calls = {"n": 0}
+    with LoopbackServer(answer="Paris") as srv:
+        real_chat = srv.core.chat
+
+        async def echo_or_answer(headers, raw, writer, path):
+            calls["n"] += 1
+            if calls["n"] % 2:   # every other request: a 401 that echoes what it received
+                body = json.dumps({"error": {"message": "invalid credentials", "received": headers}}).encode()
+                await srv.core.send(writer, 401, body)
+                return True
+            return await real_chat(headers, raw, writer, path)
+
+        srv.core.chat = echo_or_answer
+        port = srv.port
+        cfg = _yaml(tmp_path / "run.yaml", {
+            "benchmarks": [{"name": "demo"}], "limit": 3, "scenarios": PARAMETRIC,
+            "cache": {"path": str(tmp_path / "cache" / "responses.sqlite")},
+            "models": [
+                {"backend": "openai", "model": "m-a", "base_url": f"http://alice:{URL_SECRET}@127.0.0.1:{port}/v1",
+                 "options": {"max_retries": 0}},
+                {"backend": "openai", "model": "m-c", "base_url": f"http://127.0.0.1:{port}/v1",
+                 "api_key_env": "MMRAG_PLANTED", "options": {"max_retries": 0}},
+                {"backend": "openai", "model": "m-b", "base_url": f"http://127.0.0.1:{port}/v1",
+                 "options": {"max_retries": 0, "headers": {"Authorization": f"Bearer {HDR_SECRET}",
+                                                            "X-Api-Key": XKEY_SECRET}}}]})
+        run = tmp_path / "run"
+        assert main(["run", "--config", str(cfg), "--out", str(run)]) == 0
+        sent = json.dumps([r.headers for r in srv.core.records])
+    basic = base64.b64encode(f"alice:{URL_SECRET}".encode()).decode()
+    assert all(s in sent for s in (API_KEY, HDR_SECRET, XKEY_SECRET, basic))   # every key did travel
+    assert main(["report", str(run), "--out", str(tmp_path / "report"), "--quiet", "--n-boot", "100"]) == 0
+    assert main(["browse", str(run), "--out", str(tmp_path / "browser.html")]) == 0
+    records = [json.loads(x) for x in (run / "samples.jsonl").read_text().splitlines() if x.strip()]
+    details = [r["response"].get("error_detail") or "" for r in records]
+    assert any("invalid credentials" in d and REDACTED in d for d in details)   # echoed, then redacted
+    assert (tmp_path / "cache" / "responses.audit.jsonl").is_file()
+    planted = [s.encode() for s in (API_KEY, URL_SECRET, HDR_SECRET, XKEY_SECRET)]
+    planted.append(base64.b64encode(f"alice:{URL_SECRET}".encode()))
+    scanned = 0
+    for f in _files(run, tmp_path / "report", tmp_path / "browser.html", tmp_path / "cache", Path(os.environ["MMRAG_HOME"])):
+        data = f.read_bytes()
+        scanned += 1
+        for s in planted:
+            assert s not in data, f"{s.decode()} leaked into {f}"
+    assert scanned >= 6
+
+
+def test_resume_of_a_redacted_manifest_is_refused_clearly(tmp_path, capsys, module_home):
+    run = tmp_path / "run"
+    assert main(["run", "--benchmark", "demo", "--model", "always-deflect", "--scenarios", "parametric",
+                 "--limit", "1", "--out", str(run)]) == 0
+    man = json.loads((run / "manifest.json").read_text())
+    man["config"]["models"] = [{"backend": "openai", "model": "m", "base_url": f"http://{REDACTED}@127.0.0.1:9/v1"}]
+    (run / "manifest.json").write_text(json.dumps(man))
+    capsys.readouterr()
+    assert main(["run", "--resume", str(run)]) != 0
+    err = capsys.readouterr().err
+    assert "secret removed" in err and "models.0.base_url" in err and "--config" in err
