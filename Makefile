@@ -13,7 +13,7 @@ $(PY):
 # torchvision 0.28 does not import beside the CPU-only torch 2.13).
 $(STAMP): $(PY) pyproject.toml
 	$(PIP) install --quiet torch==2.14.1 torchvision==0.29.1
-	$(PIP) install --quiet -e '.[cpu,llamaindex,notebooks,dev]'
+	$(PIP) install --quiet -e '.[cpu,llamaindex,notebooks,dev,ray]'
 	touch $(STAMP)
 
 setup: $(STAMP)

@@ -8,6 +8,7 @@ from typing import Optional
 import typer
 
 from mmrag.commands._console import console
+from mmrag.commands._engine import ADDRESS, ENGINE, REPLICAS, engine_scope
 from mmrag.commands.judge import JudgeBaseUrlOpt, JudgeKeyEnvOpt, JudgeModelOpt, judge_config
 
 
@@ -16,7 +17,8 @@ def curate(config: Path = typer.Option(..., "--config", help="curate.yaml (Curat
                                               "(default: the config's out, else a new folder under MMRAG_HOME)"),
            judge: Optional[str] = typer.Option(None, "--judge", help="rule | llm | rule+llm (over the config's)"),
            judge_model: Optional[str] = JudgeModelOpt, judge_base_url: Optional[str] = JudgeBaseUrlOpt,
-           judge_api_key_env: Optional[str] = JudgeKeyEnvOpt) -> None:
+           judge_api_key_env: Optional[str] = JudgeKeyEnvOpt,
+           engine: str = ENGINE, address: Optional[str] = ADDRESS, replicas: Optional[int] = REPLICAS) -> None:
     """Re-curate a DeflectionBench-format benchmark: keep only samples that truly need retrieval."""
     from mmrag.curation import curate as run_curation, load_curate_config
     from mmrag.runs.engine import default_run_dir
@@ -24,6 +26,7 @@ def curate(config: Path = typer.Option(..., "--config", help="curate.yaml (Curat
     cfg = load_curate_config(config)
     cfg.judge = judge_config(judge, judge_model, judge_base_url, judge_api_key_env, base=cfg.judge)
     target = out or (Path(cfg.out) if cfg.out else default_run_dir("curation"))
-    report = run_curation(cfg, target)
+    with engine_scope(engine, address, replicas):
+        report = run_curation(cfg, target)
     console.print((target / "report.md").read_text(encoding="utf-8"))
     console.print(f"survivors: {report['totals'].get('stage3_oracle', 0)} -> {target / 'curated.jsonl'}")

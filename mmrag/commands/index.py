@@ -9,9 +9,10 @@ from typing import Iterator, Optional
 import typer
 
 from mmrag.errors import InputError
+from mmrag.commands._engine import ADDRESS, ENGINE
 from mmrag.registry import allow_code as trusting_code
-from mmrag.schema import Document, ImageRef
-from mmrag.util import iter_jsonl, parse_record
+from mmrag.schema import Document
+from mmrag.util import iter_jsonl
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Build, inspect and evaluate FAISS indices over a knowledge base.")
@@ -22,16 +23,11 @@ DEFAULT_ENCODER = {"text": "minilm", "visual": "color-layout", "multimodal": "fu
 
 def iter_kb(path: str | Path) -> Iterator[Document]:
     """Stream ``kb.jsonl`` (KBRecord lines) as Documents; image paths are relative to the file."""
-    from mmrag.benchmarks.formats import KBRecord
+    from mmrag.distributed.kb_blocks import kb_document
 
     path = Path(path)
     for line, obj in iter_jsonl(path):
-        rec = parse_record(KBRecord, obj, path=path, line=line)
-        image = None
-        if rec.image:
-            p = Path(rec.image)
-            image = ImageRef(path=str(p if p.is_absolute() else path.parent / p))
-        yield rec.to_document(image)
+        yield kb_document(obj, path, line)
 
 
 def _encoder_spec(name: Optional[str], kwargs: Optional[str], kind: str) -> dict:
@@ -59,10 +55,16 @@ def build(kb: Path = typer.Option(..., "--kb", help="kb.jsonl (one KBRecord per 
           threads: Optional[int] = typer.Option(None, "--threads", help="FAISS CPU threads"),
           device: str = typer.Option("cpu", "--device", help="cpu | auto | gpu (FAISS)"),
           allow_code: bool = typer.Option(False, "--allow-code", help="allow --encoder pkg.mod:Class (trusted code only)"),
+          engine: str = ENGINE, address: Optional[str] = ADDRESS,
+          pool_size: Optional[int] = typer.Option(None, "--pool-size", help="--engine ray: encoder actors "
+                                                  "(default: one per GPU, else one per spare CPU)"),
+          block_docs: int = typer.Option(10_000, "--block-docs", min=1, help="--engine ray: KB lines per block"),
           ) -> None:
     """Encode a knowledge base and write a FAISS index with its manifest."""
+    from mmrag.distributed import check_engine
     from mmrag.indices import INDEX_KINDS, build_index, create_encoder
 
+    check_engine(engine, address)
     kind = {"image": "visual"}.get(kind, kind)  # one vocabulary with --negative-modality / --positive-modality
     if kind not in INDEX_KINDS:
         raise InputError(f"unknown index kind '{kind}' (text | image | multimodal)", field="--kind")
@@ -78,10 +80,17 @@ def build(kb: Path = typer.Option(..., "--kb", help="kb.jsonl (one KBRecord per 
     if removed:
         typer.echo(f"removed {removed} stale build folder(s) of {out} left by killed builds "
                    f"({freed / 1e6:.1f} MB freed)", err=True)
+    spec = _encoder_spec(encoder, encoder_kwargs, kind)
     with trusting_code(allow_code):
-        enc = create_encoder(_encoder_spec(encoder, encoder_kwargs, kind))
-    m = build_index(iter_kb(kb), enc, kind, factory=factory, out=out, shard_size=shard_size,
-                    batch_size=batch_size, threads=threads, device=device, source=kb)
+        if engine == "ray":
+            from mmrag.distributed import build_index_ray
+
+            m = build_index_ray(kb, spec, kind, factory=factory, out=out, address=address, pool_size=pool_size,
+                                batch_size=batch_size, block_docs=block_docs, shard_size=shard_size,
+                                threads=threads, device=device)
+        else:
+            m = build_index(iter_kb(kb), create_encoder(spec), kind, factory=factory, out=out, shard_size=shard_size,
+                            batch_size=batch_size, threads=threads, device=device, source=kb)
     typer.echo(f"wrote {m.kind} index to {out}: {m.count} vectors, dim {m.dim}, factory {m.factory}, "
                f"{len(m.shards)} shard(s)")
 

@@ -11,6 +11,7 @@ from typing import Literal, Optional
 import typer
 
 from mmrag.commands._console import choices, console, progress_bar, refuse_extra_flags, results_table
+from mmrag.commands._engine import ADDRESS, ENGINE, ENGINE_FLAGS, REPLICAS, engine_scope
 from mmrag.commands.judge import JudgeBaseUrlOpt, JudgeKeyEnvOpt, JudgeModelOpt, judge_config
 from mmrag.errors import InputError
 from mmrag.models.base import GenerationSettings
@@ -38,7 +39,8 @@ OUT_HELP = "run directory to write (default: a new folder under MMRAG_HOME/runs)
 JUDGE_HELP = "judge of open answers: rule | llm | rule+llm (or a registered judge name; default rule, or the " \
              "config's); HumbleBench and KnowHal use their family's judge"
 #: flags that --config still honours (they are applied over the file's values, not dropped)
-CONFIG_OVERRIDES = ("--out", "--judge", "--judge-model", "--judge-base-url", "--judge-api-key-env", "--allow-code")
+CONFIG_OVERRIDES = ("--out", "--judge", "--judge-model", "--judge-base-url", "--judge-api-key-env", "--allow-code",
+                    *ENGINE_FLAGS)
 
 
 def _builtin_sweep_names() -> list[str]:
@@ -232,6 +234,7 @@ def run(
     max_failures: Optional[str] = typer.Option(None, "--max-failures", help=_MAX_FAIL),
     retry_errors: bool = typer.Option(False, "--retry-errors",
                                       help="send cells whose last attempt failed again (--resume always does)"),
+    engine: str = ENGINE, address: Optional[str] = ADDRESS, replicas: Optional[int] = REPLICAS,
 ) -> None:
     """Run benchmarks x scenarios x models, judge every answer, write a run directory."""
     if resume is not None and allow_code:
@@ -239,12 +242,13 @@ def run(
                          "manifest names is never imported; to continue a run that uses a plug-in by dotted "
                          "path, give its config again: --config FILE --allow-code --out DIR", field="--allow-code")
     if resume is not None:
-        refuse_extra_flags(ctx, "--resume", allowed=EXECUTION_FLAGS)
+        refuse_extra_flags(ctx, "--resume", allowed=(*EXECUTION_FLAGS, *ENGINE_FLAGS))  # how and where it runs, not what it measures
     elif config is not None:
         refuse_extra_flags(ctx, "--config", allowed=(*CONFIG_OVERRIDES, *EXECUTION_FLAGS))
     if resume is not None:
-        run_and_print(with_execution(config_from_manifest(resume), max_concurrency, max_failures), resume,
-                      retry_failed=True)
+        with engine_scope(engine, address, replicas):
+            run_and_print(with_execution(config_from_manifest(resume), max_concurrency, max_failures), resume,
+                          retry_failed=True)
         return
     if config is not None:
         cfg = load_run_config(config)
@@ -263,7 +267,7 @@ def run(
                 raise InputError("--source applies to exactly one --benchmark", field="--source")
             cfg.benchmarks[0].source = source
     target = out or (Path(cfg.out) if cfg.out else default_run_dir("run"))
-    with trusting_code(allow_code):
+    with trusting_code(allow_code), engine_scope(engine, address, replicas):
         run_and_print(with_execution(cfg, max_concurrency, max_failures), target, retry_failed=retry_errors)
 
 
@@ -286,6 +290,7 @@ def sweep(
     max_concurrency: Optional[int] = typer.Option(None, "--max-concurrency", min=1, help=_MAX_CONC),
     max_failures: Optional[str] = typer.Option(None, "--max-failures", help=_MAX_FAIL),
     retry_errors: bool = typer.Option(False, "--retry-errors", help="send cells whose last attempt failed again"),
+    engine: str = ENGINE, address: Optional[str] = ADDRESS, replicas: Optional[int] = REPLICAS,
 ) -> None:
     """Run every cell of a sweep; cells already in the run directory are not run again."""
     import yaml
@@ -312,7 +317,7 @@ def sweep(
                         sweeps=[str(config)], limit=limit)
     cfg.judge = judge_config(judge, judge_model, judge_base_url, judge_api_key_env, base=cfg.judge)
     target = out or (Path(cfg.out) if cfg.out else default_run_dir("sweep"))
-    with trusting_code(allow_code):
+    with trusting_code(allow_code), engine_scope(engine, address, replicas):
         run_and_print(with_execution(cfg, max_concurrency, max_failures), target, title=f"Sweep {config.name}",
                       retry_failed=retry_errors)
 

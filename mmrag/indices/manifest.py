@@ -88,6 +88,12 @@ class KBHasher:
         self._acc = (self._acc + int(document_hash(doc), 16)) % _MOD
         self.count += 1
 
+    def merge(self, other: "KBHasher") -> None:
+        """Add the documents another hasher saw (one per KB block, hashed on Ray workers): the sum
+        is order-independent, so merging partial hashers gives the whole KB's hash."""
+        self._acc = (self._acc + other._acc) % _MOD
+        self.count += other.count
+
     def hexdigest(self) -> str:
         return hashlib.sha256(f"{self.count}:{self._acc:064x}".encode()).hexdigest()
 

@@ -8,8 +8,9 @@ Third-party backends register through the ``mmrag.models`` entry-point group (a 
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from mmrag.errors import InputError
 from mmrag.models.base import MODELS, VLM, GenerationSettings, ModelSpec
@@ -60,12 +61,13 @@ def _register_builtins() -> None:
         MODELS.register(name, _lazy(f"mmrag.models.baselines:{cls}"))
     MODELS.register("context-reader", _lazy("mmrag.models.context_reader:ContextReader"))
     MODELS.register("sim-vlm", _lazy("mmrag.models.sim_vlm:SimVLM"))
+    MODELS.register("sleepy", _lazy("mmrag.models.sleepy:SleepyVLM"))
 
 
 _register_builtins()
 
 #: names that are backends taking ``BACKEND:MODEL``; every other built-in is a bare-name baseline
-BACKENDS = ("openai", "transformers", "vllm")
+BACKENDS = ("openai", "transformers", "vllm", "sleepy")
 BASELINES = ("always-deflect", "random-choice", "always-nota", "first-option", "context-reader")
 
 
@@ -111,12 +113,29 @@ def open_cache(path: str | Path | None = None, enabled: bool = True) -> Response
     return ResponseCache(Path(path)) if path else ResponseCache.default()
 
 
+#: Where models are built: ``None`` = in this process; else a callable ``(spec) -> VLM | None``
+#: (``None`` = build it here after all).  ``mmrag.distributed`` installs one for ``--engine ray``.
+_PLACEMENT: Callable[[ModelSpec], Any] | None = None
+
+
+@contextlib.contextmanager
+def model_placement(place: Callable[[ModelSpec], Any] | None) -> Iterator[None]:
+    """Within the block, :func:`create_model` asks ``place`` first (e.g. for Ray replicas); the
+    response cache still wraps whatever it returns, on this process."""
+    global _PLACEMENT
+    previous, _PLACEMENT = _PLACEMENT, place
+    try:
+        yield
+    finally:
+        _PLACEMENT = previous
+
+
 def create_model(spec: ModelSpec, cache: ResponseCache | str | Path | None = DEFAULT_CACHE) -> VLM:
     """Build the model a spec names and put it behind the response cache.
 
     ``cache``: ``"default"`` = the shared cache under MMRAG_HOME, a path = a cache file there, a
     :class:`ResponseCache` = that cache, ``None`` = no caching (``--no-cache``)."""
-    model = MODELS.create(spec.backend, spec)
+    model = (_PLACEMENT(spec) if _PLACEMENT is not None else None) or MODELS.create(spec.backend, spec)
     if cache is None:
         return model
     if isinstance(cache, (str, Path)):
