@@ -60,14 +60,11 @@ class KnowHalJudge:
         return self.judge_many([(sample, prompt, response)])[0]
 
     def judge_many(self, items: Sequence[tuple[Sample, Prompt, Response]]) -> list[Verdict]:
-        self.open.rules.prime([(r.text, s.question) for s, _, r in items if not r.error])
-        out: list[Verdict] = []
+        out: list[Verdict] = self.open.rules.batched(lambda it: self._rules(*it), items)
         to_llm: list[int] = []
-        for i, (sample, prompt, response) in enumerate(items):
-            v = self._rules(sample, prompt, response)
+        for i, v in enumerate(out):
             if self.llm is not None and v.details.get("llm_eligible"):
                 to_llm.append(i)
-            out.append(v)
         if to_llm:
             llm_verdicts = self.llm.judge_many([items[i] for i in to_llm])
             for i, lv in zip(to_llm, llm_verdicts):

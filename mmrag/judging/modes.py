@@ -59,8 +59,7 @@ class RuleJudge:
         return self.judge_many([(sample, prompt, response)])[0]
 
     def judge_many(self, items: Sequence[Item]) -> list[Verdict]:
-        self.open.rules.prime([(r.text, s.question) for s, _, r in items if not r.error])
-        return [self.route(s, p).judge(s, p, r) for s, p, r in items]
+        return self.open.rules.batched(lambda it: self.route(it[0], it[1]).judge(*it), items)
 
 
 class RuleThenLLMJudge:

@@ -111,15 +111,13 @@ class OpenAnswerRules:
     def body_of(text: str) -> str:
         return _ANSWER_PREFIX.sub("", _MARKDOWN.sub("", text).strip())
 
-    def prime(self, items: Sequence[tuple]) -> None:
-        """Embed, in one batch, what the semantic detector and the paraphrase signal may need:
-        items are (reply, question) or (reply, question, answers)."""
-        if self.semantic is None:
-            return
-        live = [it for it in items if it[0] and it[0].strip()]
-        self.semantic.prime([(self.body_of(it[0]), it[1]) for it in live])
-        if self.paraphrase is not None:
-            self.paraphrase.prime([(self.body_of(it[0]), it[1], alternatives_of(it[2])) for it in live if len(it) > 2])
+    def batched(self, judge_one, items: Sequence):
+        """``judge_one`` over ``items`` with the MiniLM encodes of the whole call batched: the rules
+        decide first, only what they leave to MiniLM is embedded, one encode per step
+        (:func:`mmrag.judging.semantic.judge_batched`); verdicts equal one-by-one judging."""
+        from mmrag.judging.semantic import judge_batched
+
+        return judge_batched(self.semantic.bank if self.semantic is not None else None, judge_one, items)
 
     def decide(self, sample: Sample, text: str, rule_name: str | None = None) -> Decision:
         ctx = context_of(sample)
@@ -214,8 +212,7 @@ class OpenAnswerJudge:
                        score=score, details=details)
 
     def judge_many(self, items: Sequence[tuple[Sample, Prompt, Response]]) -> list[Verdict]:
-        self.rules.prime([(r.text, s.question, s.answers) for s, _, r in items if not r.error])
-        return [self.judge(*it) for it in items]
+        return self.rules.batched(lambda it: self.judge(*it), items)
 
 
 def effective_answers(sample: Sample) -> list[str]:

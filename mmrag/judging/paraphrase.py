@@ -84,7 +84,8 @@ class Guards:
 
 class ParaphraseSignal:
     """Cosine of reply and reference key phrase under :class:`Guards`; embeddings share the
-    semantic detector's encoder and memo (one batch per ``judge_many``)."""
+    semantic detector's encoder and memo (batched per ``judge_many`` by
+    :func:`mmrag.judging.semantic.judge_batched`)."""
 
     def __init__(self, bank, threshold: float = 0.58, guards: Guards | None = None) -> None:
         self.bank = bank
@@ -94,19 +95,6 @@ class ParaphraseSignal:
     @cached_property
     def guards(self) -> Guards:
         return self._guards or Guards()
-
-    def prime(self, items: Sequence[tuple[str, str, Sequence[str]]]) -> None:
-        """Embed, in one batch, the masked replies and key-phrase targets of (reply, question,
-        references) items that have a sentence reference."""
-        from mmrag.judging.semantic import mask_topic
-
-        texts: list[str] = []
-        for reply, question, refs in items:
-            sents = [r for r in refs if isinstance(r, str) and r.strip() and is_sentence(r)]
-            if sents:
-                texts.append(mask_topic(reply, question))
-                texts.extend(target_text(question, r) for r in sents)
-        self.bank.prime(texts)
 
     def best(self, question: str, references: Sequence[str], reply: str) -> ParaphraseCall | None:
         from mmrag.judging.semantic import mask_topic
