@@ -79,7 +79,9 @@ def test_family_and_kind_run_end_to_end(plugin_run):
     assert note["metrics"]["quotes_answer"] == pytest.approx(200 / 3)
     # the kind's label is the one name the console and summary.md print
     assert "note card" in proc.stdout and "| note card |" in (out / "summary.md").read_text()
-    records = [json.loads(x) for x in (out / "samples.jsonl").read_text().splitlines() if x.strip()]
+    from mmrag.runs import read_records
+
+    records = [r.model_dump(mode="json") for r in read_records(out)]
     assert {r["verdict"]["judge_id"].split("@")[0] for r in records} == {"rule-open"}  # the family says "rule"
     assert all(r["prompt"]["contexts"][0]["document"]["title"] == "note" for r in records
                if r["scenario"]["kind"] == "note")

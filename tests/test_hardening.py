@@ -92,23 +92,29 @@ def _small_filesystem(where: Path, size: str) -> bool:
                           capture_output=True).returncode == 0
 
 
-def _records(run: Path) -> list[dict]:
-    lines = (run / "samples.jsonl").read_text().split("\n") if (run / "samples.jsonl").exists() else []
-    full = [ln for ln in lines[:-1] if ln.strip()]   # the last piece may be cut mid-write
-    return [json.loads(ln) for ln in full]
+def _records(run: Path) -> dict[str, dict]:
+    """The run's committed records by key (a torn segment is not committed, so it is not read)."""
+    from mmrag.runs import read_records
+
+    if not (run / "manifest.json").exists():
+        return {}
+    return {r.key: r.model_dump(mode="json") for r in read_records(run)}
 
 
 def test_a_full_disk_is_one_clear_error_and_the_run_resumes(tmp_path, capsys, monkeypatch, module_home):
     mnt = tmp_path / "small"
-    real_fs = _small_filesystem(mnt, "160k")
+    real_fs = _small_filesystem(mnt, "1m")
     try:
         run = mnt / "run"
-        argv = ["run", "--benchmark", "demo", "--model", "always-deflect", "--scenarios", "parametric",
-                "--limit", "30", "--batch-size", "2", "--no-cache", "--out", str(run)]
+        cfg = tmp_path / "run.yaml"      # small segments: the disk fills between two commits, not before the first
+        cfg.write_text("benchmarks: [{name: demo}]\nmodels: [{backend: always-deflect}]\n"
+                       "scenarios: [{kind: parametric}]\nlimit: 60\nflush_every: 4\nflush_seconds: 0.01\n"
+                       "cache: {enabled: false}\n")
+        argv = ["run", "--config", str(cfg), "--out", str(run)]
         filler = mnt / "filler"
         if real_fs:
-            filler.write_bytes(b"\0" * 80_000)             # leave room for a few batches, not 30 records
-        else:   # fault injection: the 4th fsync of the run finds the disk full
+            filler.write_bytes(b"\0" * 1_000_000)          # room for the manifest and a few segments, not 60 records
+        else:   # fault injection: the 6th fsync of the run finds the disk full
             import errno
 
             calls = {"n": 0}
@@ -116,7 +122,7 @@ def test_a_full_disk_is_one_clear_error_and_the_run_resumes(tmp_path, capsys, mo
 
             def fsync(fd):
                 calls["n"] += 1
-                if calls["n"] >= 4:
+                if calls["n"] >= 6:
                     raise OSError(errno.ENOSPC, "No space left on device")
                 return real_fsync(fd)
 
@@ -126,16 +132,15 @@ def test_a_full_disk_is_one_clear_error_and_the_run_resumes(tmp_path, capsys, mo
         assert code != 0 and "no space left on device" in err and "Traceback" not in err
         assert str(mnt) in err and "free space" in err
         before = _records(run)
-        assert 0 < len(before) < 30
+        assert 0 < len(before) < 60
         if real_fs:
             filler.unlink()
         else:
             monkeypatch.setattr(os, "fsync", real_fsync)
         assert main(["run", "--resume", str(run)]) == 0, capsys.readouterr().err
-        after = _records(run) + [json.loads(x) for x in (run / "samples.jsonl").read_text().split("\n")[-1:] if x.strip()]
-        assert len(after) == 30 and len({r["key"] for r in after}) == 30
-        kept = {r["key"]: r for r in after}
-        assert all(kept[r["key"]] == r for r in before)   # what was written before the failure is intact
+        after = _records(run)
+        assert len(after) == 60
+        assert all(after[k] == r for k, r in before.items())   # what was committed before the failure is intact
     finally:
         if real_fs:
             subprocess.run(["umount", str(mnt)], capture_output=True)

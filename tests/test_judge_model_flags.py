@@ -35,7 +35,9 @@ def graded(srv: LoopbackServer) -> list:
 
 
 def records(run_dir: Path) -> list[dict]:
-    return [json.loads(x) for x in (run_dir / "samples.jsonl").read_text().splitlines() if x.strip()]
+    from mmrag.runs import read_records
+
+    return [r.model_dump(mode="json") for r in read_records(run_dir)]
 
 
 def test_judge_command_rule_plus_llm_caches_and_counts_failures(home, tmp_path, key, capsys):

@@ -143,7 +143,7 @@ def test_no_planted_key_reaches_any_file(tmp_path, monkeypatch, capsys, module_h
         srv.core.chat = echo_or_answer
         port = srv.port
         cfg = _yaml(tmp_path / "run.yaml", {
-            "benchmarks": [{"name": "demo"}], "limit": 3, "scenarios": PARAMETRIC,
+            "benchmarks": [{"name": "demo"}], "limit": 3, "scenarios": PARAMETRIC, "max_failures": 1.0,  # every other reply is a 401 on purpose
             "cache": {"path": str(tmp_path / "cache" / "responses.sqlite")},
             "models": [
                 {"backend": "openai", "model": "m-a", "base_url": f"http://alice:{URL_SECRET}@127.0.0.1:{port}/v1",
@@ -160,7 +160,9 @@ def test_no_planted_key_reaches_any_file(tmp_path, monkeypatch, capsys, module_h
     assert all(s in sent for s in (API_KEY, HDR_SECRET, XKEY_SECRET, basic))   # every key did travel
     assert main(["report", str(run), "--out", str(tmp_path / "report"), "--quiet", "--n-boot", "100"]) == 0
     assert main(["browse", str(run), "--out", str(tmp_path / "browser.html")]) == 0
-    records = [json.loads(x) for x in (run / "samples.jsonl").read_text().splitlines() if x.strip()]
+    from mmrag.runs import read_records
+
+    records = [r.model_dump(mode="json") for r in read_records(run)]
     details = [r["response"].get("error_detail") or "" for r in records]
     assert any("invalid credentials" in d and REDACTED in d for d in details)   # echoed, then redacted
     assert (tmp_path / "cache" / "responses.audit.jsonl").is_file()
