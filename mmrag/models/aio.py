@@ -39,3 +39,17 @@ def run_sync(make: Callable[[], Awaitable[T]]) -> T:
 
 async def _await(make: Callable[[], Awaitable[T]]) -> T:
     return await make()
+
+
+def generate_then_close(model: Any, prompts: Any, settings: Any) -> list:
+    """The synchronous ``generate`` of an async backend: one ``agenerate`` call, then ``aclose``
+    on the same loop, so connections and pending cache writes never outlive the loop that made
+    them (the next ``generate`` may run on a different one)."""
+
+    async def once() -> list:
+        try:
+            return await model.agenerate(prompts, settings)
+        finally:
+            await model.aclose()
+
+    return run_sync(once)

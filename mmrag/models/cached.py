@@ -19,7 +19,7 @@ import asyncio
 import time
 from typing import Any, Sequence
 
-from mmrag.models.aio import run_sync
+from mmrag.models.aio import generate_then_close
 from mmrag.models.base import GenerationSettings
 from mmrag.models.cache import ResponseCache, cache_key
 from mmrag.schema import Prompt, Response
@@ -50,13 +50,7 @@ class CachedVLM:
         return cache_key(self.fingerprint, prompt, settings, extra_fn(prompt) if callable(extra_fn) else None)
 
     def generate(self, prompts: Sequence[Prompt], settings: GenerationSettings) -> list[Response]:
-        async def once() -> list[Response]:
-            try:
-                return await self.agenerate(prompts, settings)
-            finally:
-                await self.aclose()
-
-        return run_sync(once)
+        return generate_then_close(self, prompts, settings)
 
     async def aclose(self) -> None:
         """Commit pending cache entries and let the wrapped backend release what it holds."""

@@ -45,7 +45,7 @@ import tenacity
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from mmrag.errors import InputError, pydantic_field, pydantic_message
-from mmrag.models.aio import run_sync
+from mmrag.models.aio import generate_then_close
 from mmrag.models.base import Capabilities, GenerationSettings, ModelSpec
 from mmrag.models.concurrency import AIMDLimiter
 from mmrag.models.render import DATA_URL_TYPES, openai_messages
@@ -252,13 +252,7 @@ class OpenAICompatible:
 
     # -- the protocol ----------------------------------------------------------------------------
     def generate(self, prompts: Sequence[Prompt], settings: GenerationSettings) -> list[Response]:
-        async def once() -> list[Response]:
-            try:
-                return await self.agenerate(prompts, settings)
-            finally:
-                await self.aclose()
-
-        return run_sync(once)
+        return generate_then_close(self, prompts, settings)
 
     async def agenerate(self, prompts: Sequence[Prompt], settings: GenerationSettings) -> list[Response]:
         if not prompts:
