@@ -27,9 +27,9 @@ from typing import Any, Protocol, Sequence
 
 from mmrag.judging.keyphrase import (NEGATORS, is_sentence, key_phrase, negated_at, stem, stems, words)
 from mmrag.judging.normalize import accuracy_from_matches, contains_phrase, phrase_positions, vqa_normalize
-from mmrag.judging.numeric import as_number, numeric_match
+from mmrag.judging.numeric import as_number, in_numeric_range, numeric_match
 from mmrag.judging.numwords import digits_for_words
-from mmrag.judging.quantity import compare as compare_quantities
+from mmrag.judging.quantity import compare as compare_quantities, unit_alternatives
 from mmrag.registry import Registry
 
 _YES_NO = {"yes": "yes", "no": "no", "yeah": "yes", "yep": "yes", "nope": "no", "correct": "yes",
@@ -109,6 +109,10 @@ class GenericRule:
             return Match("gives", str(parsed), "number inside the gold range (InfoSeek rule)",
                          details={"numeric_parsed": parsed})
         if parsed != (0.0, 0.0):
+            for alt in unit_alternatives(reply):
+                if any(in_numeric_range(alt, r, self.numeric_tolerance) for r in ctx.numeric_ranges):
+                    return Match("gives", f"{alt:g}", "number inside the gold range after unit conversion",
+                                 decided=False, details={"numeric_parsed": parsed, "unit_converted": True})
             return Match("contradicts", str(parsed), "number outside the gold range (InfoSeek rule)",
                          details={"numeric_parsed": parsed})
         return None
@@ -144,7 +148,14 @@ class GenericRule:
             if self._several_candidates(ctx.question, toks, free[0], len(rtoks)):
                 return Match("contradicts", reply, f"hedges between {ref!r} and other candidates", decided=False,
                              details={"match": "hedged between candidates"})
-            return Match("gives", ref, f"reply contains the reference {ref!r}", details={"match": "contains"})
+            # another name beside the reference ("the Danube and the Rhine", "... could also be an
+            # Akita"): a hedge or an extra claim the labels call wrong -- left to the combiner
+            extra = _capitalised(reply) - _capitalised(ctx.question) - set(ref.split())
+            listed = bool(extra) and re.search(r"\b(?:and|or|also|though|although)\b", reply, re.I) is not None
+            return Match("gives", ref, f"reply contains the reference {ref!r}"
+                         + (" beside another name" if listed else ""), decided=not listed,
+                         details={"match": "contains", "extra_names": sorted(extra)} if listed
+                         else {"match": "contains"})
         if negated_only:
             return Match("contradicts", reply, "reply negates the reference answer", decided=False)
         # a short reply naming the tail of a multi-word name ("Obama" for "Barack Obama"): SimpleQA
@@ -210,8 +221,9 @@ class GenericRule:
             q = set(words(ctx.question))
             said = {t for t in reply_toks if t[:1].isdigit() and t not in q}
             if said and not key_numbers & said:
+                # undecided: a refusal often cites the numbers it did find ("covers only 2018 to 2020")
                 return Match("contradicts", " ".join(sorted(said)), "reply gives another number than the reference",
-                             details=details)
+                             decided=False, details=details)
             if not said:
                 best = min(best, (len(best_key) - len(key_numbers)) / len(best_key) * 0.99)
         if best >= KEY_RECALL:
@@ -299,8 +311,9 @@ class EVQARule(GenericRule):
             iou = len(hit) / (len(ref) + len(extra)) if ref else 0.0
             best = max(best, iou)
         details = {"multi_answer_iou": round(best, 3)}
-        if best >= self.IOU:
-            return Match("gives", reply, f"multi-answer IoU {best:.2f} >= {self.IOU}", details=details)
+        if best >= self.IOU:  # a partial list is the official rule's call, not the labellers': undecided
+            return Match("gives", reply, f"multi-answer IoU {best:.2f} >= {self.IOU}", decided=best >= 1.0,
+                         details=details)
         if best > 0:
             return Match("contradicts", reply, f"multi-answer IoU {best:.2f} < {self.IOU}", details=details)
         return Match("absent", None, "no reference part in the reply", decided=False, details=details)

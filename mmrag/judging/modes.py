@@ -38,12 +38,19 @@ SOURCE_JUDGES.register("knowhal", _knowhal)
 class RuleJudge:
     """Rules only: multiple choice by option extraction, open answers by the source's rules."""
 
-    judge_id = "rule@2"
+    judge_id = "rule@3"
 
     def __init__(self, config: OpenAnswerConfig | None = None) -> None:
         self.open = OpenAnswerJudge(config)
         self.mcq = MCQJudge()
         self._by_source: dict[str, object] = {}
+        self._combiner = None
+        cfg = self.open.rules.config
+        if cfg.combiner and cfg.semantic:
+            from mmrag.judging.combiner import Combiner, WEIGHTS_PATH
+
+            if WEIGHTS_PATH.exists():
+                self._combiner = Combiner(min_confidence=cfg.combiner_confidence)
 
     def route(self, sample: Sample, prompt: Prompt):
         choices, label = effective_choices(sample, prompt)
@@ -59,7 +66,29 @@ class RuleJudge:
         return self.judge_many([(sample, prompt, response)])[0]
 
     def judge_many(self, items: Sequence[Item]) -> list[Verdict]:
-        return self.open.rules.batched(lambda it: self.route(it[0], it[1]).judge(*it), items)
+        return self.open.rules.batched(self._judge_one, items)
+
+    def _judge_one(self, item: Item) -> Verdict:
+        """The routed rule verdict, then the learned combiner for an undecided one.  At an item's
+        first embedding miss (rules or combiner) every text the combiner will read is asked for
+        too, so a batched call still encodes at most twice."""
+        from mmrag.judging.semantic import NeedEmbeddings
+
+        bank = self.open.rules.semantic.bank if self.open.rules.semantic is not None else None
+        try:
+            verdict = self.route(item[0], item[1]).judge(*item)
+            # one id for the manifest and every verdict; which rule set spoke stays in details
+            verdict.details.setdefault("rule_set", verdict.judge_id)
+            verdict.judge_id = self.judge_id
+            if self._combiner is None:
+                return verdict
+            return self._combiner.refine(item, verdict, bank)
+        except NeedEmbeddings:
+            if self._combiner is not None and bank is not None:
+                from mmrag.judging.combiner import embed_texts, view_of
+
+                bank.also_need(embed_texts(view_of(*item)))
+            raise
 
 
 class RuleThenLLMJudge:

@@ -54,6 +54,8 @@ class OpenAnswerConfig:
     semantic: bool = True          # MiniLM deflection detector for replies no other rule decides
     paraphrase: bool = True        # guarded MiniLM paraphrase signal (mmrag/judging/paraphrase.py)
     paraphrase_threshold: float = 0.58
+    combiner: bool = True          # learned combiner for undecided verdicts (mmrag/judging/combiner.py)
+    combiner_confidence: float | None = None  # None: the value shipped with the weights
 
 
 def question_type(sample: Sample) -> str | None:

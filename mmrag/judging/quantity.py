@@ -19,7 +19,8 @@ from pathlib import Path
 from mmrag.judging.numwords import digits_for_words
 
 UNITS_PATH = Path(__file__).parent / "data" / "units.json"
-_Q = re.compile(r"(?<![\w.])\$?(\d[\d,]*(?:\.\d+)?)\s*-?\s*([a-zA-Z%]+\d?)?")
+_Q = re.compile(r"(?<![\w.])\$?(\d[\d,]*(?:\.\d+)?)\s*-?\s*([a-zA-Z%]+(?:/[a-z]\b)?\d?)?")
+_TEMP = re.compile(r"(?<![\w.])(-?\d[\d,]*(?:\.\d+)?)\s*(°\s*[CFcf]\b|degrees? (?:celsius|fahrenheit)|celsius|fahrenheit|kelvin)")
 
 
 @lru_cache(maxsize=1)
@@ -62,6 +63,33 @@ def quantities(text: str) -> tuple[tuple[str, float], ...]:
     return tuple(out)
 
 
+@lru_cache(maxsize=1)
+def _temperature() -> dict[str, tuple[float, float]]:
+    data = json.loads(UNITS_PATH.read_text(encoding="utf-8"))
+    return {k: (float(v[0]), float(v[1])) for k, v in data.get("temperature", {}).items()}
+
+
+def unit_alternatives(text: str) -> list[float]:
+    """Every number of ``text`` that carries a unit, restated in each unit of its dimension
+    ("24 cm" -> 0.00024 km ... 240 mm ... 9.45 in; "85.6 °F" -> 29.8 (Celsius), 85.6, 302.9).
+    Why: InfoSeek's numeric golds carry no unit, and a reply may state the amount in another one
+    ("1,949 feet" for 594 [m]); a restatement inside the gold range is a (weaker) match."""
+    units, _ = _table()
+    out: list[float] = []
+    for dim, base in quantities(text):
+        if dim in ("count", "percent"):
+            continue
+        out.extend(base / f for d, f in set(units.values()) if d == dim)
+    temps = _temperature()
+    for m in _TEMP.finditer(text):
+        key = re.sub(r"\s+|degrees?", "", m.group(2).lower())
+        if key in temps:
+            factor, offset = temps[key]
+            c = (float(m.group(1).replace(",", "")) + offset) * factor
+            out.extend((c, c * 1.8 + 32, c + 273.15))
+    return out
+
+
 def compare(reference: str, reply: str, tolerance: float = 0.02) -> str | None:
     """"gives" / "contradicts" when both state a quantity with a unit of one dimension, else None."""
     ref = [q for q in quantities(reference) if q[0] != "count"]
@@ -77,4 +105,4 @@ def compare(reference: str, reply: str, tolerance: float = 0.02) -> str | None:
     return "contradicts"
 
 
-__all__ = ["quantities", "compare"]
+__all__ = ["quantities", "compare", "unit_alternatives"]

@@ -181,6 +181,14 @@ class PrototypeBank:
             for t, v in zip(todo, self.encoder.encode_text(todo)):
                 self._memo[t] = v
 
+    def also_need(self, texts: Sequence[str]) -> None:
+        """Inside :meth:`deferring`, note ``texts`` as needed too (without stopping): an item that
+        stops at its first embedding miss asks for everything it will read, so that one more
+        encode serves all of its steps."""
+        need = getattr(self._defer, "need", None)
+        if need is not None:
+            need.extend(t for t in texts if t not in self._memo)
+
     @contextmanager
     def deferring(self, need: list[str]):
         """Within the block, a memo miss appends the missing texts to ``need`` and raises

@@ -1,0 +1,258 @@
+"""A learned combiner for the verdicts the rules leave undecided.
+
+Why: hand-written phrase rules fitted to the tuning files scored 0.90-0.99 on them and 0.80 on
+replies written by someone else.  The rules are kept for what they decide with confidence
+(``details["decided"] == True``: exact matches, numbers in range, a chosen option letter, a bare
+refusal); every *undecided* verdict (a paraphrase call, a refusal with explanation, "asserts
+something without the reference", no option letter found, a KnowHal premise reply the patterns
+cannot place) goes to a small multinomial logistic regression over signals the judge already
+computes, and the combiner's class replaces the rule's when its probability reaches
+``min_confidence``; otherwise the rule verdict stands (``unparseable`` included).  A combined
+verdict stays ``decided = False``, so ``rule+llm`` still sends it to the LLM judge.
+
+Features (:func:`features`, all bounded, one fixed order named in :data:`FEATURES`): the rule's
+outcome and path, the semantic detector's per-clause deflection logits and candidate flag, the
+MiniLM cosine of the (topic-masked) reply with the best reference / the gold option / the best
+other option, the rule's key-phrase recall and paraphrase similarity, and surface cues (length,
+digits, hedges, negators, refusal patterns, overlap with the question, with the reference).
+
+The weights ship as plain JSON (``data/combiner.json``: feature names, standardisation, one row
+per class; never pickle) and are rebuilt by ``tools/judge_fit.py`` from every labelled file in
+``tests/data`` (``--lofo`` reports leave-one-file-out kappa).  Embeddings go through the semantic
+bank's memo, so ``judge_many`` batching still holds: an item that needs any embedding asks for all
+of its texts at its first miss (:meth:`mmrag.judging.semantic.PrototypeBank.also_need`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from mmrag.judging.keyphrase import NEGATORS, STOPWORDS, negated_at, stem, words
+from mmrag.schema import Prompt, Response, Sample, Verdict
+
+WEIGHTS_PATH = Path(__file__).parent / "data" / "combiner.json"
+CLASSES = ("correct", "deflection", "hallucination")
+OUTCOMES = ("correct", "deflection", "hallucination", "unparseable")
+PATHS = ("open", "mcq", "premise")
+
+FEATURES: tuple[str, ...] = (
+    *(f"rule_{o}" for o in OUTCOMES), *(f"path_{p}" for p in PATHS),
+    "sem_max", "sem_min", "sem_mean", "sem_candidate", "sem_units",
+    "sim_gold", "sim_other", "sim_margin", "key_recall", "has_key_recall", "para_sim",
+    "log_words", "has_digit", "digit_in_ref", "hedge", "negator", "refusals", "refusal_explained",
+    "q_overlap", "ref_overlap", "nota_text", "options_named",
+    "rule_decided", "ref_negated", "prefix_overlap", "vague", "specific",
+    "multi_partial", "extra_names", "unit_converted", "other_number",
+)
+
+_GUESS = re.compile(r"\b(?:probably|likely|perhaps|maybe|possibly|i think|i believe|i guess|looks like|"
+                    r"appears to|seems to|could be|might be|or)\b", re.I)
+_VAGUE = re.compile(r"\b(?:some ?time|early|mid|late|around|about|roughly|several|many|few|some|very|quite|"
+                    r"pretty|large|small|big|medium|hard to say|difficult|unclear|various)\b", re.I)
+_NOTA = re.compile(r"\bnone of (?:the|these|them)\b|\bneither\b|\bno (?:such|matching) option\b", re.I)
+
+
+def _unit(v: np.ndarray) -> np.ndarray:
+    n = float(np.linalg.norm(v))
+    return v / n if n else v
+
+
+@dataclass
+class View:
+    """What the features read from one item: the reply, the question stem, the gold texts, the
+    other options' texts (multiple choice) and the path the rules took."""
+
+    reply: str
+    stem: str
+    gold: list[str]
+    others: list[str]
+    path: str
+
+
+def view_of(sample: Sample, prompt: Prompt, response: Response) -> View:
+    from mmrag.judging.mcq import effective_choices, strip_reasoning
+    from mmrag.judging.open_answer import alternatives_of
+
+    reply = strip_reasoning(response.text or "")
+    choices, label = effective_choices(sample, prompt)
+    if choices and label:
+        stem_q = sample.question.split("\n")[0]
+        gold = [c.text for c in choices if c.letter == label]
+        others = [c.text for c in choices if c.letter != label]
+        return View(reply, stem_q, gold, others, "mcq")
+    gold = alternatives_of(sample.answers)
+    if sample.metadata.get("polarity") == "negative":
+        fp = sample.metadata.get("false_premise")
+        return View(reply, sample.question, gold + ([str(fp)] if fp else []), [], "premise")
+    return View(reply, sample.question, gold, [], "open")
+
+
+def embed_texts(view: View) -> list[str]:
+    """Every text whose embedding :func:`features` reads (asked for in one batch)."""
+    from mmrag.judging.paraphrase import target_text
+    from mmrag.judging.semantic import mask_topic, units
+
+    masked = mask_topic(view.reply, view.stem)
+    targets = [target_text(view.stem, g) for g in view.gold if g.strip()] + [o for o in view.others if o.strip()]
+    return [masked, *(mask_topic(u, view.stem) for u in units(view.reply)), *targets]
+
+
+def features(view: View, verdict: Verdict, bank) -> np.ndarray:
+    """The feature vector of one undecided verdict (order: :data:`FEATURES`)."""
+    from mmrag.judging.deflection import DEFAULT_DETECTOR
+    from mmrag.judging.paraphrase import target_text
+    from mmrag.judging.semantic import asserts_candidate, mask_topic, units
+
+    bank.prime(embed_texts(view))
+    f: dict[str, float] = {f"rule_{verdict.outcome}": 1.0, f"path_{view.path}": 1.0}
+    parts = units(view.reply)
+    scores = bank.scores([mask_topic(u, view.stem) for u in parts]) if parts else [0.0]
+    clip = [max(-8.0, min(8.0, s)) / 4.0 for s in scores]
+    f.update(sem_max=max(clip), sem_min=min(clip), sem_mean=sum(clip) / len(clip),
+             sem_candidate=float(any(asserts_candidate(u, view.stem) for u in parts)),
+             sem_units=min(len(parts), 6) / 6.0)
+    masked = _unit(bank._memo[mask_topic(view.reply, view.stem)])
+    sims_g = [float(masked @ _unit(bank._memo[target_text(view.stem, g)])) for g in view.gold if g.strip()]
+    sims_o = [float(masked @ _unit(bank._memo[o])) for o in view.others if o.strip()]
+    f["sim_gold"] = max(sims_g, default=0.0)
+    f["sim_other"] = max(sims_o, default=0.0)
+    f["sim_margin"] = f["sim_gold"] - f["sim_other"] if sims_o else 0.0
+    d = verdict.details
+    if isinstance(d.get("key_recall"), (int, float)):
+        f["key_recall"], f["has_key_recall"] = float(d["key_recall"]), 1.0
+    para = d.get("paraphrase")
+    if isinstance(para, dict):
+        f["para_sim"] = float(para.get("similarity") or 0.0)
+    toks = words(view.reply)
+    qwords = set(words(view.stem))
+    f["log_words"] = math.log1p(len(toks)) / 4.0
+    digits = {t for t in toks if t[:1].isdigit()}
+    gold_toks = {t for g in view.gold for t in words(g)}
+    f["has_digit"] = float(bool(digits))
+    f["digit_in_ref"] = float(bool(digits & gold_toks))
+    f["hedge"] = float(bool(_GUESS.search(view.reply)))
+    f["negator"] = float(bool(set(toks) & NEGATORS))
+    a = DEFAULT_DETECTOR.analyse(view.reply)
+    f["refusals"] = min(len(a.refusals), 3) / 3.0
+    f["refusal_explained"] = float(a.is_deflection and a.explained)
+    content = {stem(t) for t in toks if t not in STOPWORDS}
+    qs = {stem(t) for t in words(view.stem) if t not in STOPWORDS}
+    gs = {stem(t) for t in gold_toks if t not in STOPWORDS} - qs
+    f["q_overlap"] = len(content & qs) / len(content) if content else 0.0
+    f["ref_overlap"] = len(content & gs) / len(gs) if gs else 0.0
+    f["nota_text"] = float(bool(_NOTA.search(view.reply)))
+    low = f" {' '.join(toks)} "
+    f["options_named"] = min(sum(f" {' '.join(words(o))} " in low for o in view.gold + view.others if words(o)), 3) / 3.0
+    f["rule_decided"] = float(bool(d.get("decided", True)))
+    # the reference named under a negator ("It is not Paris; ...") is a rejection, not an answer
+    f["ref_negated"] = float(any(negated_at(toks, i) for i, t in enumerate(toks) if t in gold_toks - qwords
+                                 and t not in STOPWORDS))
+    # derived forms ("wooden" / wood, "Swedish" / Sweden): a shared five-letter prefix
+    pre_r = {t[:5] for t in toks if len(t) >= 5 and t not in STOPWORDS and t not in qwords}
+    pre_g = {t[:5] for t in gold_toks if len(t) >= 5 and t not in STOPWORDS and t not in qwords}
+    f["prefix_overlap"] = len(pre_r & pre_g) / len(pre_g) if pre_g else 0.0
+    f["vague"] = float(bool(_VAGUE.search(view.reply)))
+    f["specific"] = float(bool(digits - qwords) or f["sem_candidate"] > 0)
+    iou = d.get("multi_answer_iou")
+    f["multi_partial"] = float(isinstance(iou, (int, float)) and 0 < iou < 1)
+    f["extra_names"] = min(len(d.get("extra_names") or ()), 3) / 3.0
+    f["unit_converted"] = float(bool(d.get("unit_converted")))
+    f["other_number"] = float(verdict.reason.startswith(("reply gives another number", "number outside")))
+    return np.array([f.get(name, 0.0) for name in FEATURES], dtype=np.float64)
+
+
+def needs_combiner(verdict: Verdict) -> bool:
+    """Undecided rule verdicts of a reply that exists (failed requests and empty replies stay)."""
+    d = verdict.details
+    return not d.get("decided", True) and not d.get("error") and verdict.reason != "empty reply"
+
+
+class Combiner:
+    """Multinomial logistic regression over :data:`FEATURES` (weights from JSON)."""
+
+    def __init__(self, path: str | Path = WEIGHTS_PATH, min_confidence: float | None = None) -> None:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        if tuple(data["features"]) != FEATURES or tuple(data["classes"]) != CLASSES:
+            raise ValueError(f"{path}: combiner weights were fitted for other features; rerun tools/judge_fit.py")
+        self.mean = np.asarray(data["mean"], dtype=np.float64)
+        self.scale = np.asarray(data["scale"], dtype=np.float64)
+        self.coef = np.asarray(data["coef"], dtype=np.float64)
+        self.intercept = np.asarray(data["intercept"], dtype=np.float64)
+        self.min_confidence = float(data.get("min_confidence", 0.5) if min_confidence is None else min_confidence)
+        self.version = str(data.get("version", "1"))
+
+    def proba(self, x: np.ndarray) -> np.ndarray:
+        z = ((x - self.mean) / self.scale) @ self.coef.T + self.intercept
+        z = np.exp(z - z.max(axis=-1, keepdims=True))
+        return z / z.sum(axis=-1, keepdims=True)
+
+    def refine(self, item: tuple[Sample, Prompt, Response], verdict: Verdict, bank) -> Verdict:
+        """The verdict, replaced by the combiner's class when it is confident enough."""
+        if bank is None or not needs_combiner(verdict):
+            return verdict
+        view = view_of(*item)
+        if not view.reply.strip():
+            return verdict
+        p = self.proba(features(view, verdict, bank))
+        k = int(np.argmax(p))
+        verdict.details["combiner"] = {c: round(float(v), 3) for c, v in zip(CLASSES, p)}
+        if p[k] < self.min_confidence or CLASSES[k] == verdict.outcome:
+            return verdict
+        outcome = CLASSES[k]
+        verdict.details["rule_outcome"] = verdict.outcome
+        extracted = verdict.extracted
+        if view.path == "mcq":
+            _, label = _choice_label(item)
+            extracted = label if outcome == "correct" else None
+        elif outcome == "deflection":
+            extracted = None
+        elif extracted is None:
+            extracted = view.reply
+        return Verdict(outcome=outcome, extracted=extracted, judge_id=verdict.judge_id,
+                       reason=f"learned combiner: {outcome} (p={p[k]:.2f}; rules said {verdict.outcome}: "
+                              f"{verdict.reason})",
+                       score=1.0 if outcome == "correct" else 0.0, details=verdict.details)
+
+
+def _choice_label(item):
+    from mmrag.judging.mcq import effective_choices
+
+    return effective_choices(item[0], item[1])
+
+
+_DEFAULT: Combiner | None = None
+
+
+def default_combiner() -> Combiner | None:
+    """The shipped combiner (None when no weights ship)."""
+    global _DEFAULT
+    if _DEFAULT is None and WEIGHTS_PATH.exists():
+        _DEFAULT = Combiner()
+    return _DEFAULT
+
+
+def fit(x: np.ndarray, y: Sequence[str], c: float = 1.0) -> dict:
+    """Fit the weights (scikit-learn's multinomial logistic regression) into the JSON shape."""
+    from sklearn.linear_model import LogisticRegression
+
+    mean = x.mean(axis=0)
+    scale = x.std(axis=0)
+    scale[scale < 1e-6] = 1.0
+    lr = LogisticRegression(C=c, max_iter=5000).fit((x - mean) / scale, [CLASSES.index(v) for v in y])
+    coef = np.zeros((len(CLASSES), x.shape[1]))
+    icpt = np.zeros(len(CLASSES))
+    for row, cls in enumerate(lr.classes_):
+        coef[int(cls)], icpt[int(cls)] = lr.coef_[row], lr.intercept_[row]
+    return {"features": list(FEATURES), "classes": list(CLASSES), "mean": mean.tolist(), "scale": scale.tolist(),
+            "coef": coef.tolist(), "intercept": icpt.tolist(), "C": c}
+
+
+__all__ = ["Combiner", "CLASSES", "FEATURES", "View", "default_combiner", "embed_texts", "features", "fit",
+           "needs_combiner", "view_of"]
