@@ -69,6 +69,8 @@ _LEADING = re.compile(r"^[(\[]?([A-Z])(?:[)\].:]|\s*$)")
 _LONE_LETTER = re.compile(r"^\W*([A-Za-z])\W*$")
 _PAREN = re.compile(r"[(\[]([A-Z])[)\]]")
 _CAPITAL = re.compile(r"(?<![\w'])([A-Z])(?![\w'])")
+_NOTA_PHRASE = re.compile(r"\bnone of (?:the above|them|these|those|the (?:listed|given|provided|shown|options?|"
+                          r"choices?|answers?)|the \w+ (?:listed|given|shown|provided))\b", re.I)
 
 
 @dataclass
@@ -166,13 +168,16 @@ def extract_choice(text: str, choices: Sequence[Choice] | Sequence[str] = OFFICI
         if got:
             return got
     capitals = [c for c in _CAPITAL.findall(flat)
-                if not (c == "A" and re.search(r"(?<![\w'])A\s+[a-z]", flat))]
+                if not (c == "A" and re.search(r"(?<![\w'])A\s+(?!or\b|and\b)[a-z]", flat))]
     got = decide(capitals, "capital letter")
     if got:
         return got
     got = decide(_option_text_letter(flat, opts), "option text")
     if got:
         return got
+    nota = next((c.letter for c in opts if c.is_nota or is_nota_text(c.text)), None)
+    if nota and _NOTA_PHRASE.search(flat):  # "None of the listed animals." is the NOTA option
+        return ChoiceExtraction(nota, "none-of phrase", [nota])
     return ChoiceExtraction(None, "no option found")
 
 
@@ -251,6 +256,12 @@ class MCQJudge:
             ext = extract_choice(text, choices)
         details.update({"method": ext.method, "candidates": ext.candidates,
                         "chose_nota": ext.letter is not None and ext.letter == nota})
+        if ext.letter is None and len(ext.candidates) > 1:
+            # "B or C": a hedge between options commits to none of them -- wrong (SimpleQA's rule for
+            # hedged answers); undecided, so rule+llm and the combiner may still read it
+            details["decided"] = False
+            return Verdict(outcome="hallucination", judge_id=self.judge_id, score=0.0, details=details,
+                           reason=f"hedges between options {', '.join(ext.candidates)} ({ext.method})")
         if ext.letter is None:
             details["decided"] = False
             return Verdict(outcome="unparseable", judge_id=self.judge_id, score=None, details=details,

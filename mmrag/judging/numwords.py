@@ -24,11 +24,36 @@ def _is_number_word(token: str) -> bool:
     return all(p in _VOCAB for p in parts) and token.lower() != "point"
 
 
+_SMALL_SCALES = ("hundred", "thousand", "million", "billion", "trillion")
+
+
+def _value(word: str) -> int | None:
+    try:
+        v = w2n.word_to_num(word.replace("-", " "))
+    except ValueError:
+        return None
+    return v if isinstance(v, int) else None
+
+
+def _year_style(run: list[str]) -> str | None:
+    """"nineteen sixty-four" -> 1964, "twenty twenty" -> 2020: two words, each a number from 10
+    to 99, the second not a units digit completing the first (w2n would add them: 1144)."""
+    if len(run) != 2:
+        return None
+    a, b = _value(run[0]), _value(run[1])
+    if a is None or b is None or not (10 <= a <= 99 and 10 <= b <= 99):
+        return None
+    return str(a * 100 + b)
+
+
 def _convert(run: list[str]) -> str | None:
     while run and run[-1].lower() in ("and", "point"):
         run = run[:-1]
     if not run:
         return None
+    year = _year_style(run)
+    if year is not None:
+        return year
     try:
         value = w2n.word_to_num(" ".join(run).replace("-", " "))
     except ValueError:
@@ -37,6 +62,7 @@ def _convert(run: list[str]) -> str | None:
 
 
 _SCALED = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\s+(thousand|million|billion|trillion)\b", re.I)
+_HALF = re.compile(r"(?<![\w.])(\d+) and a half\b", re.I)
 _SCALE = {"thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12}
 _MONEY = re.compile(r"([$\u20ac\u00a3])(\d+(?:\.\d+)?)\s?(k|m|mn|bn|b)\b", re.I)
 _MONEY_SCALE = {"k": 1e3, "m": 1e6, "mn": 1e6, "b": 1e9, "bn": 1e9}
@@ -58,7 +84,8 @@ def digits_for_words(text: str) -> str:
     number then a scale word becomes one number ("12 million" -> "12000000"), and a number word
     hyphenated to a unit is read apart from it ("two-year" -> "2 year"), and "$12M" is "$12000000"."""
     text = _MONEY.sub(_money, _UNIT_HYPHEN.sub(r"\1 \2", text))
-    return _words_to_digits(_SCALED.sub(_scaled, text))
+    text = _words_to_digits(_SCALED.sub(_scaled, text))
+    return _SCALED.sub(_scaled, _HALF.sub(lambda m: f"{m.group(1)}.5", text))
 
 
 def _words_to_digits(text: str) -> str:
@@ -83,14 +110,20 @@ def _words_to_digits(text: str) -> str:
             gap = text[tokens[j][1]:tokens[j + 1][0]]
             if gap.strip() not in ("",):
                 break
-            if _is_number_word(nxt) or (nxt.lower() in ("and", "point") and j + 2 < len(tokens)
-                                         and _is_number_word(tokens[j + 2][2])):
+            # "and" joins only after a scale word ("one hundred and two"; "seven and nine" is two
+            # numbers); after "point" the decimals run up to a scale word, which _SCALED then applies
+            if "point" in (w.lower() for w in run) and nxt.lower() in _SMALL_SCALES:
+                break
+            if _is_number_word(nxt) or (j + 2 < len(tokens) and _is_number_word(tokens[j + 2][2]) and (
+                    nxt.lower() == "point" or (nxt.lower() == "and" and run[-1].lower() in _SMALL_SCALES))):
                 run.append(nxt)
                 j += 1
                 run_end = tokens[j][1]
             else:
                 break
         converted = _convert(run)
+        if len(run) == 1 and run[0].lower() in _SMALL_SCALES and re.search(r"\d\s*$", "".join(out) + text[pos:start]):
+            converted = None  # "28.4 million": the scale word stays for _SCALED
         if converted is not None:
             out.append(text[pos:start])
             out.append(converted)
