@@ -27,7 +27,9 @@ experiment.
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -79,19 +81,25 @@ def _curve_applies(df: pd.DataFrame) -> bool:
     return bool(len(d)) and any(g["n_distractors"].nunique() > 1 for _, g in d.groupby("kind"))
 
 
+def _rate_lines(d: pd.DataFrame, axis: str, levels: dict[str, Any], opts: CIOptions) -> pd.DataFrame:
+    """One ``rate_series`` along ``axis`` per combination of ``levels`` (an ordered mapping of
+    ``outcome``, ``model`` and ``kind`` to their values, outermost first): the tidy numbers a figure
+    draws, with columns in the levels' order, then ``axis, rate, lo, hi, n``."""
+    parts = []
+    for combo in itertools.product(*levels.values()):
+        key = dict(zip(levels, combo))
+        g = d[(d["model"] == key["model"]) & (d["kind"] == key["kind"])]
+        if len(g):
+            parts.append(rate_series(g, axis, key["outcome"], opts).assign(**key))
+    cols = [*levels, axis, "rate", "lo", "hi", "n"]
+    return pd.concat(parts, ignore_index=True)[cols] if parts else pd.DataFrame(columns=cols)
+
+
 def curve_numbers(df: pd.DataFrame, opts: CIOptions = CIOptions()) -> pd.DataFrame:
     """outcome (panel), model, kind (line), n_distractors, rate, lo, hi, n."""
     d = _curve_rows(df)
-    parts = []
-    for outcome in CURVE_OUTCOMES:
-        for model in sorted(d["model"].unique()):
-            for kind in _line_kinds(d):
-                g = d[(d["model"] == model) & (d["kind"] == kind)]
-                if len(g):
-                    parts.append(rate_series(g, "n_distractors", outcome, opts).assign(outcome=outcome, model=model,
-                                                                                     kind=kind))
-    cols = ["outcome", "model", "kind", "n_distractors", "rate", "lo", "hi", "n"]
-    return pd.concat(parts, ignore_index=True)[cols] if parts else pd.DataFrame(columns=cols)
+    levels = {"outcome": CURVE_OUTCOMES, "model": sorted(d["model"].unique()), "kind": _line_kinds(d)}
+    return _rate_lines(d, "n_distractors", levels, opts)
 
 
 def draw_distractor_curve(df: pd.DataFrame, opts: CIOptions = CIOptions()) -> DrawnFigure:
@@ -221,16 +229,9 @@ def _strict_kinds(df: pd.DataFrame) -> list[str]:
 def strictness_numbers(df: pd.DataFrame, opts: CIOptions = CIOptions()) -> pd.DataFrame:
     """model (panel row), kind (panel column), outcome (line), strictness, rate, lo, hi, n."""
     d = strictness_rows(df)
-    parts = []
-    for model in sorted(d["model"].unique()):
-        for kind in _strict_kinds(df):
-            g = d[(d["kind"] == kind) & (d["model"] == model)]
-            for outcome, _ in STRICT_OUTCOMES:
-                if len(g):
-                    parts.append(rate_series(g, "strictness", outcome, opts).assign(model=model, kind=kind,
-                                                                                  outcome=outcome))
-    cols = ["model", "kind", "outcome", "strictness", "rate", "lo", "hi", "n"]
-    return pd.concat(parts, ignore_index=True)[cols] if parts else pd.DataFrame(columns=cols)
+    levels = {"model": sorted(d["model"].unique()), "kind": _strict_kinds(df),
+              "outcome": [outcome for outcome, _ in STRICT_OUTCOMES]}
+    return _rate_lines(d, "strictness", levels, opts)
 
 
 def draw_strictness(df: pd.DataFrame, opts: CIOptions = CIOptions()) -> DrawnFigure:
