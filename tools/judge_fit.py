@@ -48,6 +48,9 @@ def load(names):
         for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             if line.strip():
                 rec = json.loads(line)
+                ans = rec.get("answers")
+                if isinstance(ans, list) and len(ans) > 3 and all(isinstance(a, str) and len(a) == 1 for a in ans):
+                    rec["answers"] = ["".join(ans)]  # judge_tuning3's export split 18 references into characters
                 rows.append(rec)
                 items.append(record_to_item(rec, path, i))
                 files.append(name)

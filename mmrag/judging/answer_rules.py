@@ -27,7 +27,7 @@ from typing import Any, Protocol, Sequence
 
 from mmrag.judging.keyphrase import (NEGATORS, is_sentence, key_phrase, negated_at, stem, stems, words)
 from mmrag.judging.normalize import accuracy_from_matches, contains_phrase, phrase_positions, vqa_normalize
-from mmrag.judging.numeric import as_number, in_numeric_range, numeric_match
+from mmrag.judging.numeric import as_number, find_numbers, in_numeric_range, numeric_match
 from mmrag.judging.numwords import digits_for_words
 from mmrag.judging.quantity import compare as compare_quantities, unit_alternatives
 from mmrag.registry import Registry
@@ -113,7 +113,14 @@ class GenericRule:
                 if any(in_numeric_range(alt, r, self.numeric_tolerance) for r in ctx.numeric_ranges):
                     return Match("gives", f"{alt:g}", "number inside the gold range after unit conversion",
                                  decided=False, details={"numeric_parsed": parsed, "unit_converted": True})
+            later = [n for n in find_numbers(digits_for_words(reply))[2:]
+                     if any(in_numeric_range(n, r, self.numeric_tolerance) for r in ctx.numeric_ranges)]
+            if later:  # "8 x 8 = 64 squares": the official rule reads the first two numbers only
+                return Match("gives", f"{later[0]:g}", "a later number inside the gold range", decided=False,
+                             details={"numeric_parsed": parsed})
+            # a reply that declines often cites the numbers it did find: undecided then
             return Match("contradicts", str(parsed), "number outside the gold range (InfoSeek rule)",
+                         decided=not set(words(reply)) & NEGATORS,
                          details={"numeric_parsed": parsed})
         return None
 
@@ -334,7 +341,7 @@ class VQASoftRule(GenericRule):
             exact = accuracy_from_matches([r == pred for r in nrefs])
             m = super().match(ctx, reply)
             m.details.update({"vqa_score": soft, "vqa_exact": exact})
-            if soft > 0 and m.status != "gives":
+            if soft > 0 and m.status != "gives" and m.details.get("match") != "hedged between candidates":
                 m = Match("gives", reply, f"VQA soft score {soft:.3f}", details=m.details)
             return m
         return super().match(ctx, reply)

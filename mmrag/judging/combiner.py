@@ -29,6 +29,7 @@ import json
 import math
 import re
 from dataclasses import dataclass
+from difflib import SequenceMatcher
 from pathlib import Path
 from typing import Sequence
 
@@ -49,7 +50,7 @@ FEATURES: tuple[str, ...] = (
     "log_words", "has_digit", "digit_in_ref", "hedge", "negator", "refusals", "refusal_explained",
     "q_overlap", "ref_overlap", "nota_text", "options_named",
     "rule_decided", "ref_negated", "prefix_overlap", "vague", "specific",
-    "multi_partial", "extra_names", "unit_converted", "other_number",
+    "multi_partial", "extra_names", "unit_converted", "other_number", "fuzzy", "disjunction",
 )
 
 _GUESS = re.compile(r"\b(?:probably|likely|perhaps|maybe|possibly|i think|i believe|i guess|looks like|"
@@ -57,6 +58,15 @@ _GUESS = re.compile(r"\b(?:probably|likely|perhaps|maybe|possibly|i think|i beli
 _VAGUE = re.compile(r"\b(?:some ?time|early|mid|late|around|about|roughly|several|many|few|some|very|quite|"
                     r"pretty|large|small|big|medium|hard to say|difficult|unclear|various)\b", re.I)
 _NOTA = re.compile(r"\bnone of (?:the|these|them)\b|\bneither\b|\bno (?:such|matching) option\b", re.I)
+
+
+def expand(x: np.ndarray) -> np.ndarray:
+    """The features, then one copy per rule path (open / mcq / premise) that is non-zero only on
+    that path: a cue means different things on different paths (the reference under a negator is a
+    wrong answer to an open question, and the right rejection of a KnowHal false premise)."""
+    x = np.atleast_2d(x)
+    blocks = [x] + [x * x[:, [FEATURES.index(f"path_{p}")]] for p in PATHS]
+    return np.hstack(blocks)
 
 
 def _unit(v: np.ndarray) -> np.ndarray:
@@ -165,7 +175,23 @@ def features(view: View, verdict: Verdict, bank) -> np.ndarray:
     f["extra_names"] = min(len(d.get("extra_names") or ()), 3) / 3.0
     f["unit_converted"] = float(bool(d.get("unit_converted")))
     f["other_number"] = float(verdict.reason.startswith(("reply gives another number", "number outside")))
+    f["fuzzy"] = fuzzy_best(toks, view.gold)
+    f["disjunction"] = float(bool({"or", "either"} & set(toks)) and not {"or", "either"} & qwords)
     return np.array([f.get(name, 0.0) for name in FEATURES], dtype=np.float64)
+
+
+def fuzzy_best(reply_tokens: Sequence[str], references: Sequence[str]) -> float:
+    """Best character similarity (difflib ratio) of a reference with a same-length run of reply
+    words: spelling variants ("phad thai", "chao praya") that no token rule matches."""
+    best = 0.0
+    for ref in references:
+        rt = words(ref)
+        if not rt or len(rt) > 6:
+            continue
+        target, n = " ".join(rt), len(rt)
+        for i in range(max(1, len(reply_tokens) - n + 1)):
+            best = max(best, SequenceMatcher(None, " ".join(reply_tokens[i:i + n]), target).ratio())
+    return best
 
 
 def needs_combiner(verdict: Verdict) -> bool:
@@ -189,7 +215,7 @@ class Combiner:
         self.version = str(data.get("version", "1"))
 
     def proba(self, x: np.ndarray) -> np.ndarray:
-        z = ((x - self.mean) / self.scale) @ self.coef.T + self.intercept
+        z = ((expand(x) - self.mean) / self.scale) @ self.coef.T + self.intercept
         z = np.exp(z - z.max(axis=-1, keepdims=True))
         return z / z.sum(axis=-1, keepdims=True)
 
@@ -200,7 +226,7 @@ class Combiner:
         view = view_of(*item)
         if not view.reply.strip():
             return verdict
-        p = self.proba(features(view, verdict, bank))
+        p = self.proba(features(view, verdict, bank))[0]
         k = int(np.argmax(p))
         verdict.details["combiner"] = {c: round(float(v), 3) for c, v in zip(CLASSES, p)}
         if p[k] < self.min_confidence or CLASSES[k] == verdict.outcome:
@@ -242,6 +268,7 @@ def fit(x: np.ndarray, y: Sequence[str], c: float = 1.0) -> dict:
     """Fit the weights (scikit-learn's multinomial logistic regression) into the JSON shape."""
     from sklearn.linear_model import LogisticRegression
 
+    x = expand(x)
     mean = x.mean(axis=0)
     scale = x.std(axis=0)
     scale[scale < 1e-6] = 1.0

@@ -69,6 +69,10 @@ REFUSAL_PATTERNS: tuple[tuple[str, str], ...] = (
     ("would_need", r"\b(?:i'd|i would|we'd|we would|one would|you'd|you would)\s+(?:\S+\s+)?need\b"),
     ("refrain", r"\b(?:refrain from|avoid|rather not|won't|will not|would not|do not want to)\s+"
                 r"(?:guess|guessing|speculat\w*)\b"),
+    # the commonest refusals of multilingual VLMs that answer in another language (MiniLM reads English only)
+    ("other_language", r"(?:\b(?:kann|können)\b.*\bnicht\b.*\b(?:sagen|beantworten|erkennen|bestimmen|identifizieren)\b|"
+                       r"\bne (?:peux|sais|puis) pas\b|\bno (?:puedo|sé|se puede)\b|\bnon (?:posso|so)\b|"
+                       r"\bnão (?:posso|sei)\b|无法|不能确定|不知道|抱歉|できません|わかりません)"),
     ("short_form", r"^(?:unknown|n/?a|not sure|unsure|no answer|cannot answer|can't answer|no comment|"
                    r"unanswerable|not answerable|insufficient (?:information|context|data)|"
                    r"not enough (?:information|context)|i (?:am|'m) not sure|idk|none given)[.!]?$"),

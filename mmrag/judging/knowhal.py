@@ -111,4 +111,8 @@ class KnowHalJudge:
         return Verdict(outcome=outcome, judge_id=self.judge_id, score=1.0 if outcome == "correct" else 0.0,
                        reason=f"premise {call}" + (f" ({pattern})" if pattern else ""),
                        details={**base, "premise_call": call, "premise_pattern": pattern, "rule_outcome": outcome,
-                                "llm_eligible": True, "decided": call != "accepts" or pattern is not None})
+                                "llm_eligible": True,
+                                # premise calls by pattern missed both ways on held-out replies ("The
+                                # lighthouse is too far away to identify" accepts the lighthouse):
+                                # every negative goes to the combiner / LLM
+                                "decided": False})

@@ -33,7 +33,7 @@ from mmrag.judging.normalize import Variant, vqa_normalize
 from mmrag.schema import Prompt, Response, Sample, Verdict
 
 _ANSWER_PREFIX = re.compile(r"^\s*(?:final answer|answer|short answer)\s*[:\-]\s*", re.I)
-_MARKDOWN = re.compile(r"\*\*|__|`+|^#+\s*", re.M)
+_MARKDOWN = re.compile(r"\*\*|__|`+|^#+\s*|(?<!\w)\*(?=\w)|(?<=[\w.)])\*(?!\w)", re.M)
 
 Decision = tuple[str, str | None, str, bool, dict[str, Any]]
 
@@ -111,7 +111,11 @@ class OpenAnswerRules:
 
     @staticmethod
     def body_of(text: str) -> str:
-        return _ANSWER_PREFIX.sub("", _MARKDOWN.sub("", text).strip())
+        """The reply without a reasoning block (``<think>...</think>``, ``<answer>`` tags: what a
+        reasoning model concludes is its answer), markdown emphasis and an "Answer:" prefix."""
+        from mmrag.judging.mcq import strip_reasoning
+
+        return _ANSWER_PREFIX.sub("", _MARKDOWN.sub("", strip_reasoning(text)).strip())
 
     def batched(self, judge_one, items: Sequence):
         """``judge_one`` over ``items`` with the MiniLM encodes of the whole call batched: the rules

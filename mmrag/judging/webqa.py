@@ -115,8 +115,9 @@ class WebQARule(GenericRule):
             return None
         g = gold.pop()
         name = " ".join(alts[said])
+        # "I have a height for Fuji but none for Etna": naming one side while declining is undecided
         return Match("gives" if said == g else "contradicts", name, f"reply picks {name!r}",
-                     details={"alternatives": [list(a) for a in alts]})
+                     decided=not set(words(reply)) & NEGATORS, details={"alternatives": [list(a) for a in alts]})
 
 
 def alternatives(question: str) -> list[tuple[str, ...]] | None:
