@@ -161,8 +161,12 @@ def test_mcq_outcomes_and_official_side_by_side():
     assert v.outcome == "hallucination" and v.details["chose_nota"] and not v.details["gold_is_nota"]
     v = judge.judge(*item(text="I cannot determine the animal from this image.", choices=CH, label="B"))
     assert v.outcome == "deflection"
+    # a hedge between two options commits to neither: wrong (human labels on every held-out set),
+    # but undecided, so rule+llm still asks the LLM judge
     v = judge.judge(*item(text="B or C", choices=CH, label="A"))
-    assert v.outcome == "unparseable" and v.details["decided"] is False
+    assert v.outcome == "hallucination" and v.details["decided"] is False and v.extracted is None
+    v = judge.judge(*item(text="B or C", choices=CH, label="B"))
+    assert v.outcome == "hallucination"
     v = judge.judge(*item(text="", choices=CH, label="A", error="server_error"))
     assert v.outcome == "unparseable" and "server_error" in v.reason
 
@@ -367,7 +371,7 @@ def test_number_words_everywhere():
 
     assert digits_for_words("There are forty-seven steps and one hundred and two doors.") == \
         "There are 47 steps and 102 doors."
-    assert digits_for_words("two and a half") == "2 and a half"
+    assert digits_for_words("two and a half") == "2.5"   # was "2 and a half": the value is 2.5 (issue 12b)
     j = RuleJudge()
     assert j.judge(*src_item("infoseek", "How many species?", ["47"], "forty-seven", ranges=[(42.3, 51.7)])).outcome \
         == "correct"
@@ -382,7 +386,10 @@ def test_evqa_multi_answer_iou():
     q, parts = "In which months does it flower?", {"answer_parts": [["June", "July"]]}
     assert j.judge(*src_item("evqa", q, ["June, July"], "In June and July.", qtype="multi_answer", meta=parts)).outcome \
         == "correct"
-    assert j.judge(*src_item("evqa", q, ["June, July"], "June.", qtype="multi_answer", meta=parts)).outcome == "correct"
+    # half the list: the official IoU rule credits it, every labelled set calls it wrong -- the IoU call
+    # is kept in details, the verdict is undecided and the learned combiner sides with the labels
+    v = j.judge(*src_item("evqa", q, ["June, July"], "June.", qtype="multi_answer", meta=parts))
+    assert v.details["multi_answer_iou"] == 0.5 and v.details["decided"] is False and v.outcome == "hallucination"
     assert j.judge(*src_item("evqa", q, ["June && July"], "June, August, September, October.",
                              qtype="multi_answer")).outcome == "hallucination"           # IoU 1/5
     assert j.judge(*src_item("evqa", q, ["June && July"], "March and April.", qtype="multi_answer")).outcome \

@@ -68,7 +68,8 @@ def eligible(verdicts, rows, scope: str) -> np.ndarray:
     return np.array(ok)
 
 
-def apply(weights: dict, x: np.ndarray, rule: list[str], mask: np.ndarray, conf: float) -> list[str]:
+def apply(weights: dict, x: np.ndarray, rule: list[str], mask: np.ndarray, conf: float,
+          conf_correct: float) -> list[str]:
     model = cb.Combiner.__new__(cb.Combiner)
     model.mean, model.scale = np.asarray(weights["mean"]), np.asarray(weights["scale"])
     model.coef, model.intercept = np.asarray(weights["coef"]), np.asarray(weights["intercept"])
@@ -77,12 +78,12 @@ def apply(weights: dict, x: np.ndarray, rule: list[str], mask: np.ndarray, conf:
         p = model.proba(x[mask])
         for j, i in enumerate(np.flatnonzero(mask)):
             k = int(np.argmax(p[j]))
-            if p[j, k] >= conf:
+            if p[j, k] >= (max(conf, conf_correct) if cb.CLASSES[k] == "correct" else conf):
                 out[i] = cb.CLASSES[k]
     return out
 
 
-def lofo(rows, verdicts, x, files, scope: str, c: float, conf: float) -> dict:
+def lofo(rows, verdicts, x, files, scope: str, c: float, conf: float, conf_correct: float) -> dict:
     labels = [r["label"] for r in rows]
     rule = [v.outcome for v in verdicts]
     mask = eligible(verdicts, rows, scope)
@@ -91,7 +92,7 @@ def lofo(rows, verdicts, x, files, scope: str, c: float, conf: float) -> dict:
     for name in dict.fromkeys(files):
         here = np.array([f == name for f in files])
         w = cb.fit(x[trainable & ~here], [labels[i] for i in np.flatnonzero(trainable & ~here)], c)
-        got = apply(w, x, rule, mask & here, conf)
+        got = apply(w, x, rule, mask & here, conf, conf_correct)
         for i in np.flatnonzero(here):
             pred[i] = got[i]
     return {"pred": pred, "rule": rule, "labels": labels}
@@ -121,18 +122,20 @@ def main() -> None:
     ap.add_argument("--lofo", action="store_true", help="leave-one-file-out report")
     ap.add_argument("--write", action="store_true", help="fit on every file and write the weights")
     ap.add_argument("--scope", choices=("undecided", "all"), default="undecided")
-    ap.add_argument("--C", type=float, default=0.3)
-    ap.add_argument("--confidence", type=float, default=0.5)
+    ap.add_argument("--C", type=float, default=0.3, help="inverse L2 strength of the logistic regression")
+    ap.add_argument("--confidence", type=float, default=0.4, help="least probability to replace a rule verdict")
+    ap.add_argument("--confidence-correct", type=float, default=0.7, help="... with 'correct'")
     ap.add_argument("--files", nargs="*", default=list(FILES))
     args = ap.parse_args()
     rows, verdicts, x, files = load(args.files)
     if args.lofo:
-        report(rows, files, lofo(rows, verdicts, x, files, args.scope, args.C, args.confidence))
+        report(rows, files, lofo(rows, verdicts, x, files, args.scope, args.C, args.confidence,
+                                 args.confidence_correct))
     if args.write:
         labels = [r["label"] for r in rows]
         mask = eligible(verdicts, rows, "undecided") & np.array([lab in cb.CLASSES for lab in labels])
         w = cb.fit(x[mask], [labels[i] for i in np.flatnonzero(mask)], args.C)
-        w.update(min_confidence=args.confidence, version="1", trained_on=sorted(set(files)), n=int(mask.sum()))
+        w.update(min_confidence=args.confidence, min_confidence_correct=args.confidence_correct, version="1", trained_on=sorted(set(files)), n=int(mask.sum()))
         cb.WEIGHTS_PATH.write_text(json.dumps(w, indent=1) + "\n", encoding="utf-8")
         print(f"wrote {cb.WEIGHTS_PATH} ({int(mask.sum())} undecided verdicts)")
 

@@ -7,7 +7,7 @@ refusal); every *undecided* verdict (a paraphrase call, a refusal with explanati
 something without the reference", no option letter found, a KnowHal premise reply the patterns
 cannot place) goes to a small multinomial logistic regression over signals the judge already
 computes, and the combiner's class replaces the rule's when its probability reaches
-``min_confidence``; otherwise the rule verdict stands (``unparseable`` included).  A combined
+``min_confidence`` (``min_confidence_correct`` to credit an answer); otherwise the rule verdict stands (``unparseable`` included).  A combined
 verdict stays ``decided = False``, so ``rule+llm`` still sends it to the LLM judge.
 
 Features (:func:`features`, all bounded, one fixed order named in :data:`FEATURES`): the rule's
@@ -51,6 +51,7 @@ FEATURES: tuple[str, ...] = (
     "q_overlap", "ref_overlap", "nota_text", "options_named",
     "rule_decided", "ref_negated", "prefix_overlap", "vague", "specific",
     "multi_partial", "extra_names", "unit_converted", "other_number", "fuzzy", "disjunction",
+    "q_negated",
 )
 
 _GUESS = re.compile(r"\b(?:probably|likely|perhaps|maybe|possibly|i think|i believe|i guess|looks like|"
@@ -176,6 +177,8 @@ def features(view: View, verdict: Verdict, bank) -> np.ndarray:
     f["unit_converted"] = float(bool(d.get("unit_converted")))
     f["other_number"] = float(verdict.reason.startswith(("reply gives another number", "number outside")))
     f["fuzzy"] = fuzzy_best(toks, view.gold)
+    # the question's own subject under a negator ("There's no kayak"): a KnowHal premise rejection
+    f["q_negated"] = float(any(negated_at(toks, i) for i, t in enumerate(toks) if t in qwords and t not in STOPWORDS))
     f["disjunction"] = float(bool({"or", "either"} & set(toks)) and not {"or", "either"} & qwords)
     return np.array([f.get(name, 0.0) for name in FEATURES], dtype=np.float64)
 
@@ -212,6 +215,8 @@ class Combiner:
         self.coef = np.asarray(data["coef"], dtype=np.float64)
         self.intercept = np.asarray(data["intercept"], dtype=np.float64)
         self.min_confidence = float(data.get("min_confidence", 0.5) if min_confidence is None else min_confidence)
+        # crediting a wrong answer costs more than missing a right one: "correct" needs more
+        self.min_confidence_correct = max(self.min_confidence, float(data.get("min_confidence_correct", 0.0)))
         self.version = str(data.get("version", "1"))
 
     def proba(self, x: np.ndarray) -> np.ndarray:
@@ -229,7 +234,8 @@ class Combiner:
         p = self.proba(features(view, verdict, bank))[0]
         k = int(np.argmax(p))
         verdict.details["combiner"] = {c: round(float(v), 3) for c, v in zip(CLASSES, p)}
-        if p[k] < self.min_confidence or CLASSES[k] == verdict.outcome:
+        need = self.min_confidence_correct if CLASSES[k] == "correct" else self.min_confidence
+        if p[k] < need or CLASSES[k] == verdict.outcome:
             return verdict
         outcome = CLASSES[k]
         verdict.details["rule_outcome"] = verdict.outcome
