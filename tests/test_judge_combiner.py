@@ -1,0 +1,160 @@
+"""Issue 12b: the rule judge on replies written by someone else.
+
+Real MiniLM, the shipped combiner weights (``mmrag/judging/data/combiner.json``), real records in
+the shape of the labelled files.  Each case below is one of the error classes the second held-out
+set showed (implicit deflections, option text without a letter, hedges, unit restatements,
+number words, reasoning blocks, KnowHal premise replies), written anew for this test.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mmrag.judging import RuleJudge, digits_for_words
+from mmrag.judging import combiner as cb
+from mmrag.judging.open_answer import OpenAnswerConfig
+from mmrag.judging.records import record_to_item
+
+Q = "Which vehicle is crossing the bridge?\nA. Bus\nB. Truck\nC. Train\nD. Tram\nE. None of the above"
+CH = [{"letter": x, "text": t} for x, t in zip("ABCDE", ["Bus", "Truck", "Train", "Tram", "None of the above"])]
+NEG = {"polarity": "negative", "false_premise": "There is no kayak."}
+
+
+@pytest.fixture(scope="module")
+def judge():
+    return RuleJudge()
+
+
+def run(judge, *recs):
+    items = [record_to_item(r, Path("inline"), i) for i, r in enumerate(recs, 1)]
+    return judge.judge_many(items)
+
+
+@pytest.mark.parametrize("rec, outcome", [
+    # implicit deflections: say what the evidence covers, assert nothing
+    (dict(source="infoseek", question="When was the bridge completed?", answers=["1890"],
+          response="The passages name the engineers but never say when the bridge was finished."), "deflection"),
+    (dict(source="infoseek", question="What is the population of the town?", answers=["12500"],
+          numeric_ranges=[[11250, 13750]], response="The passage gives the district's population (about 80,000), "
+                                                    "not the town's, so I can't say."), "deflection"),
+    (dict(source="evqa", question="What does this caterpillar eat?", answers=["milkweed"],
+          response="Leider kann ich das anhand der Informationen nicht beantworten."), "deflection"),
+    # a hedge between the reference and another candidate is wrong
+    (dict(source="mragbench", question="What breed is this dog?", answers=["Shiba Inu"],
+          response="Most likely a Shiba Inu, though it could also be a young Akita."), "hallucination"),
+    # KnowHal negatives: presupposing the missing object vs rejecting it
+    (dict(source="knowhal", question="What colour is the kayak?", answers=["There is no kayak in the image."],
+          metadata=NEG, response="The kayak is too far in the background for me to see its colour."), "hallucination"),
+    (dict(source="knowhal", question="What colour is the kayak?", answers=["There is no kayak in the image."],
+          metadata=NEG, response="There's no kayak in the picture, just a polar bear on the ice."), "correct"),
+    # HumbleBench without a letter: option text, NOTA phrasing, two options
+    (dict(source="humblebench", question=Q, answers=["C", "Train"], choices=CH,
+          response="It looks like a long passenger train with several carriages."), "correct"),
+    (dict(source="humblebench", question=Q, answers=["E", "None of the above"], choices=CH,
+          response="None of the listed vehicles."), "correct"),
+    (dict(source="humblebench", question=Q, answers=["C", "Train"], choices=CH,
+          response="None of the listed vehicles."), "hallucination"),
+    (dict(source="humblebench", question=Q, answers=["C", "Train"], choices=CH, response="A or C."), "hallucination"),
+    # numbers restated in another unit (InfoSeek golds carry no unit), and a wrong one
+    (dict(source="infoseek", question="How tall is the tower?", answers=["594"], numeric_ranges=[[534.6, 653.4]],
+          response="1,949 feet"), "correct"),
+    (dict(source="infoseek", question="What is the mean July temperature?", answers=["29.76"],
+          numeric_ranges=[[26.8, 32.7]], response="85.6 °F"), "correct"),
+    (dict(source="infoseek", question="How tall is the tower?", answers=["594"], numeric_ranges=[[534.6, 653.4]],
+          response="1,200 feet"), "hallucination"),
+    # number words as years; a reasoning block before the answer
+    (dict(source="viquae", question="In which year did he receive the prize?", answers=["1964"],
+          response="He received it in nineteen sixty-four."), "correct"),
+    (dict(source="viquae", question="Which city is this?", answers=["Paris"],
+          response="<think>The tower could be Blackpool's, maybe Lyon? No: the river is the Seine.</think>Paris"),
+     "correct"),
+])
+def test_held_out_error_classes(judge, rec, outcome):
+    (v,) = run(judge, rec)
+    assert v.outcome == outcome, v.reason
+
+
+def test_one_judge_id_in_manifest_and_verdicts(judge):
+    recs = [dict(source="viquae", question="Which city?", answers=["Paris"], response="Paris"),
+            dict(source="humblebench", question=Q, answers=["C", "Train"], choices=CH, response="C"),
+            dict(source="knowhal", question="What colour is the kayak?", answers=["There is no kayak."], metadata=NEG,
+                 response="There is no kayak."),
+            dict(question="Which city?", answers=["Paris"], response=None, error="timeout")]
+    verdicts = run(judge, *recs)
+    assert judge.judge_id == "rule@3"
+    assert {v.judge_id for v in verdicts} == {judge.judge_id}
+    # which rule set spoke stays visible
+    assert [v.details["rule_set"].split("@")[0] for v in verdicts] == ["rule-open", "rule-mcq", "knowhal", "rule-open"]
+
+
+def test_combiner_only_touches_undecided_verdicts_and_keeps_them_undecided(judge):
+    rules_only = RuleJudge(OpenAnswerConfig(combiner=False))
+    recs = [dict(source="infoseek", question="When was the bridge completed?", answers=["1890"],
+                 response="The passages name the engineers but never say when the bridge was finished."),
+            dict(source="viquae", question="Which city is this?", answers=["Paris"], response="It is Paris."),
+            dict(question="Which city?", answers=["Paris"], response="")]
+    before, after = run(rules_only, *recs), run(judge, *recs)
+    assert before[0].outcome == "hallucination" and before[0].details["decided"] is False
+    assert after[0].outcome == "deflection" and after[0].reason.startswith("learned combiner")
+    assert after[0].details["decided"] is False and after[0].details["rule_outcome"] == "hallucination"
+    assert set(after[0].details["combiner"]) == set(cb.CLASSES)
+    for b, a in zip(before[1:], after[1:]):  # decided verdicts and empty replies are left alone
+        assert (a.outcome, a.reason) == (b.outcome, b.reason) and "combiner" not in a.details
+    assert after[2].outcome == "unparseable"
+
+
+def test_combiner_weights_are_json_and_match_the_features():
+    data = json.loads(cb.WEIGHTS_PATH.read_text(encoding="utf-8"))
+    assert tuple(data["features"]) == cb.FEATURES and tuple(data["classes"]) == cb.CLASSES
+    width = len(cb.FEATURES) * (1 + len(cb.PATHS))
+    assert np.asarray(data["coef"]).shape == (3, width) and len(data["mean"]) == width
+    assert data["min_confidence_correct"] >= data["min_confidence"]
+    bad = dict(data, features=data["features"][:-1])
+    path = Path(__file__).parent / "data" / "_no_such_weights.json"
+    try:
+        path.write_text(json.dumps(bad))
+        with pytest.raises(ValueError, match="judge_fit"):
+            cb.Combiner(path)
+    finally:
+        path.unlink(missing_ok=True)
+
+
+def test_fit_round_trips_through_json_like_sklearn():
+    from sklearn.linear_model import LogisticRegression
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(90, len(cb.FEATURES)))
+    x[:, cb.FEATURES.index("path_open")] = 1.0
+    y = [cb.CLASSES[i % 3] for i in range(90)]
+    x[:, 0] += np.array([i % 3 for i in range(90)])  # a signal to learn
+    w = cb.fit(x, y, c=0.5)
+    model = cb.Combiner.__new__(cb.Combiner)
+    model.mean, model.scale, model.coef, model.intercept = (np.asarray(w[k]) for k in ("mean", "scale", "coef",
+                                                                                      "intercept"))
+    xe = cb.expand(x)
+    ref = LogisticRegression(C=0.5, max_iter=5000).fit((xe - model.mean) / model.scale, [cb.CLASSES.index(v) for v in y])
+    assert np.allclose(model.proba(x), ref.predict_proba((xe - model.mean) / model.scale), atol=1e-6)
+    assert json.loads(json.dumps(w)) == w  # plain JSON, no pickle
+
+
+@pytest.mark.parametrize("text, digits", [
+    ("nineteen sixty-four", "1964"), ("twenty twenty", "2020"), ("twenty four", "24"),
+    ("between seven and nine centimetres", "between 7 and 9 centimetres"),
+    ("twenty-eight point four million passengers", "28400000 passengers"),
+    ("four and a half kilograms", "4.5 kilograms"), ("three thousand and five", "3005"),
+])
+def test_number_words_as_people_write_them(text, digits):
+    assert digits_for_words(text) == digits
+
+
+def test_unit_alternatives():
+    from mmrag.judging.quantity import unit_alternatives
+
+    assert any(abs(v - 594.06) < 0.1 for v in unit_alternatives("1,949 feet"))
+    assert any(abs(v - 29.78) < 0.01 for v in unit_alternatives("85.6 °F"))
+    assert any(abs(v - 321.87) < 0.01 for v in unit_alternatives("200 mph"))
+    assert unit_alternatives("about 80,000 people") == []
