@@ -89,10 +89,11 @@ class View:
 
 def view_of(sample: Sample, prompt: Prompt, response: Response) -> View:
     from mmrag.judging.mcq import effective_choices, strip_reasoning
-    from mmrag.judging.open_answer import alternatives_of
+    from mmrag.judging.open_answer import OpenAnswerRules, alternatives_of
 
-    reply = strip_reasoning(response.text or "")
     choices, label = effective_choices(sample, prompt)
+    # what the rules read: after a reasoning block, after a final "Answer:" marker
+    reply = strip_reasoning(response.text or "") if choices and label else OpenAnswerRules.body_of(response.text or "")
     if choices and label:
         stem_q = sample.question.split("\n")[0]
         gold = [c.text for c in choices if c.letter == label]

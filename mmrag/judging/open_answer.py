@@ -33,6 +33,8 @@ from mmrag.judging.normalize import Variant, vqa_normalize
 from mmrag.schema import Prompt, Response, Sample, Verdict
 
 _ANSWER_PREFIX = re.compile(r"^\s*(?:final answer|answer|short answer)\s*[:\-]\s*", re.I)
+_FINAL_ANSWER = re.compile(r"(?:^|(?<=[.!?:\n])\s*)(?:final answer|short answer|answer)\s*[:\-]\s*(.+?)\s*$",
+                           re.I | re.S)
 _MARKDOWN = re.compile(r"\*\*|__|`+|^#+\s*|(?<!\w)\*(?=\w)|(?<=[\w.)])\*(?!\w)", re.M)
 
 Decision = tuple[str, str | None, str, bool, dict[str, Any]]
@@ -115,7 +117,11 @@ class OpenAnswerRules:
         reasoning model concludes is its answer), markdown emphasis and an "Answer:" prefix."""
         from mmrag.judging.mcq import strip_reasoning
 
-        return _ANSWER_PREFIX.sub("", _MARKDOWN.sub("", strip_reasoning(text)).strip())
+        body = _MARKDOWN.sub("", strip_reasoning(text)).strip()
+        marked = list(_FINAL_ANSWER.finditer(body))
+        if marked and marked[-1].group(1).strip():  # "<reasoning> Answer: X": X is the answer
+            body = marked[-1].group(1).strip()
+        return _ANSWER_PREFIX.sub("", body)
 
     def batched(self, judge_one, items: Sequence):
         """``judge_one`` over ``items`` with the MiniLM encodes of the whole call batched: the rules
