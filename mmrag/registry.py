@@ -122,5 +122,16 @@ class Registry(Generic[T]):
     def create(self, name: str, *args: Any, **kwargs: Any) -> T:
         return self.get(name)(*args, **kwargs)
 
+    def get_instance(self, name: str, cls: type, field: str) -> Any:
+        """The registered *object* ``name`` (families and scenario kinds register instances, not
+        factories): an InputError on ``field`` when it is not a ``cls`` or carries another id (an
+        entry point named ``a`` that loads the kind ``b`` would be stored under the wrong name)."""
+        obj = self.get(name)
+        if not isinstance(obj, cls):
+            raise InputError(f"'{name}' does not name a {cls.__name__} (got {type(obj).__name__})", field=field)
+        if getattr(obj, "id", name) != name:
+            raise InputError(f"entry point '{name}' names the {self.kind} '{obj.id}'", field=field)
+        return obj
+
     def __contains__(self, name: str) -> bool:
         return name in self._items or name in self._entry_points()

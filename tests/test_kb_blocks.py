@@ -51,3 +51,33 @@ def test_a_bad_line_is_reported_with_file_and_line(tmp_path, bad, match):
     with pytest.raises(InputError, match=match) as single:
         list(iter_kb(path))
     assert single.value.line == 6
+
+
+def test_a_kb_file_gives_the_index_bar_its_total(tmp_path, monkeypatch):
+    """A streamed KB used to show an unknown total; the build now reads KBFile's length hint."""
+    import contextlib
+    import gzip
+    import operator
+
+    import mmrag.indices.build as build
+
+    path = tmp_path / "kb.jsonl"
+    path.write_bytes(b"\n".join(_doc(i) for i in range(7)))   # no newline after the last line
+    assert operator.length_hint(iter_kb(path)) == 7 == len(list(iter_kb(path)))
+    gz = tmp_path / "kb.jsonl.gz"
+    gz.write_bytes(gzip.compress(path.read_bytes()))
+    assert operator.length_hint(iter_kb(gz)) == 0   # unknown: counting would decompress the file
+
+    totals = []
+
+    @contextlib.contextmanager
+    def spy(description, total, enabled=None, min_items=2048):
+        totals.append((description, total))
+        yield type("Bar", (), {"advance": lambda self, n=1: None})()
+
+    monkeypatch.setattr(build, "progress_bar", spy)
+    from mmrag.indices import create_encoder
+
+    build.build_index(iter_kb(path), create_encoder({"name": "minilm", "kwargs": {}}), "text", out=tmp_path / "ix",
+                      source=path)
+    assert ("building text index", 7) in totals

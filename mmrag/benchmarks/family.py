@@ -76,11 +76,7 @@ def register_family(family: BenchmarkFamily) -> BenchmarkFamily:
 
 def get_family(family_id: str) -> BenchmarkFamily:
     """The registered family ``family_id``; InputError naming the known ones."""
-    fam = BENCHMARK_FAMILIES.get(family_id)
-    if not isinstance(fam, BenchmarkFamily):
-        raise InputError(f"'{family_id}' does not name a BenchmarkFamily (got {type(fam).__name__})",
-                         field="benchmark kind")
-    return fam
+    return BENCHMARK_FAMILIES.get_instance(family_id, BenchmarkFamily, "benchmark kind")
 
 
 def family_ids() -> list[str]:

@@ -21,13 +21,38 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
 DEFAULT_ENCODER = {"text": "minilm", "visual": "color-layout", "multimodal": "fusion"}
 
 
-def iter_kb(path: str | Path) -> Iterator[Document]:
-    """Stream ``kb.jsonl`` (KBRecord lines) as Documents; image paths are relative to the file."""
-    from mmrag.distributed.kb_blocks import kb_document
+class KBFile:
+    """``kb.jsonl`` (KBRecord lines) streamed as Documents; image paths are relative to the file.
 
-    path = Path(path)
-    for line, obj in iter_jsonl(path):
-        yield kb_document(obj, path, line)
+    Why a class and not a generator: an index build over millions of documents wants a progress
+    bar with a total, and a generator has no length.  ``__length_hint__`` (what
+    :func:`operator.length_hint` reads) counts the file's lines in one fast byte scan; it is an
+    estimate, as the protocol allows (a blank line counts), and 0 (unknown) for a ``.gz`` file,
+    which would cost a whole decompression to count."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+
+    def __iter__(self) -> Iterator[Document]:
+        from mmrag.distributed.kb_blocks import kb_document
+
+        for line, obj in iter_jsonl(self.path):
+            yield kb_document(obj, self.path, line)
+
+    def __length_hint__(self) -> int:
+        if self.path.suffix == ".gz" or not self.path.is_file():
+            return 0
+        lines, last = 0, b"\n"
+        with open(self.path, "rb") as fh:
+            while chunk := fh.read(1 << 22):
+                lines += chunk.count(b"\n")
+                last = chunk[-1:]
+        return lines + (last != b"\n")
+
+
+def iter_kb(path: str | Path) -> KBFile:
+    """Stream ``kb.jsonl`` as Documents (see :class:`KBFile`)."""
+    return KBFile(path)
 
 
 def _encoder_spec(name: Optional[str], kwargs: Optional[str], kind: str) -> dict:

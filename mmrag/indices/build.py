@@ -19,9 +19,10 @@ import datetime as _dt
 import errno
 import os
 import shutil
+import operator
 import uuid
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence, Sized
+from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -147,8 +148,9 @@ def build_index(documents: Iterable[Document], encoder: Any, kind: str, factory:
 
     def batches() -> Iterator[tuple[list[str], list[str], np.ndarray]]:
         buf: list[Document] = []
-        # a known total when the documents are a list (the usual case): the bar counts documents read
-        total = len(documents) if isinstance(documents, Sized) else None
+        # the bar counts documents read; its total is the list's length, or a stream's estimate
+        # (``KBFile`` counts the KB's lines), or unknown (0 from length_hint)
+        total = operator.length_hint(documents) or None
         with progress_bar(f"building {kind} index", total, progress) as bar:
             read = 0
             for doc in documents:

@@ -126,12 +126,7 @@ def register_kind(kind: ScenarioKind) -> ScenarioKind:
 
 def get_kind(kind_id: str) -> ScenarioKind:
     """The registered kind ``kind_id`` (built-in or entry point); InputError naming the known ones."""
-    kind = SCENARIO_KINDS.get(kind_id)
-    if not isinstance(kind, ScenarioKind):
-        raise InputError(f"'{kind_id}' does not name a ScenarioKind (got {type(kind).__name__})", field="kind")
-    if kind.id != kind_id:
-        raise InputError(f"entry point '{kind_id}' names the scenario kind '{kind.id}'", field="kind")
-    return kind
+    return SCENARIO_KINDS.get_instance(kind_id, ScenarioKind, "kind")
 
 
 def kind_ids() -> list[str]:
