@@ -253,7 +253,7 @@ def read_jsonl_models(path: str | Path, model: type[M]) -> list[M]:
     return [parse_record(model, obj, path=path, line=ln) for ln, obj in iter_jsonl(path)]
 
 
-def _unique_key_loader():
+def unique_key_loader():
     """A SafeLoader that refuses duplicate mapping keys (YAML's default is "last wins": a second
     ``limit:`` would silently override the first)."""
     import yaml
@@ -292,7 +292,7 @@ def read_yaml_mapping(path: str | Path, what: str = "file") -> dict[str, Any]:
         line = raw[: exc.start].count(b"\n") + 1
         raise InputError(f"not UTF-8 text (byte 0x{raw[exc.start]:02x})", path=path, line=line) from None
     try:
-        data = yaml.load(text, Loader=_unique_key_loader())  # noqa: S506 - a SafeLoader subclass
+        data = yaml.load(text, Loader=unique_key_loader())  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise InputError(f"invalid YAML ({getattr(exc, 'problem', None) or exc})", path=path,

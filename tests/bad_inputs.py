@@ -188,6 +188,7 @@ def build_cases(t: Path) -> dict[str, tuple[list[str], list[str], Path | None]]:
         "score predictions not utf-8": (["score", "humblebench", "--predictions", str(bad_utf8)], ["bad.jsonl:1", "UTF-8"], None),
         "score predictions parquet": (["score", "humblebench", "--predictions", str(pq)], ["data.parquet", "parquet"], None),
         "sweep bad field": (["sweep", "--config", cfg("s.yaml", "name: x\naxes: {n_distractorz: [1, 2]}\n")], ["s.yaml", "n_distractorz"], None),
+        "sweep duplicate key": (["sweep", "--config", cfg("sd.yaml", "name: x\naxes: {n_distractors: [1]}\naxes: {strictness: [none]}\n")], ["sd.yaml:3", "duplicate key 'axes'"], None),
         "curate bad field": (["curate", "--config", cfg("cu.yaml", "benchmark: {name: demo}\ngating_models: [{backend: always-deflect}]\nkmin: 3\n")], ["cu.yaml", "kmin"], None),
     }
     return cases

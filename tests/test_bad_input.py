@@ -47,7 +47,7 @@ CASES = (
     "index dir missing", "judge input missing field", "judge input not utf-8", "judge input parquet",
     "judge-agreement not utf-8", "judge-agreement parquet", "judge-agreement two empty files",
     "score predictions malformed", "score predictions not utf-8", "score predictions parquet",
-    "sweep bad field", "curate bad field",
+    "sweep bad field", "sweep duplicate key", "curate bad field",
 )
 
 

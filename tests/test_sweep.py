@@ -128,6 +128,13 @@ def test_yaml_syntax_error_has_a_line(tmp_path):
     assert e.value.line is not None and e.value.path == str(path)
 
 
+def test_a_duplicate_key_is_refused_with_its_line_not_last_wins(tmp_path):
+    path = write(tmp_path, "name: x\naxes:\n  n_distractors: [1, 2]\naxes:\n  strictness: [none]\n")
+    with pytest.raises(InputError, match="duplicate key 'axes' \\(first on line 2\\)") as e:
+        load_sweep(path)
+    assert e.value.line == 4 and e.value.path == str(path)
+
+
 def test_skip_invalid_lists_the_skipped_cells():
     sweep = Sweep(name="s", axes={"kind": ["realistic", "adversarial"], "n_distractors": [0, 2]}, skip_invalid=True)
     specs, skipped = sweep.plan()

@@ -293,7 +293,7 @@ def sweep(
     engine: str = ENGINE, address: Optional[str] = ADDRESS, replicas: Optional[int] = REPLICAS,
 ) -> None:
     """Run every cell of a sweep; cells already in the run directory are not run again."""
-    import yaml
+    from mmrag.util import read_yaml_mapping
 
     from mmrag.models import parse_model_arg
 
@@ -301,10 +301,10 @@ def sweep(
 
     if not config.exists() and str(config) in builtin_sweeps():  # `--config distractor-curve`
         config = builtin_sweeps()[str(config)]
-    data = yaml.safe_load(config.read_text(encoding="utf-8")) if config.exists() else None
-    if data is None:
-        raise InputError(f"sweep config not found or empty (built-in sweeps: {', '.join(sorted(builtin_sweeps()))})",
+    if not config.exists():
+        raise InputError(f"sweep config not found (built-in sweeps: {', '.join(sorted(builtin_sweeps()))})",
                          path=config)
+    data = read_yaml_mapping(config, "sweep config")   # duplicate keys and non-mappings refused, with the line
     if isinstance(data, dict) and "benchmarks" in data:
         refuse_extra_flags(ctx, "--config", allowed=(*CONFIG_OVERRIDES, *EXECUTION_FLAGS))
         cfg = load_run_config(config)

@@ -18,7 +18,6 @@ folder), as they must the images it names.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -26,7 +25,7 @@ import numpy as np
 
 from mmrag.errors import InputError
 from mmrag.schema import Document, ImageRef
-from mmrag.util import parse_record
+from mmrag.util import parse_json_line, parse_record
 
 
 def kb_document(obj: dict[str, Any], path: Path, line: int) -> Document:
@@ -68,19 +67,8 @@ def _documents(path: Path, start: int, stop: int, line: int) -> Iterator[tuple[i
     for i, raw in enumerate(data.split(b"\n")):
         lineno, here = line + i, offset
         offset += len(raw) + 1
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            raise InputError("not UTF-8 text", path=path, line=lineno) from None
-        if not text.strip():
-            continue
-        try:
-            obj = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"invalid JSON ({exc.msg})", path=path, line=lineno) from None
-        if not isinstance(obj, dict):
-            raise InputError("expected a JSON object", path=path, line=lineno)
-        yield here, lineno, kb_document(obj, path, lineno)
+        if raw.strip():
+            yield here, lineno, kb_document(parse_json_line(raw, path, lineno), path, lineno)
 
 
 def _fits(doc: Document, kind: str, path: Path) -> bool:

@@ -32,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError,
 
 from mmrag.errors import InputError, pydantic_message
 from mmrag.scenarios.spec import ScenarioSpec
+from mmrag.util import unique_key_loader
 
 SPEC_FIELDS: tuple[str, ...] = tuple(ScenarioSpec.model_fields)
 
@@ -177,7 +178,7 @@ def load_sweep(path_or_name: str | Path) -> Sweep:
     text = path.read_text(encoding="utf-8")
     try:
         root = yaml.compose(text)
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=unique_key_loader())  # noqa: S506 - a SafeLoader that refuses duplicate keys
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise InputError(f"invalid YAML ({getattr(exc, 'problem', exc)})", path=path,

@@ -19,11 +19,10 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import gzip
-import json
 import zlib
 
 from mmrag.errors import InputError
-from mmrag.util import iter_jsonl
+from mmrag.util import iter_jsonl, parse_json_line
 
 Row = tuple[Path, int, dict[str, Any]]
 
@@ -76,18 +75,11 @@ def iter_jsonl_any(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
         raise InputError("file not found", path=path)
     lineno = 0
     try:
-        with gzip.open(path, "rt", encoding="utf-8") as fh:
-            for lineno, line in enumerate(fh, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    obj = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise InputError(f"invalid JSON ({exc.msg})", path=path, line=lineno) from None
-                if not isinstance(obj, dict):
-                    raise InputError("expected a JSON object", path=path, line=lineno)
-                yield lineno, obj
-    except (gzip.BadGzipFile, EOFError, zlib.error, UnicodeDecodeError) as exc:
+        with gzip.open(path, "rb") as fh:
+            for lineno, raw in enumerate(fh, start=1):
+                if raw.strip():
+                    yield lineno, parse_json_line(raw, path, lineno)
+    except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
         what = "not a gzip file" if lineno == 0 else f"damaged gzip data after line {lineno}"
         raise InputError(f"{what} ({exc})", path=path) from None
 

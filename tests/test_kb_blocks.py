@@ -1,0 +1,53 @@
+"""The KB block reader that Ray workers run, checked without Ray: blocks cut anywhere read the
+same documents as the single-process reader, and a bad line is one error naming file and line
+(the same parser as every other JSONL reader, so NaN and bad UTF-8 are caught the same way)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mmrag.commands.index import iter_kb
+from mmrag.distributed.kb_blocks import plan_blocks, read_rows, scan_block
+from mmrag.errors import InputError
+
+
+def _kb(tmp_path, lines):
+    path = tmp_path / "kb.jsonl"
+    path.write_bytes(b"".join(line + b"\n" for line in lines))
+    return path
+
+
+def _doc(i):
+    return json.dumps({"id": f"d{i}", "modality": "text", "text": f"Document number {i}.", "title": f"T{i}"}).encode()
+
+
+@pytest.mark.parametrize("block_docs", [1, 3, 7, 100])
+def test_blocks_read_the_documents_of_the_single_process_reader(tmp_path, block_docs):
+    path = _kb(tmp_path, [_doc(i) if i != 4 else b"   " for i in range(10)])   # a blank line is skipped
+    expected = [d.id for d in iter_kb(path)]
+    got = []
+    for block in plan_blocks(path, block_docs):
+        scan = scan_block(str(path), block, "text")
+        assert scan["error"] is None
+        group = {"group": 0, "start": block["start"], "stop": block["stop"], "line": block["line"]}
+        got += read_rows(str(path), group, "text")["doc_id"]
+    assert got == expected == [f"d{i}" for i in range(10) if i != 4]
+
+
+@pytest.mark.parametrize("bad,match", [
+    (b'{"id": "d5", "modality": "text", "text": NaN}', "NaN"),
+    (b'{"id": "d5", "modality": "text", "text": "caf\xe9"}', "not UTF-8"),
+    (b'{"id": "d5", "modality": "text", ', "invalid JSON"),
+    (b'["d5"]', "expected a JSON object"),
+])
+def test_a_bad_line_is_reported_with_file_and_line(tmp_path, bad, match):
+    path = _kb(tmp_path, [_doc(i) if i != 5 else bad for i in range(8)])
+    errors = [s["error"] for s in (scan_block(str(path), b, "text") for b in plan_blocks(path, 3)) if s["error"]]
+    assert len(errors) == 1
+    assert errors[0]["line"] == 6 and errors[0]["path"] == str(path)
+    assert match in errors[0]["message"]
+    with pytest.raises(InputError, match=match) as single:
+        list(iter_kb(path))
+    assert single.value.line == 6
