@@ -10,7 +10,7 @@ left-out file is judged with it; kappa against the human labels is reported per 
 the left-out predictions, per source.  "rules" is the judge without the combiner (its rules were
 hand-tuned on some of these files, so its per-file figures are in-sample for those).
 
-Never reads ``judge_heldout3.jsonl`` (the final test set) or any file not named in :data:`FILES`.
+Never reads ``judge_heldout4.jsonl`` (the final test set) or any file not named in :data:`FILES`.
 """
 
 from __future__ import annotations
@@ -33,7 +33,8 @@ from mmrag.judging.records import record_to_item  # noqa: E402
 from mmrag.metrics.stats import cohen_kappa  # noqa: E402
 
 DATA = ROOT / "tests" / "data"
-FILES = ("hand_labelled", "judge_tuning", "judge_tuning2", "judge_heldout", "judge_heldout2", "judge_tuning3")
+FILES = ("hand_labelled", "judge_tuning", "judge_tuning2", "judge_heldout", "judge_heldout2", "judge_tuning3",
+         "judge_heldout3")
 
 
 def load(names):
@@ -48,9 +49,6 @@ def load(names):
         for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             if line.strip():
                 rec = json.loads(line)
-                ans = rec.get("answers")
-                if isinstance(ans, list) and len(ans) > 3 and all(isinstance(a, str) and len(a) == 1 for a in ans):
-                    rec["answers"] = ["".join(ans)]  # judge_tuning3's export split 18 references into characters
                 rows.append(rec)
                 items.append(record_to_item(rec, path, i))
                 files.append(name)
