@@ -36,6 +36,7 @@ from typing import Sequence
 import numpy as np
 
 from mmrag.judging.keyphrase import NEGATORS, STOPWORDS, negated_at, stem, words
+from mmrag.judging.slots import SLOT_FEATURES, slot_features
 from mmrag.schema import Prompt, Response, Sample, Verdict
 
 WEIGHTS_PATH = Path(__file__).parent / "data" / "combiner.json"
@@ -51,7 +52,7 @@ FEATURES: tuple[str, ...] = (
     "q_overlap", "ref_overlap", "nota_text", "options_named",
     "rule_decided", "ref_negated", "prefix_overlap", "vague", "specific",
     "multi_partial", "extra_names", "unit_converted", "other_number", "fuzzy", "disjunction",
-    "q_negated",
+    "q_negated", "sim_q", "sim_lift", *SLOT_FEATURES,
 )
 
 _GUESS = re.compile(r"\b(?:probably|likely|perhaps|maybe|possibly|i think|i believe|i guess|looks like|"
@@ -64,9 +65,11 @@ _NOTA = re.compile(r"\bnone of (?:the|these|them)\b|\bneither\b|\bno (?:such|mat
 def expand(x: np.ndarray) -> np.ndarray:
     """The features, then one copy per rule path (open / mcq / premise) that is non-zero only on
     that path: a cue means different things on different paths (the reference under a negator is a
-    wrong answer to an open question, and the right rejection of a KnowHal false premise)."""
+    wrong answer to an open question, and the right rejection of a KnowHal false premise); and one
+    copy for sentence references (MMDocRAG, WebQA), where low word recall is the rule, not a miss."""
     x = np.atleast_2d(x)
-    blocks = [x] + [x * x[:, [FEATURES.index(f"path_{p}")]] for p in PATHS]
+    gates = [f"path_{p}" for p in PATHS] + ["sentence_ref"]
+    blocks = [x] + [x * x[:, [FEATURES.index(g)]] for g in gates]
     return np.hstack(blocks)
 
 
@@ -113,7 +116,7 @@ def embed_texts(view: View) -> list[str]:
 
     masked = mask_topic(view.reply, view.stem)
     targets = [target_text(view.stem, g) for g in view.gold if g.strip()] + [o for o in view.others if o.strip()]
-    return [masked, *(mask_topic(u, view.stem) for u in units(view.reply)), *targets]
+    return [masked, *(mask_topic(u, view.stem) for u in units(view.reply)), *targets, *([view.stem] if view.stem.strip() else [])]
 
 
 def features(view: View, verdict: Verdict, bank) -> np.ndarray:
@@ -136,6 +139,10 @@ def features(view: View, verdict: Verdict, bank) -> np.ndarray:
     f["sim_gold"] = max(sims_g, default=0.0)
     f["sim_other"] = max(sims_o, default=0.0)
     f["sim_margin"] = f["sim_gold"] - f["sim_other"] if sims_o else 0.0
+    # a paraphrase is nearer the reference than the question; a restated question is not
+    f["sim_q"] = float(masked @ _unit(bank._memo[view.stem])) if view.stem.strip() else 0.0
+    f["sim_lift"] = f["sim_gold"] - f["sim_q"]
+    f.update(slot_features(view.reply, view.stem, view.gold))
     d = verdict.details
     if isinstance(d.get("key_recall"), (int, float)):
         f["key_recall"], f["has_key_recall"] = float(d["key_recall"]), 1.0

@@ -30,6 +30,7 @@ from mmrag.judging.answer_rules import AnswerContext, Match, rule_for
 from mmrag.judging.deflection import DEFAULT_DETECTOR, DeflectionDetector
 from mmrag.judging.keyphrase import fold
 from mmrag.judging.normalize import Variant, vqa_normalize
+from mmrag.judging.slots import doubt
 from mmrag.schema import Prompt, Response, Sample, Verdict
 
 _ANSWER_PREFIX = re.compile(r"^\s*(?:final answer|answer|short answer)\s*[:\-]\s*", re.I)
@@ -216,6 +217,10 @@ class OpenAnswerJudge:
         if response.error:
             return error_verdict(response, self.judge_id)
         outcome, extracted, reason, decided, details = self.rules.decide(sample, response.text, rule_name)
+        if outcome == "correct" and decided:
+            why = doubt(OpenAnswerRules.body_of(response.text or ""), sample.question, alternatives_of(sample.answers))
+            if why:  # a credited reply with a slot signal against it: the combiner decides
+                decided, details["doubt"] = False, why
         details["decided"] = decided
         score = 1.0 if outcome == "correct" else 0.0 if outcome != "unparseable" else None
         if "vqa_score" in details and outcome == "correct":

@@ -1,0 +1,132 @@
+"""Slot signals for sentence references: which parts of what the reference adds the reply carries,
+and where it says something else in the same slot.
+
+Why: a sentence reference ("The press release says the new stadium will seat 62,500 spectators.")
+is mostly a restatement of the question; what a reply must carry is the *slot filler* (the number,
+the list items, the direction of a trend).  Word-overlap recall over the whole sentence punishes
+a bare "62,500" and credits "Dark mode and a plugin API" for one of two features.  These signals are
+read by the learned combiner (:mod:`mmrag.judging.combiner`), never used as rules by themselves:
+
+- numbers: the share of the reference's own numbers (those not in the question) that the reply
+  states, and whether the reply states a number that is in neither (``1:50,000`` for ``1:25,000``,
+  ``4471-2039-58`` for ``4471-2093-58``), after thousands separators and scale words are dropped;
+- lists: a reference with "and" / "or" split there and at commas into items (each item: its words that are not
+  in the question); the share of items the reply carries, and how many of the reply's own items
+  share no word with the reference (an extra, unsupported claim: "Rosewood or metal");
+- direction: a trend or comparison word (rose / fell, higher / lower, doubles / halves, before /
+  after) whose sign differs from the reference's, combined with the order of the shared anchors
+  ("fell from 18% to 12%" against "rose from 12% to 18%"; for a comparison "X is shorter than Y"
+  against "Y is taller than X", a flipped word *and* flipped order agree).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Sequence
+
+from mmrag.judging.keyphrase import STOPWORDS, stem, words
+
+_NUMBER = re.compile(r"\d+(?:[.,:/\-]\d+)*")
+_UP = frozenset("rose rise rises rising risen increase increased increases increasing grew grow grows growing "
+                "higher more larger bigger taller longer greater up gained gain doubles doubled double climbed "
+                "before earlier older faster heavier above exceeds exceeded improved improves".split())
+_DOWN = frozenset("fell fall falls falling fallen decrease decreased decreases decreasing declined decline declines "
+                  "declining shrank shrinks lower less smaller shorter fewer down lost loss halves halved half "
+                  "dropped drop drops cut after later younger slower lighter below worse worsened reduced".split())
+_SPLIT = re.compile(r",(?!\d)|\band\b|\bor\b|\bas well as\b", re.I)
+_LISTED = re.compile(r"\b(?:and|or|as well as)\b", re.I)
+
+SLOT_FEATURES: tuple[str, ...] = ("num_cov", "num_alien", "num_only_ref", "list_cov", "list_extra",
+                                  "dir_conflict", "sentence_ref")
+
+
+def numbers(text: str) -> list[str]:
+    """Numbers as written, thousands separators dropped ("62,500" -> "62500", "4.1" stays)."""
+    out = []
+    for m in _NUMBER.finditer(text):
+        tok = m.group(0)
+        if re.fullmatch(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?", tok):
+            tok = tok.replace(",", "")
+        out.append(tok.rstrip(".,:/-"))
+    return out
+
+
+def _direction(toks: Sequence[str]) -> int:
+    up = sum(t in _UP for t in toks)
+    down = sum(t in _DOWN for t in toks)
+    return (up > down) - (down > up)
+
+
+def _reversed(ref_toks: Sequence[str], reply_toks: Sequence[str], anchors: set[str]) -> bool | None:
+    """Whether the shared anchors come in the opposite order (None when fewer than two)."""
+    first_r = {t: i for i, t in reversed(list(enumerate(ref_toks))) if t in anchors}
+    first_p = {t: i for i, t in reversed(list(enumerate(reply_toks))) if t in anchors}
+    common = sorted(set(first_r) & set(first_p), key=first_r.get)
+    if len(common) < 2:
+        return None
+    pairs = [(a, b) for i, a in enumerate(common) for b in common[i + 1:]]
+    flipped = sum(first_p[a] > first_p[b] for a, b in pairs)
+    return flipped * 2 > len(pairs)
+
+
+def _items(text: str, skip: set[str]) -> list[set[str]]:
+    parts = [{stem(w) for w in words(p) if w not in STOPWORDS} - skip for p in _SPLIT.split(text)]
+    return [p for p in parts if p]
+
+
+def slot_features(reply: str, question: str, gold: Sequence[str]) -> dict[str, float]:
+    """The :data:`SLOT_FEATURES` of one reply (all in [0, 1] or {-1, 0, 1}); best over gold texts."""
+    f = dict.fromkeys(SLOT_FEATURES, 0.0)
+    golds = [g for g in gold if g.strip()]
+    if not golds:
+        return f
+    ref = max(golds, key=lambda g: len(words(g)))
+    f["sentence_ref"] = float(len(words(ref)) > 5)
+    qnums, rnums = set(numbers(question)), set(numbers(reply))
+    gnums = {n for g in golds for n in numbers(g)}
+    own = gnums - qnums
+    if own:
+        f["num_cov"] = len(own & rnums) / len(own)
+    f["num_alien"] = float(bool(rnums - gnums - qnums))
+    f["num_only_ref"] = float(bool(rnums - qnums) and rnums - qnums <= gnums)
+    qstems = {stem(w) for w in words(question)}
+    items = _items(ref, qstems) if _LISTED.search(ref) else []  # a list has a conjunction, not just commas
+    if len(items) >= 2:
+        rs = {stem(w) for w in words(reply)}
+        f["list_cov"] = sum(bool(it & rs) for it in items) / len(items)
+    gstems = {stem(w) for g in golds for w in words(g)}
+    f["list_extra"] = min(sum(not (it & gstems) for it in _items(reply, qstems)), 2) / 2.0
+    rt, pt = words(ref), words(reply)
+    dr, dp = _direction(rt), _direction(pt)
+    anchors = ({w for w in rt if w not in STOPWORDS and w not in _UP | _DOWN}
+               & {w for w in pt if w not in STOPWORDS})
+    rev = _reversed(rt, pt, anchors)
+    if "than" in rt and "than" in pt and dr and dp and rev is not None:
+        f["dir_conflict"] = float((dr != dp) != rev)   # "Y is shorter than X" == "X is taller than Y"
+    elif dr and dp:
+        f["dir_conflict"] = float(dr != dp or bool(rev and own & rnums))
+    elif rev and len(own & rnums) >= 2:
+        f["dir_conflict"] = 1.0  # the same numbers, in the other order
+    return f
+
+
+def doubt(reply: str, question: str, gold: Sequence[str]) -> str | None:
+    """Why a reply the rules credited may still be wrong (None when nothing is off): a trend or
+    comparison the other way round, a number in neither the reference nor the question, part of a
+    listed answer only, or an item the reference does not support.  Such a verdict goes to the
+    combiner instead of standing as decided: a right answer plus a wrong claim is a hallucination."""
+    f = slot_features(reply, question, gold)
+    if not f["sentence_ref"]:  # a short reference is matched whole: the rules' call stands
+        return None
+    if f["dir_conflict"]:
+        return "direction or order differs from the reference"
+    if f["num_alien"]:
+        return "a number the reference does not give"
+    if 0 < f["list_cov"] < 1:
+        return "part of the reference's list only"
+    if f["list_extra"]:
+        return "an item the reference does not support"
+    return None
+
+
+__all__ = ["SLOT_FEATURES", "doubt", "numbers", "slot_features"]
