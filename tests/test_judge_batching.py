@@ -79,7 +79,9 @@ def test_judge_many_equals_one_by_one_with_bounded_encodes(items):
     # the replies the rules leave to MiniLM
     assert len(single_enc.calls) > 10 * len(enc.calls)
     assert sum(enc.calls) <= sum(single_enc.calls)
-    assert sum(enc.calls) < len(items)
+    # an undecided reply needs a few texts (clauses, masked reply, key phrases, the question since
+    # the slot features): bounded by twice the items, never one encode per text
+    assert sum(enc.calls) < 2 * len(items)
 
     # the memo now holds everything: judging the call again encodes nothing and changes nothing
     again = batched.judge_many(items)

@@ -110,7 +110,7 @@ def test_combiner_only_touches_undecided_verdicts_and_keeps_them_undecided(judge
 def test_combiner_weights_are_json_and_match_the_features():
     data = json.loads(cb.WEIGHTS_PATH.read_text(encoding="utf-8"))
     assert tuple(data["features"]) == cb.FEATURES and tuple(data["classes"]) == cb.CLASSES
-    width = len(cb.FEATURES) * (1 + len(cb.PATHS))
+    width = len(cb.FEATURES) * (1 + len(cb.GATES))  # one copy per path and for sentence references
     assert np.asarray(data["coef"]).shape == (3, width) and len(data["mean"]) == width
     assert data["min_confidence_correct"] >= data["min_confidence"]
     bad = dict(data, features=data["features"][:-1])

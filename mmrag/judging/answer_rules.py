@@ -40,6 +40,9 @@ _CANDIDATE_MARKERS = frozenset({"or", "either"})
 KEY_RECALL = 0.5
 
 
+_HEDGED = frozenset("or maybe perhaps probably possibly might could likely".split())
+
+
 @dataclass
 class AnswerContext:
     """What a rule may look at besides the reply."""
@@ -181,7 +184,8 @@ class GenericRule:
                 tail = parts[-1]
                 if tail in names and names <= set(parts) and not negated_at(toks, toks.index(tail.lower())
                                                                             if tail.lower() in toks else 0):
-                    return Match("gives", ref, f"reply names {tail!r} of {ref!r}", decided=False,
+                    # no other name, not negated: a surname is the person; only a hedge stays open
+                    return Match("gives", ref, f"reply names {tail!r} of {ref!r}", decided=not set(toks) & _HEDGED,
                                  details={"match": "name tail"})
         return None
 

@@ -43,6 +43,7 @@ WEIGHTS_PATH = Path(__file__).parent / "data" / "combiner.json"
 CLASSES = ("correct", "deflection", "hallucination")
 OUTCOMES = ("correct", "deflection", "hallucination", "unparseable")
 PATHS = ("open", "mcq", "premise")
+GATES = (*(f"path_{p}" for p in PATHS), "sentence_ref")  # features that gate a copy of every feature
 
 FEATURES: tuple[str, ...] = (
     *(f"rule_{o}" for o in OUTCOMES), *(f"path_{p}" for p in PATHS),
@@ -68,8 +69,7 @@ def expand(x: np.ndarray) -> np.ndarray:
     wrong answer to an open question, and the right rejection of a KnowHal false premise); and one
     copy for sentence references (MMDocRAG, WebQA), where low word recall is the rule, not a miss."""
     x = np.atleast_2d(x)
-    gates = [f"path_{p}" for p in PATHS] + ["sentence_ref"]
-    blocks = [x] + [x * x[:, [FEATURES.index(g)]] for g in gates]
+    blocks = [x] + [x * x[:, [FEATURES.index(g)]] for g in GATES]
     return np.hstack(blocks)
 
 
