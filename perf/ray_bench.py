@@ -11,7 +11,7 @@
    (2 encoder actors of 0.75 CPU each), with Ray's time split (cluster start, pass-1 scan, encode
    pipeline, FAISS) and a check that both indices are identical (manifest minus created_at).
 
-Usage: ``.venv/bin/python perf/ray_bench.py [--quick] [--part scaling|index|all] [--docs N]``
+Usage: ``.venv/bin/python perf/ray_bench.py [--quick] [--part scaling|index|all] [--docs N] [--local-runs 1|2]``
 """
 
 from __future__ import annotations
