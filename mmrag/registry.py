@@ -18,7 +18,7 @@ import inspect
 from contextlib import contextmanager
 from contextvars import ContextVar
 from importlib.metadata import entry_points
-from typing import Any, Callable, Generic, Iterator, TypeVar
+from typing import Any, Callable, Generic, Iterable, Iterator, TypeVar
 
 from mmrag.errors import InputError
 
@@ -121,6 +121,26 @@ class Registry(Generic[T]):
 
     def create(self, name: str, *args: Any, **kwargs: Any) -> T:
         return self.get(name)(*args, **kwargs)
+
+    def add(self, obj: Any) -> Any:
+        """Register the object ``obj`` under its own ``id`` and return it (families and scenario
+        kinds register instances, so the id is never restated beside the object)."""
+        self.register(obj.id, obj)
+        return obj
+
+    def ids_where(self, pred: Callable[[Any], bool], get: Callable[[str], Any],
+                  ids: Iterable[str] | None = None) -> list[str]:
+        """The ids (of ``ids``, default every known name, in that order) whose object ``get(id)``
+        satisfies ``pred``; an id that does not load (a broken plug-in) is skipped, not fatal, so
+        one bad package cannot hide the built-ins from a report."""
+        out = []
+        for name in self.names() if ids is None else ids:
+            try:
+                if pred(get(name)):
+                    out.append(name)
+            except InputError:
+                continue
+        return out
 
     def get_instance(self, name: str, cls: type, field: str) -> Any:
         """The registered *object* ``name`` (families and scenario kinds register instances, not

@@ -20,7 +20,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from mmrag.errors import InputError
 from mmrag.registry import Registry
 from mmrag.scenarios import kinds as _kinds
 
@@ -70,8 +69,7 @@ BENCHMARK_FAMILIES: Registry[BenchmarkFamily] = Registry("benchmark family", gro
 
 
 def register_family(family: BenchmarkFamily) -> BenchmarkFamily:
-    BENCHMARK_FAMILIES.register(family.id, family)
-    return family
+    return BENCHMARK_FAMILIES.add(family)
 
 
 def get_family(family_id: str) -> BenchmarkFamily:
@@ -85,14 +83,7 @@ def family_ids() -> list[str]:
 
 def families_where(pred: Callable[[BenchmarkFamily], bool]) -> list[str]:
     """Ids of the known families satisfying ``pred`` (unloadable plug-ins are skipped)."""
-    out = []
-    for name in family_ids():
-        try:
-            if pred(get_family(name)):
-                out.append(name)
-        except InputError:
-            continue
-    return out
+    return BENCHMARK_FAMILIES.ids_where(pred, get_family)
 
 
 DEFLECTION = register_family(BenchmarkFamily(

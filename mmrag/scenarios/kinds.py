@@ -120,8 +120,7 @@ SCENARIO_KINDS: Registry[ScenarioKind] = Registry("scenario kind", group="mmrag.
 
 def register_kind(kind: ScenarioKind) -> ScenarioKind:
     """Register ``kind`` under its id (for kinds defined in code; packages use the entry point)."""
-    SCENARIO_KINDS.register(kind.id, kind)
-    return kind
+    return SCENARIO_KINDS.add(kind)
 
 
 def get_kind(kind_id: str) -> ScenarioKind:
@@ -149,14 +148,7 @@ def kind_order(kind_id: Any) -> tuple[int, str]:
 def kinds_where(pred: Callable[[ScenarioKind], bool], ids: Iterable[str] | None = None) -> list[str]:
     """The ids (of ``ids``, default all known) whose kind satisfies ``pred``, in paper order."""
     pool = sorted(set(ids), key=kind_order) if ids is not None else kind_ids()
-    out = []
-    for i in pool:
-        try:
-            if pred(get_kind(i)):
-                out.append(i)
-        except InputError:
-            continue
-    return out
+    return SCENARIO_KINDS.ids_where(pred, get_kind, pool)
 
 
 def scenario_label(spec: dict[str, Any]) -> str:
