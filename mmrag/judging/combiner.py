@@ -81,13 +81,15 @@ def _unit(v: np.ndarray) -> np.ndarray:
 @dataclass
 class View:
     """What the features read from one item: the reply, the question stem, the gold texts, the
-    other options' texts (multiple choice) and the path the rules took."""
+    other options' texts (multiple choice), the path the rules took and (multiple choice) the gold
+    letter, which a combined "correct" reports as extracted."""
 
     reply: str
     stem: str
     gold: list[str]
     others: list[str]
     path: str
+    label: str | None = None
 
 
 def view_of(sample: Sample, prompt: Prompt, response: Response) -> View:
@@ -101,7 +103,7 @@ def view_of(sample: Sample, prompt: Prompt, response: Response) -> View:
         stem_q = sample.question.split("\n")[0]
         gold = [c.text for c in choices if c.letter == label]
         others = [c.text for c in choices if c.letter != label]
-        return View(reply, stem_q, gold, others, "mcq")
+        return View(reply, stem_q, gold, others, "mcq", label)
     gold = alternatives_of(sample.answers)
     if sample.metadata.get("polarity") == "negative":
         fp = sample.metadata.get("false_premise")
@@ -249,8 +251,7 @@ class Combiner:
         verdict.details["rule_outcome"] = verdict.outcome
         extracted = verdict.extracted
         if view.path == "mcq":
-            _, label = _choice_label(item)
-            extracted = label if outcome == "correct" else None
+            extracted = view.label if outcome == "correct" else None
         elif outcome == "deflection":
             extracted = None
         elif extracted is None:
@@ -259,12 +260,6 @@ class Combiner:
                        reason=f"learned combiner: {outcome} (p={p[k]:.2f}; rules said {verdict.outcome}: "
                               f"{verdict.reason})",
                        score=1.0 if outcome == "correct" else 0.0, details=verdict.details)
-
-
-def _choice_label(item):
-    from mmrag.judging.mcq import effective_choices
-
-    return effective_choices(item[0], item[1])
 
 
 _DEFAULT: Combiner | None = None
