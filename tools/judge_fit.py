@@ -68,15 +68,13 @@ def eligible(verdicts, rows, scope: str) -> np.ndarray:
 
 def apply(weights: dict, x: np.ndarray, rule: list[str], mask: np.ndarray, conf: float,
           conf_correct: float) -> list[str]:
-    model = cb.Combiner.__new__(cb.Combiner)
-    model.mean, model.scale = np.asarray(weights["mean"]), np.asarray(weights["scale"])
-    model.coef, model.intercept = np.asarray(weights["coef"]), np.asarray(weights["intercept"])
+    model = cb.Combiner(weights={**weights, "min_confidence": conf, "min_confidence_correct": conf_correct})
     out = list(rule)
     if mask.any():
         p = model.proba(x[mask])
         for j, i in enumerate(np.flatnonzero(mask)):
-            k = int(np.argmax(p[j]))
-            if p[j, k] >= (max(conf, conf_correct) if cb.CLASSES[k] == "correct" else conf):
+            k = model.pick(p[j])   # the judge's own decision rule, thresholds included
+            if k is not None:
                 out[i] = cb.CLASSES[k]
     return out
 

@@ -25,6 +25,7 @@ of its texts at its first miss (:meth:`mmrag.judging.semantic.PrototypeBank.also
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -216,8 +217,11 @@ def needs_combiner(verdict: Verdict) -> bool:
 class Combiner:
     """Multinomial logistic regression over :data:`FEATURES` (weights from JSON)."""
 
-    def __init__(self, path: str | Path = WEIGHTS_PATH, min_confidence: float | None = None) -> None:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    def __init__(self, path: str | Path = WEIGHTS_PATH, min_confidence: float | None = None, *,
+                 weights: dict | None = None) -> None:
+        """Weights from ``path``, or ``weights`` already in that JSON shape (``fit``'s output, as
+        ``tools/judge_fit.py`` scores a left-out file with them)."""
+        data = weights if weights is not None else json.loads(Path(path).read_text(encoding="utf-8"))
         if tuple(data["features"]) != FEATURES or tuple(data["classes"]) != CLASSES:
             raise ValueError(f"{path}: combiner weights were fitted for other features; rerun tools/judge_fit.py")
         self.mean = np.asarray(data["mean"], dtype=np.float64)
@@ -234,6 +238,13 @@ class Combiner:
         z = np.exp(z - z.max(axis=-1, keepdims=True))
         return z / z.sum(axis=-1, keepdims=True)
 
+    def pick(self, p: np.ndarray) -> int | None:
+        """The index in :data:`CLASSES` of the most probable class when it is confident enough
+        (``min_confidence_correct`` to credit an answer), else None: the rule verdict stands."""
+        k = int(np.argmax(p))
+        need = self.min_confidence_correct if CLASSES[k] == "correct" else self.min_confidence
+        return k if p[k] >= need else None
+
     def refine(self, item: tuple[Sample, Prompt, Response], verdict: Verdict, bank) -> Verdict:
         """The verdict, replaced by the combiner's class when it is confident enough."""
         if bank is None or not needs_combiner(verdict):
@@ -242,10 +253,9 @@ class Combiner:
         if not view.reply.strip():
             return verdict
         p = self.proba(features(view, verdict, bank))[0]
-        k = int(np.argmax(p))
+        k = self.pick(p)
         verdict.details["combiner"] = {c: round(float(v), 3) for c, v in zip(CLASSES, p)}
-        need = self.min_confidence_correct if CLASSES[k] == "correct" else self.min_confidence
-        if p[k] < need or CLASSES[k] == verdict.outcome:
+        if k is None or CLASSES[k] == verdict.outcome:
             return verdict
         outcome = CLASSES[k]
         verdict.details["rule_outcome"] = verdict.outcome
@@ -262,15 +272,11 @@ class Combiner:
                        score=1.0 if outcome == "correct" else 0.0, details=verdict.details)
 
 
-_DEFAULT: Combiner | None = None
-
-
-def default_combiner() -> Combiner | None:
-    """The shipped combiner (None when no weights ship)."""
-    global _DEFAULT
-    if _DEFAULT is None and WEIGHTS_PATH.exists():
-        _DEFAULT = Combiner()
-    return _DEFAULT
+@functools.lru_cache(maxsize=8)
+def shipped_combiner(min_confidence: float | None = None) -> Combiner | None:
+    """The combiner of the shipped weights (None when none ship), read once per threshold: every
+    RuleJudge (one per run, many per test session) shares it; a Combiner is never mutated."""
+    return Combiner(min_confidence=min_confidence) if WEIGHTS_PATH.exists() else None
 
 
 def fit(x: np.ndarray, y: Sequence[str], c: float = 1.0) -> dict:
@@ -290,5 +296,5 @@ def fit(x: np.ndarray, y: Sequence[str], c: float = 1.0) -> dict:
             "coef": coef.tolist(), "intercept": icpt.tolist(), "C": c}
 
 
-__all__ = ["Combiner", "CLASSES", "FEATURES", "View", "default_combiner", "embed_texts", "features", "fit",
-           "needs_combiner", "view_of"]
+__all__ = ["Combiner", "CLASSES", "FEATURES", "View", "embed_texts", "features", "fit",
+           "needs_combiner", "shipped_combiner", "view_of"]

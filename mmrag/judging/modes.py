@@ -47,10 +47,9 @@ class RuleJudge:
         self._combiner = None
         cfg = self.open.rules.config
         if cfg.combiner and cfg.semantic:
-            from mmrag.judging.combiner import Combiner, WEIGHTS_PATH
+            from mmrag.judging.combiner import shipped_combiner
 
-            if WEIGHTS_PATH.exists():
-                self._combiner = Combiner(min_confidence=cfg.combiner_confidence)
+            self._combiner = shipped_combiner(cfg.combiner_confidence)
 
     def route(self, sample: Sample, prompt: Prompt):
         choices, label = effective_choices(sample, prompt)
