@@ -24,8 +24,14 @@ _TEMP = re.compile(r"(?<![\w.])(-?\d[\d,]*(?:\.\d+)?)\s*(°\s*[CFcf]\b|degrees? 
 
 
 @lru_cache(maxsize=1)
+def _data() -> dict:
+    """``data/units.json``, read once for the unit table, the scale words and the temperatures."""
+    return json.loads(UNITS_PATH.read_text(encoding="utf-8"))
+
+
+@lru_cache(maxsize=1)
 def _table() -> tuple[dict[str, tuple[str, float]], dict[str, float]]:
-    data = json.loads(UNITS_PATH.read_text(encoding="utf-8"))
+    data = _data()
     return {k: (v[0], float(v[1])) for k, v in data["units"].items()}, {k: float(v) for k, v in data["scales"].items()}
 
 
@@ -65,8 +71,7 @@ def quantities(text: str) -> tuple[tuple[str, float], ...]:
 
 @lru_cache(maxsize=1)
 def _temperature() -> dict[str, tuple[float, float]]:
-    data = json.loads(UNITS_PATH.read_text(encoding="utf-8"))
-    return {k: (float(v[0]), float(v[1])) for k, v in data.get("temperature", {}).items()}
+    return {k: (float(v[0]), float(v[1])) for k, v in _data().get("temperature", {}).items()}
 
 
 def unit_alternatives(text: str) -> list[float]:
