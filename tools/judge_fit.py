@@ -10,7 +10,7 @@ left-out file is judged with it; kappa against the human labels is reported per 
 the left-out predictions, per source.  "rules" is the judge without the combiner (its rules were
 hand-tuned on some of these files, so its per-file figures are in-sample for those).
 
-Never reads ``judge_heldout4.jsonl`` (the final test set) or any file not named in :data:`FILES`.
+Never reads ``judge_heldout5.jsonl`` (the final test set) or any file not named in :data:`FILES`.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from mmrag.metrics.stats import cohen_kappa  # noqa: E402
 
 DATA = ROOT / "tests" / "data"
 FILES = ("hand_labelled", "judge_tuning", "judge_tuning2", "judge_heldout", "judge_heldout2", "judge_tuning3",
-         "judge_heldout3")
+         "judge_heldout3", "judge_heldout4", "judge_tuning4")
 
 
 def load(names):

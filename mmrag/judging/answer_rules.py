@@ -102,7 +102,14 @@ class GenericRule:
         t = vqa_normalize(digits_for_words(text))
         from mmrag.judging.keyphrase import fold
 
-        return [x.strip("'\"") for x in fold(t).split() if x.strip("'\"")]
+        out: list[str] = []
+        for x in fold(t).split():
+            x = x.strip("'\":;!?,")
+            if x in ("'s", "s") and out:   # "queen 's" = "queens": possessives as often written without
+                out[-1] += "s"
+            elif x:
+                out.append(x)
+        return out
 
     def numeric(self, ctx: AnswerContext, reply: str) -> Match | None:
         if not ctx.numeric_ranges:

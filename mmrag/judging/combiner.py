@@ -37,7 +37,9 @@ from typing import Sequence
 import numpy as np
 
 from mmrag.judging.keyphrase import NEGATORS, STOPWORDS, negated_at, stem, words
+from mmrag.judging.language import language_of
 from mmrag.judging.slots import SLOT_FEATURES, slot_features
+from mmrag.judging.support import SUPPORT_FEATURES, support_features
 from mmrag.schema import Prompt, Response, Sample, Verdict
 
 WEIGHTS_PATH = Path(__file__).parent / "data" / "combiner.json"
@@ -54,7 +56,7 @@ FEATURES: tuple[str, ...] = (
     "q_overlap", "ref_overlap", "nota_text", "options_named",
     "rule_decided", "ref_negated", "prefix_overlap", "vague", "specific",
     "multi_partial", "extra_names", "unit_converted", "other_number", "fuzzy", "disjunction",
-    "q_negated", "sim_q", "sim_lift", *SLOT_FEATURES,
+    "q_negated", "sim_q", "sim_lift", *SLOT_FEATURES, *SUPPORT_FEATURES, "foreign",
 )
 
 _GUESS = re.compile(r"\b(?:probably|likely|perhaps|maybe|possibly|i think|i believe|i guess|looks like|"
@@ -146,6 +148,8 @@ def features(view: View, verdict: Verdict, bank) -> np.ndarray:
     f["sim_q"] = float(masked @ _unit(bank._memo[view.stem])) if view.stem.strip() else 0.0
     f["sim_lift"] = f["sim_gold"] - f["sim_q"]
     f.update(slot_features(view.reply, view.stem, view.gold))
+    f.update(support_features(view.reply, view.stem, view.gold))
+    f["foreign"] = float(language_of(view.reply) is not None)
     d = verdict.details
     if isinstance(d.get("key_recall"), (int, float)):
         f["key_recall"], f["has_key_recall"] = float(d["key_recall"]), 1.0

@@ -22,6 +22,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
+from mmrag.judging.language import foreign_refusal
 from mmrag.schema import DEFLECTION_PHRASE
 
 _GAP = r"(?:\S+\s+){0,3}?"  # up to three filler words between the parts of a pattern
@@ -137,7 +138,8 @@ class DeflectionDetector:
     """Curated refusal patterns, applied clause by clause (see the module docstring)."""
 
     def __init__(self, patterns: Iterable[tuple[str, str]] = REFUSAL_PATTERNS,
-                 extra_patterns: Sequence[tuple[str, str]] = ()) -> None:
+                 extra_patterns: Sequence[tuple[str, str]] = (), foreign: bool = True) -> None:
+        self.foreign = foreign  # read replies in other languages (language id + negation words)
         self.patterns = [(name, re.compile(rx)) for name, rx in (*patterns, *extra_patterns)]
 
     def refusal_pattern(self, clause: str) -> str | None:
@@ -148,6 +150,9 @@ class DeflectionDetector:
         return None
 
     def analyse(self, text: str) -> DeflectionAnalysis:
+        if self.foreign and foreign_refusal(text):
+            # a whole reply in another language that denies something (see mmrag.judging.language)
+            return DeflectionAnalysis(True, [("other_language", clean_text(text))], [], False)
         refusals: list[tuple[str, str]] = []
         content: list[str] = []
         for clause in split_clauses(text):
