@@ -110,35 +110,58 @@ def test_combiner_only_touches_undecided_verdicts_and_keeps_them_undecided(judge
 def test_combiner_weights_are_json_and_match_the_features():
     data = json.loads(cb.WEIGHTS_PATH.read_text(encoding="utf-8"))
     assert tuple(data["features"]) == cb.FEATURES and tuple(data["classes"]) == cb.CLASSES
+    assert data["model"] in cb.MODELS
     width = len(cb.FEATURES) * (1 + len(cb.GATES))  # one copy per path and for sentence references
-    assert np.asarray(data["coef"]).shape == (3, width) and len(data["mean"]) == width
+    if data["model"] == "boosted_trees":
+        trees = data["trees"]
+        assert max(trees["feature"]) < width and len(data["baseline"]) == len(cb.CLASSES)
+        assert set(trees["klass"]) == {0, 1, 2} and len(trees["roots"]) == len(trees["klass"])
+    else:
+        assert np.asarray(data["coef"]).shape == (3, width) and len(data["mean"]) == width
     assert data["min_confidence_correct"] >= data["min_confidence"]
-    bad = dict(data, features=data["features"][:-1])
     path = Path(__file__).parent / "data" / "_no_such_weights.json"
     try:
-        path.write_text(json.dumps(bad))
-        with pytest.raises(ValueError, match="judge_fit"):
-            cb.Combiner(path)
+        for bad, why in ((dict(data, features=data["features"][:-1]), "judge_fit"),
+                         (dict(data, model="forest"), "unknown combiner model")):
+            path.write_text(json.dumps(bad))
+            with pytest.raises(ValueError, match=why):
+                cb.Combiner(path)
     finally:
         path.unlink(missing_ok=True)
 
 
-def test_fit_round_trips_through_json_like_sklearn():
+def _toy(n=300):
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(n, len(cb.FEATURES)))
+    x[:, cb.FEATURES.index("path_open")] = 1.0
+    y = [cb.CLASSES[i % 3] for i in range(n)]
+    x[:, 0] += np.array([i % 3 for i in range(n)])  # a signal to learn
+    return x, y
+
+
+def test_logistic_fit_round_trips_through_json_like_sklearn():
     from sklearn.linear_model import LogisticRegression
 
-    rng = np.random.default_rng(0)
-    x = rng.normal(size=(90, len(cb.FEATURES)))
-    x[:, cb.FEATURES.index("path_open")] = 1.0
-    y = [cb.CLASSES[i % 3] for i in range(90)]
-    x[:, 0] += np.array([i % 3 for i in range(90)])  # a signal to learn
-    w = cb.fit(x, y, c=0.5)
-    model = cb.Combiner.__new__(cb.Combiner)
-    model.mean, model.scale, model.coef, model.intercept = (np.asarray(w[k]) for k in ("mean", "scale", "coef",
-                                                                                      "intercept"))
+    x, y = _toy(90)
+    w = json.loads(json.dumps(cb.fit(x, y, c=0.5)))  # plain JSON, no pickle
+    model = cb.Combiner(weights=w)
     xe = cb.expand(x)
-    ref = LogisticRegression(C=0.5, max_iter=5000).fit((xe - model.mean) / model.scale, [cb.CLASSES.index(v) for v in y])
-    assert np.allclose(model.proba(x), ref.predict_proba((xe - model.mean) / model.scale), atol=1e-6)
-    assert json.loads(json.dumps(w)) == w  # plain JSON, no pickle
+    mean, scale = np.asarray(w["mean"]), np.asarray(w["scale"])
+    ref = LogisticRegression(C=0.5, max_iter=5000).fit((xe - mean) / scale, [cb.CLASSES.index(v) for v in y])
+    assert np.allclose(model.proba(x), ref.predict_proba((xe - mean) / scale), atol=1e-6)
+
+
+def test_boosted_trees_round_trip_through_json_like_sklearn():
+    """The exported arrays walk to the same leaves as scikit-learn's own predictors."""
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    x, y = _toy()
+    w = json.loads(json.dumps(cb.fit_trees(x, y, max_iter=30)))
+    model = cb.Combiner(weights=w)
+    ref = HistGradientBoostingClassifier(max_depth=4, learning_rate=0.08, max_iter=30, l2_regularization=1.0,
+                                         random_state=0).fit(cb.expand(x), [cb.CLASSES.index(v) for v in y])
+    assert np.allclose(model.proba(x), ref.predict_proba(cb.expand(x)), atol=1e-9)
+    assert (model.proba(x).argmax(axis=1) == np.array([i % 3 for i in range(len(y))])).mean() > 0.8
 
 
 @pytest.mark.parametrize("text, digits", [

@@ -79,7 +79,8 @@ def apply(weights: dict, x: np.ndarray, rule: list[str], mask: np.ndarray, conf:
     return out
 
 
-def lofo(rows, verdicts, x, files, scope: str, c: float, conf: float, conf_correct: float) -> dict:
+def lofo(rows, verdicts, x, files, scope: str, c: float, conf: float, conf_correct: float,
+         model: str = "boosted_trees") -> dict:
     labels = [r["label"] for r in rows]
     rule = [v.outcome for v in verdicts]
     mask = eligible(verdicts, rows, scope)
@@ -87,7 +88,7 @@ def lofo(rows, verdicts, x, files, scope: str, c: float, conf: float, conf_corre
     pred = list(rule)
     for name in dict.fromkeys(files):
         here = np.array([f == name for f in files])
-        w = cb.fit(x[trainable & ~here], [labels[i] for i in np.flatnonzero(trainable & ~here)], c)
+        w = cb.FITTERS[model](x[trainable & ~here], [labels[i] for i in np.flatnonzero(trainable & ~here)], c)
         got = apply(w, x, rule, mask & here, conf, conf_correct)
         for i in np.flatnonzero(here):
             pred[i] = got[i]
@@ -118,6 +119,8 @@ def main() -> None:
     ap.add_argument("--lofo", action="store_true", help="leave-one-file-out report")
     ap.add_argument("--write", action="store_true", help="fit on every file and write the weights")
     ap.add_argument("--scope", choices=("undecided", "all"), default="undecided")
+    ap.add_argument("--model", choices=tuple(cb.FITTERS), default="boosted_trees",
+                    help="combiner model kind (boosted trees: best leave-one-file-out kappa, docs/judging.md)")
     ap.add_argument("--C", type=float, default=0.3, help="inverse L2 strength of the logistic regression")
     ap.add_argument("--confidence", type=float, default=0.4, help="least probability to replace a rule verdict")
     ap.add_argument("--confidence-correct", type=float, default=0.6, help="... with 'correct'")
@@ -126,13 +129,13 @@ def main() -> None:
     rows, verdicts, x, files = load(args.files)
     if args.lofo:
         report(rows, files, lofo(rows, verdicts, x, files, args.scope, args.C, args.confidence,
-                                 args.confidence_correct))
+                                 args.confidence_correct, args.model))
     if args.write:
         labels = [r["label"] for r in rows]
         mask = eligible(verdicts, rows, "undecided") & np.array([lab in cb.CLASSES for lab in labels])
-        w = cb.fit(x[mask], [labels[i] for i in np.flatnonzero(mask)], args.C)
+        w = cb.FITTERS[args.model](x[mask], [labels[i] for i in np.flatnonzero(mask)], args.C)
         w.update(min_confidence=args.confidence, min_confidence_correct=args.confidence_correct, version="1", trained_on=sorted(set(files)), n=int(mask.sum()))
-        cb.WEIGHTS_PATH.write_text(json.dumps(w, indent=1) + "\n", encoding="utf-8")
+        cb.WEIGHTS_PATH.write_text(json.dumps(w, separators=(",", ":")) + "\n", encoding="utf-8")
         print(f"wrote {cb.WEIGHTS_PATH} ({int(mask.sum())} undecided verdicts)")
 
 

@@ -329,9 +329,13 @@ class EVQARule(GenericRule):
             iou = len(hit) / (len(ref) + len(extra)) if ref else 0.0
             best = max(best, iou)
         details = {"multi_answer_iou": round(best, 3)}
-        if best >= self.IOU:  # a partial list is the official rule's call, not the labellers': undecided
-            return Match("gives", reply, f"multi-answer IoU {best:.2f} >= {self.IOU}", decided=best >= 1.0,
-                         details=details)
+        if best >= 1.0:
+            return Match("gives", reply, "multi-answer IoU 1.00: every part, nothing else", details=details)
+        if best >= self.IOU:
+            # the official rule credits a partial list; every labelled set calls one presented as complete
+            # wrong: the rule says so, undecided (the combiner may still read "the rest is not shown")
+            return Match("contradicts", reply, f"part of the list only (official IoU {best:.2f} >= {self.IOU} "
+                         "would credit it)", decided=False, details={**details, "official_credit": True})
         if best > 0:
             return Match("contradicts", reply, f"multi-answer IoU {best:.2f} < {self.IOU}", details=details)
         return Match("absent", None, "no reference part in the reply", decided=False, details=details)

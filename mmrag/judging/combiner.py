@@ -37,7 +37,7 @@ from typing import Sequence
 import numpy as np
 
 from mmrag.judging.keyphrase import NEGATORS, STOPWORDS, negated_at, stem, words
-from mmrag.judging.language import language_of
+from mmrag.judging.language import foreign_refusal
 from mmrag.judging.slots import SLOT_FEATURES, slot_features
 from mmrag.judging.support import SUPPORT_FEATURES, support_features
 from mmrag.schema import Prompt, Response, Sample, Verdict
@@ -149,7 +149,7 @@ def features(view: View, verdict: Verdict, bank) -> np.ndarray:
     f["sim_lift"] = f["sim_gold"] - f["sim_q"]
     f.update(slot_features(view.reply, view.stem, view.gold))
     f.update(support_features(view.reply, view.stem, view.gold))
-    f["foreign"] = float(language_of(view.reply) is not None)
+    f["foreign"] = float(foreign_refusal(view.reply) is not None)
     d = verdict.details
     if isinstance(d.get("key_recall"), (int, float)):
         f["key_recall"], f["has_key_recall"] = float(d["key_recall"]), 1.0
@@ -195,7 +195,9 @@ def features(view: View, verdict: Verdict, bank) -> np.ndarray:
     # the question's own subject under a negator ("There's no kayak"): a KnowHal premise rejection
     f["q_negated"] = float(any(negated_at(toks, i) for i, t in enumerate(toks) if t in qwords and t not in STOPWORDS))
     f["disjunction"] = float(bool({"or", "either"} & set(toks)) and not {"or", "either"} & qwords)
-    return np.array([f.get(name, 0.0) for name in FEATURES], dtype=np.float64)
+    # rounded: an embedding computed in a batch differs from one computed alone in the 7th digit, and a
+    # tree split must not see that (verdicts and probabilities equal one-by-one judging)
+    return np.round(np.array([f.get(name, 0.0) for name in FEATURES], dtype=np.float64), 3)
 
 
 def fuzzy_best(reply_tokens: Sequence[str], references: Sequence[str]) -> float:
@@ -218,8 +220,55 @@ def needs_combiner(verdict: Verdict) -> bool:
     return not d.get("decided", True) and not d.get("error") and verdict.reason != "empty reply"
 
 
+class LogisticModel:
+    """Multinomial logistic regression: standardised features, one weight row per class."""
+
+    def __init__(self, data: dict) -> None:
+        self.mean, self.scale, self.coef, self.intercept = (np.asarray(data[k], dtype=np.float64)
+                                                            for k in ("mean", "scale", "coef", "intercept"))
+
+    def raw(self, xe: np.ndarray) -> np.ndarray:
+        return ((xe - self.mean) / self.scale) @ self.coef.T + self.intercept
+
+
+class BoostedTrees:
+    """Gradient-boosted trees (scikit-learn's HistGradientBoostingClassifier, exported as arrays):
+    every tree of every class is walked at once, one level per step.  Why trees: a cue's meaning
+    depends on others (a number the reference lacks is a wrong answer beside a sentence reference
+    and a cited finding beside a refusal), which a linear model only sees through hand-made copies."""
+
+    def __init__(self, data: dict) -> None:
+        t = data["trees"]
+        self.baseline = np.asarray(data["baseline"], dtype=np.float64)
+        self.feature = np.asarray(t["feature"], dtype=np.int64)
+        self.threshold = np.asarray(t["threshold"], dtype=np.float64)
+        self.left = np.asarray(t["left"], dtype=np.int64)
+        self.right = np.asarray(t["right"], dtype=np.int64)
+        self.leaf = np.asarray(t["leaf"], dtype=bool)
+        self.value = np.asarray(t["value"], dtype=np.float64)
+        self.roots = np.asarray(t["roots"], dtype=np.int64)      # first node of each tree
+        self.klass = np.asarray(t["klass"], dtype=np.int64)      # the class each tree scores
+        self.depth = int(t["depth"])
+
+    def raw(self, xe: np.ndarray) -> np.ndarray:
+        node = np.broadcast_to(self.roots, (xe.shape[0], len(self.roots))).copy()
+        rows = np.arange(xe.shape[0])[:, None]
+        for _ in range(self.depth):
+            go_left = xe[rows, self.feature[node]] <= self.threshold[node]
+            node = np.where(self.leaf[node], node, np.where(go_left, self.left[node], self.right[node]))
+        out = np.tile(self.baseline, (xe.shape[0], 1))
+        for k in range(len(CLASSES)):
+            out[:, k] += self.value[node[:, self.klass == k]].sum(axis=1)
+        return out
+
+
+#: combiner model kinds by the ``model`` field of the weights file (absent: logistic)
+MODELS = {"logistic": LogisticModel, "boosted_trees": BoostedTrees}
+
+
 class Combiner:
-    """Multinomial logistic regression over :data:`FEATURES` (weights from JSON)."""
+    """The learned model over :data:`FEATURES` (a :data:`MODELS` kind, weights from JSON) and the
+    decision rule that turns its class probabilities into a verdict or none."""
 
     def __init__(self, path: str | Path = WEIGHTS_PATH, min_confidence: float | None = None, *,
                  weights: dict | None = None) -> None:
@@ -228,17 +277,17 @@ class Combiner:
         data = weights if weights is not None else json.loads(Path(path).read_text(encoding="utf-8"))
         if tuple(data["features"]) != FEATURES or tuple(data["classes"]) != CLASSES:
             raise ValueError(f"{path}: combiner weights were fitted for other features; rerun tools/judge_fit.py")
-        self.mean = np.asarray(data["mean"], dtype=np.float64)
-        self.scale = np.asarray(data["scale"], dtype=np.float64)
-        self.coef = np.asarray(data["coef"], dtype=np.float64)
-        self.intercept = np.asarray(data["intercept"], dtype=np.float64)
+        kind = data.get("model", "logistic")
+        if kind not in MODELS:
+            raise ValueError(f"{path}: unknown combiner model {kind!r} (known: {', '.join(MODELS)})")
+        self.model = MODELS[kind](data)
         self.min_confidence = float(data.get("min_confidence", 0.5) if min_confidence is None else min_confidence)
         # crediting a wrong answer costs more than missing a right one: "correct" needs more
         self.min_confidence_correct = max(self.min_confidence, float(data.get("min_confidence_correct", 0.0)))
         self.version = str(data.get("version", "1"))
 
     def proba(self, x: np.ndarray) -> np.ndarray:
-        z = ((expand(x) - self.mean) / self.scale) @ self.coef.T + self.intercept
+        z = self.model.raw(expand(x))
         z = np.exp(z - z.max(axis=-1, keepdims=True))
         return z / z.sum(axis=-1, keepdims=True)
 
@@ -296,9 +345,48 @@ def fit(x: np.ndarray, y: Sequence[str], c: float = 1.0) -> dict:
     icpt = np.zeros(len(CLASSES))
     for row, cls in enumerate(lr.classes_):
         coef[int(cls)], icpt[int(cls)] = lr.coef_[row], lr.intercept_[row]
-    return {"features": list(FEATURES), "classes": list(CLASSES), "mean": mean.tolist(), "scale": scale.tolist(),
+    return {"model": "logistic", "features": list(FEATURES), "classes": list(CLASSES), "mean": mean.tolist(), "scale": scale.tolist(),
             "coef": coef.tolist(), "intercept": icpt.tolist(), "C": c}
 
 
-__all__ = ["Combiner", "CLASSES", "FEATURES", "View", "embed_texts", "features", "fit",
+def fit_trees(x: np.ndarray, y: Sequence[str], *, max_depth: int = 4, learning_rate: float = 0.08,
+              max_iter: int = 200, l2_regularization: float = 1.0, seed: int = 0) -> dict:
+    """Fit gradient-boosted trees and export them as plain arrays (the JSON shape
+    :class:`BoostedTrees` reads).  Reads scikit-learn's fitted predictors (``_predictors``,
+    ``_baseline_prediction``): the export runs only here, at fit time, and the round-trip test in
+    ``tests/test_judge_combiner.py`` checks it against scikit-learn's own probabilities."""
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    xe = expand(x)
+    yi = np.array([CLASSES.index(v) for v in y])
+    m = HistGradientBoostingClassifier(max_depth=max_depth, learning_rate=learning_rate, max_iter=max_iter,
+                                       l2_regularization=l2_regularization, random_state=seed).fit(xe, yi)
+    if list(m.classes_) != list(range(len(CLASSES))):
+        raise ValueError("every class must occur in the training labels")
+    cols = {k: [] for k in ("feature", "threshold", "left", "right", "leaf", "value", "roots", "klass")}
+    depth = 0
+    for per_class in m._predictors:
+        for k, pred in enumerate(per_class):
+            nodes, base = pred.nodes, len(cols["feature"])
+            cols["roots"].append(base)
+            cols["klass"].append(k)
+            cols["feature"] += nodes["feature_idx"].astype(int).tolist()
+            cols["threshold"] += [float(v) for v in nodes["num_threshold"]]
+            cols["left"] += (nodes["left"].astype(int) + base).tolist()
+            cols["right"] += (nodes["right"].astype(int) + base).tolist()
+            cols["leaf"] += nodes["is_leaf"].astype(bool).tolist()
+            cols["value"] += [float(v) for v in nodes["value"]]
+            depth = max(depth, int(nodes["depth"].max()))
+    cols["depth"] = depth
+    return {"model": "boosted_trees", "features": list(FEATURES), "classes": list(CLASSES),
+            "baseline": [float(v) for v in np.ravel(m._baseline_prediction)], "trees": cols,
+            "params": {"max_depth": max_depth, "learning_rate": learning_rate, "max_iter": max_iter,
+                       "l2_regularization": l2_regularization, "seed": seed}}
+
+
+#: fitters by model kind (``tools/judge_fit.py --model``)
+FITTERS = {"logistic": lambda x, y, c=0.3: fit(x, y, c), "boosted_trees": lambda x, y, c=None: fit_trees(x, y)}
+
+
+__all__ = ["BoostedTrees", "FITTERS", "LogisticModel", "MODELS", "fit_trees", "Combiner", "CLASSES", "FEATURES", "View", "embed_texts", "features", "fit",
            "needs_combiner", "shipped_combiner", "view_of"]

@@ -26,7 +26,7 @@ from mmrag.judging.keyphrase import STOPWORDS, fold
 
 LEXICON_PATH = Path(__file__).parent / "data" / "negation_words.json"
 #: least langdetect probability for the top language, and most share of English function words
-MIN_PROBABILITY = 0.75
+MIN_PROBABILITY = 0.6
 MAX_ENGLISH_SHARE = 0.2
 _WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?")
 _ENGLISH = STOPWORDS | {"yes", "no", "not", "cannot", "can't", "don't", "doesn't", "isn't"}

@@ -78,11 +78,18 @@ def _scaled(m: re.Match[str]) -> str:
     return f"{float(m.group(1)) * _SCALE[m.group(2).lower()]:.15g}"
 
 
+#: counts said with a collective noun ("a pair of horses" is two horses); word2number reads none of them
+_COLLECTIVES = {"a pair of": "2", "one pair of": "2", "a couple of": "2", "a single": "1", "half a dozen": "6",
+                "a dozen": "12", "one dozen": "12", "a score of": "20"}
+_COLLECTIVE = re.compile(r"\b(?:" + "|".join(k.replace(" ", r"\s+") for k in _COLLECTIVES) + r")\b", re.I)
+
+
 @lru_cache(maxsize=65536)
 def digits_for_words(text: str) -> str:
     """``text`` with each run of number words replaced by its digits ("forty-seven" -> "47"); a
     number then a scale word becomes one number ("12 million" -> "12000000"), and a number word
     hyphenated to a unit is read apart from it ("two-year" -> "2 year"), and "$12M" is "$12000000"."""
+    text = _COLLECTIVE.sub(lambda m: _COLLECTIVES[" ".join(m.group(0).lower().split())], text)
     text = _MONEY.sub(_money, _UNIT_HYPHEN.sub(r"\1 \2", text))
     text = _words_to_digits(_SCALED.sub(_scaled, text))
     return _SCALED.sub(_scaled, _HALF.sub(lambda m: f"{m.group(1)}.5", text))

@@ -25,6 +25,7 @@ import re
 from typing import Sequence
 
 from mmrag.judging.keyphrase import STOPWORDS, stem, words
+from mmrag.judging.numwords import digits_for_words
 
 _NUMBER = re.compile(r"\d+(?:[.,:/\-]\d+)*")
 _UP = frozenset("rose rise rises rising risen increase increased increases increasing grew grow grows growing "
@@ -74,6 +75,57 @@ def _items(text: str, skip: set[str]) -> list[set[str]]:
     return [p for p in parts if p]
 
 
+_CLOCK = re.compile(r"\b(\d{1,2})(?:[:.](\d{2}))?\s*([ap])\.?\s?m\b\.?", re.I)
+_LEADING_ZERO = re.compile(r"\b0(\d):(\d{2})\b")
+_LIST_MARK = re.compile(r"(?m)^\s*\d{1,2}[.)]\s+")
+_WORD_HYPHEN = re.compile(r"(?<=[A-Za-z])-(?=[A-Za-z])")
+_DATE = re.compile(r"^\d{1,2}[/.\-]\d{1,2}[/.\-]\d{2,4}$")
+
+
+def _clock(m: re.Match) -> str:
+    h = int(m.group(1)) % 12 + (12 if m.group(3).lower() == "p" else 0)
+    return f"{h}:{m.group(2) or '00'}"
+
+
+def spoken_numbers(text: str) -> list[str]:
+    """:func:`numbers` after number words become digits ("four sails" -> "4") and clock times are
+    written one way ("6:45 am", "06:45" -> "6:45"; "2pm" -> "14:00"); a d/m/y date counts as its parts."""
+    t = _LIST_MARK.sub(" ", _WORD_HYPHEN.sub(" ", text))   # "1. Stop the pump" lists; "two-year" = "two year"
+    t = _LEADING_ZERO.sub(r"\1:\2", _CLOCK.sub(_clock, digits_for_words(t)))
+    out: list[str] = []
+    for tok in numbers(t):
+        out.extend(str(int(p)) for p in re.split(r"[/.\-]", tok)) if _DATE.match(tok) else out.append(tok)
+    return out
+
+
+def _value(tok: str) -> float | None:
+    try:
+        return float(tok)
+    except ValueError:
+        return None
+
+
+def known(tok: str, pool: set[str]) -> bool:
+    """Whether a reply's number is one of ``pool``'s, exactly or as the same value at another scale
+    ("1,300" m for 1.3 km, "18.24" t for 18,240 kg, "1,800,000" for 1.8 million).  Small whole numbers
+    are not rescaled ("2" is not "2,000")."""
+    if tok in pool:
+        return True
+    v = _value(tok)
+    if v is None:
+        return False
+    for g in pool:
+        w = _value(g)
+        if w is None:
+            continue
+        if abs(v - w) <= 1e-9 * max(abs(v), 1.0):
+            return True
+        if ("." in tok or "." in g or min(abs(v), abs(w)) >= 100) and v and w and any(
+                abs(v - w * f) <= 0.005 * abs(v) for f in (1e3, 1e-3, 1e6, 1e-6)):
+            return True
+    return False
+
+
 def slot_features(reply: str, question: str, gold: Sequence[str]) -> dict[str, float]:
     """The :data:`SLOT_FEATURES` of one reply (all in [0, 1] or {-1, 0, 1}); best over gold texts."""
     f = dict.fromkeys(SLOT_FEATURES, 0.0)
@@ -82,13 +134,15 @@ def slot_features(reply: str, question: str, gold: Sequence[str]) -> dict[str, f
         return f
     ref = max(golds, key=lambda g: len(words(g)))
     f["sentence_ref"] = float(len(words(ref)) > 5)
-    qnums, rnums = set(numbers(question)), set(numbers(reply))
-    gnums = {n for g in golds for n in numbers(g)}
-    own = gnums - qnums
+    qnums, rnums = set(spoken_numbers(question)), set(spoken_numbers(reply))
+    gnums = {n for g in golds for n in spoken_numbers(g)}
+    own = {n for n in gnums if not known(n, qnums)}
+    said = {n for n in rnums if not known(n, qnums)}
     if own:
-        f["num_cov"] = len(own & rnums) / len(own)
-    f["num_alien"] = float(bool(rnums - gnums - qnums))
-    f["num_only_ref"] = float(bool(rnums - qnums) and rnums - qnums <= gnums)
+        f["num_cov"] = sum(any(known(r, {n}) for r in said) for n in own) / len(own)
+    # "one" and "two" are as often words ("one is orange", "of the two") as counts: never alien
+    f["num_alien"] = float(any(not known(n, gnums) for n in said - {"1", "2"}))
+    f["num_only_ref"] = float(bool(said) and all(known(n, gnums) for n in said))
     qstems = {stem(w) for w in words(question)}
     items = _items(ref, qstems) if _LISTED.search(ref) else []  # a list has a conjunction, not just commas
     if len(items) >= 2:
@@ -104,8 +158,8 @@ def slot_features(reply: str, question: str, gold: Sequence[str]) -> dict[str, f
     if "than" in rt and "than" in pt and dr and dp and rev is not None:
         f["dir_conflict"] = float((dr != dp) != rev)   # "Y is shorter than X" == "X is taller than Y"
     elif dr and dp:
-        f["dir_conflict"] = float(dr != dp or bool(rev and own & rnums))
-    elif rev and len(own & rnums) >= 2:
+        f["dir_conflict"] = float(dr != dp or bool(rev and own & said))
+    elif rev and len(own & said) >= 2:
         f["dir_conflict"] = 1.0  # the same numbers, in the other order
     return f
 
