@@ -123,7 +123,7 @@ def main() -> None:
                     help="combiner model kind (boosted trees: best leave-one-file-out kappa, docs/judging.md)")
     ap.add_argument("--C", type=float, default=0.3, help="inverse L2 strength of the logistic regression")
     ap.add_argument("--confidence", type=float, default=0.4, help="least probability to replace a rule verdict")
-    ap.add_argument("--confidence-correct", type=float, default=0.6, help="... with 'correct'")
+    ap.add_argument("--confidence-correct", type=float, default=0.7, help="... with 'correct'")
     ap.add_argument("--files", nargs="*", default=list(FILES))
     args = ap.parse_args()
     rows, verdicts, x, files = load(args.files)

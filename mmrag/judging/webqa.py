@@ -82,17 +82,30 @@ class WebQARule(GenericRule):
 
     def _domain(self, ctx: AnswerContext, reply: str, cat: str) -> Match | None:
         domain = self.vocab[cat]
+        canon = self.canonical
         q = set(words(ctx.question))
-        gold: set[str] = set()
+        gold: list[str] = []   # in the reference's order: its first colour or shape is the one asked about
         for ref in ctx.answers:
             toks = words(ref)
-            gold |= {t for t in toks if t in domain and t not in q} or {t for t in toks if t in domain}
-        gold.discard("yes")
-        said = set(_free(words(reply), lambda t: t in domain and t != "yes")) - (q - gold)
+            picked = [t for t in toks if t in domain and t not in q] or [t for t in toks if t in domain]
+            gold += [canon.get(t, t) for t in picked if t != "yes"]
+        said = [canon.get(t, t) for t in _free(words(reply), lambda t: t in domain and t != "yes") if t not in q - set(gold)]
+        gold, said = list(dict.fromkeys(gold)), list(dict.fromkeys(said))
         if not gold or not said:
             return None
-        canon = self.canonical
-        return self._overlap({canon.get(t, t) for t in gold}, {canon.get(t, t) for t in said}, f"{cat} words")
+        m = self._overlap(set(gold), set(said), f"{cat} words")
+        details = {**m.details, "first_gold": gold[0], "first_said": said[0]}
+        if said[0] != gold[0] and said[0] in gold[1:] or said[0] not in gold and set(gold) <= set(said):
+            # "Yellow with white centres" for "white flowers with yellow centres": the words match, the
+            # attribution does not (the reply leads with another part's colour); the combiner decides
+            return Match("contradicts", " ".join(said), f"reply's {cat} words are the reference's in another "
+                         "attribution", decided=False, details=details)
+        if said == [gold[0]] and len(gold) > 1:
+            # "White." for "white canvas over a red lattice frame": the colour asked about, the rest left out
+            return Match("gives", said[0], f"reply gives the reference's first {cat} word only", decided=False,
+                         details=details)
+        m.details.update(details)
+        return m
 
     def _number(self, ctx: AnswerContext, reply: str, cat: str) -> Match | None:
         q = set(words(ctx.question))
