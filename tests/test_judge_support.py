@@ -72,6 +72,9 @@ def test_a_decade_that_misses_the_year_is_not_vague():
 
 @pytest.mark.parametrize("text, digits", [
     ("A pair of horses.", "2 horses."), ("a single car", "1 car"), ("half a dozen eggs", "6 eggs"),
+    ("Usually a pair.", "Usually 2."), ("Roughly a hundred and ten.", "Roughly 110."),
+    ("Seventeenth century, finished later", "17th century, finished later"),
+    ("first, it rained", "first, it rained"),            # an ordinal only before century / floor / ...
 ])
 def test_collective_counts(text, digits):
     assert digits_for_words(text) == digits
@@ -98,8 +101,23 @@ def test_num_alien_ignores_number_words_one_and_two():
 @pytest.mark.parametrize("response, answers, outcome", [
     ("1.d4 d5 2.c4, the Queens Gambit.", ["Queen's Gambit"], "correct"),           # possessive dropped
     ("Looks like a Friesian: jet black, feathered legs.", ["Friesian"], "correct"),  # colon after the name
+    ("It's endemic to northern Viet Nam.", ["Vietnam"], "correct"),                   # words split
+    ("Sea World Orlando.", ["SeaWorld"], "correct"),
 ])
 def test_containment_tolerates_possessives_and_punctuation(response, answers, outcome):
     rec = dict(source="mragbench", question="Which one is shown?", answers=answers, response=response)
+    v = RuleJudge().judge(*record_to_item(rec, Path("inline"), 1))
+    assert v.outcome == outcome, v.reason
+
+
+@pytest.mark.parametrize("response, outcome", [
+    ("Yellow with white centres.", "hallucination"),   # the two colours, attributed the other way round
+    ("White.", "correct"),                              # the colour asked about, the rest left out
+    ("White flowers, yellow in the middle.", "correct"),
+    ("Pink.", "hallucination"),
+])
+def test_webqa_colour_attribution(response, outcome):
+    rec = dict(source="webqa", question="What colour is the flower of this cactus?", question_type="color",
+               answers=["The cactus has white flowers with yellow centres."], response=response)
     v = RuleJudge().judge(*record_to_item(rec, Path("inline"), 1))
     assert v.outcome == outcome, v.reason

@@ -43,6 +43,17 @@ KEY_RECALL = 0.5
 _HEDGED = frozenset("or maybe perhaps probably possibly might could likely".split())
 
 
+def spaced_positions(toks: Sequence[str], rtoks: Sequence[str]) -> list[int]:
+    """Where the reference occurs with its words run together or split ("Viet Nam" / "Vietnam",
+    "Sea World" / "SeaWorld"): one to three reply words against the reference's words, both without
+    spaces, five letters at least."""
+    target = "".join(rtoks)
+    if len(target) < 5:
+        return []
+    return [i for i in range(len(toks)) for n in (1, 2, 3)
+            if n != len(rtoks) and "".join(toks[i:i + n]) == target]
+
+
 @dataclass
 class AnswerContext:
     """What a rule may look at besides the reply."""
@@ -156,6 +167,8 @@ class GenericRule:
             value = as_number(" ".join(rtoks))
             if not starts and value is not None:
                 starts = [i for i, t in enumerate(toks) if as_number(t) == value]
+            if not starts and value is None:
+                starts = spaced_positions(toks, rtoks)
             if not starts:
                 continue
             free = [s for s in starts if not negated_at(toks, s, self.negation_window)]

@@ -78,10 +78,17 @@ def _scaled(m: re.Match[str]) -> str:
     return f"{float(m.group(1)) * _SCALE[m.group(2).lower()]:.15g}"
 
 
-#: counts said with a collective noun ("a pair of horses" is two horses); word2number reads none of them
-_COLLECTIVES = {"a pair of": "2", "one pair of": "2", "a couple of": "2", "a single": "1", "half a dozen": "6",
-                "a dozen": "12", "one dozen": "12", "a score of": "20"}
+#: counts said with a collective noun ("a pair of horses" is two horses), "a hundred" for "one
+#: hundred", and ordinals ("seventeenth century"); word2number reads none of them
+_COLLECTIVES = {"a pair of": "2", "one pair of": "2", "a pair": "2", "a couple of": "2", "a single": "1",
+                "half a dozen": "6", "a dozen": "12", "one dozen": "12", "a score of": "20",
+                "a hundred": "one hundred", "a thousand": "one thousand", "a million": "one million"}
+_ORDINALS = dict(zip(("first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth thirteenth "
+                      "fourteenth fifteenth sixteenth seventeenth eighteenth nineteenth twentieth").split(),
+                     ("1st 2nd 3rd 4th 5th 6th 7th 8th 9th 10th 11th 12th 13th 14th 15th 16th 17th 18th 19th "
+                      "20th").split()))
 _COLLECTIVE = re.compile(r"\b(?:" + "|".join(k.replace(" ", r"\s+") for k in _COLLECTIVES) + r")\b", re.I)
+_ORDINAL = re.compile(r"\b(" + "|".join(_ORDINALS) + r")(?=\s+(?:century|centuries|floor|dynasty|edition))", re.I)
 
 
 @lru_cache(maxsize=65536)
@@ -90,6 +97,7 @@ def digits_for_words(text: str) -> str:
     number then a scale word becomes one number ("12 million" -> "12000000"), and a number word
     hyphenated to a unit is read apart from it ("two-year" -> "2 year"), and "$12M" is "$12000000"."""
     text = _COLLECTIVE.sub(lambda m: _COLLECTIVES[" ".join(m.group(0).lower().split())], text)
+    text = _ORDINAL.sub(lambda m: _ORDINALS[m.group(1).lower()], text)
     text = _MONEY.sub(_money, _UNIT_HYPHEN.sub(r"\1 \2", text))
     text = _words_to_digits(_SCALED.sub(_scaled, text))
     return _SCALED.sub(_scaled, _HALF.sub(lambda m: f"{m.group(1)}.5", text))
