@@ -56,7 +56,7 @@ FEATURES: tuple[str, ...] = (
     "q_overlap", "ref_overlap", "nota_text", "options_named",
     "rule_decided", "ref_negated", "prefix_overlap", "vague", "specific",
     "multi_partial", "extra_names", "unit_converted", "other_number", "fuzzy", "disjunction",
-    "q_negated", "sim_q", "sim_lift", *SLOT_FEATURES, *SUPPORT_FEATURES, "foreign",
+    "q_negated", "sim_q", "sim_lift", *SLOT_FEATURES, *SUPPORT_FEATURES, "foreign", "premise_named",
 )
 
 _GUESS = re.compile(r"\b(?:probably|likely|perhaps|maybe|possibly|i think|i believe|i guess|looks like|"
@@ -195,6 +195,12 @@ def features(view: View, verdict: Verdict, bank) -> np.ndarray:
     # the question's own subject under a negator ("There's no kayak"): a KnowHal premise rejection
     f["q_negated"] = float(any(negated_at(toks, i) for i, t in enumerate(toks) if t in qwords and t not in STOPWORDS))
     f["disjunction"] = float(bool({"or", "either"} & set(toks)) and not {"or", "either"} & qwords)
+    if view.path == "premise" and view.gold:
+        # the false premise's own object named, not negated ("the owl's colour", "his shirt"): a reply
+        # that declines a detail of something that is not there still takes it as there
+        obj = {stem(t) for t in words(view.gold[-1]) if t not in STOPWORDS} & {stem(t) for t in qwords}
+        named = [i for i, t in enumerate(toks) if stem(t) in obj]
+        f["premise_named"] = float(bool(named) and not any(negated_at(toks, i) for i in named))
     # rounded: an embedding computed in a batch differs from one computed alone in the 7th digit, and a
     # tree split must not see that (verdicts and probabilities equal one-by-one judging)
     return np.round(np.array([f.get(name, 0.0) for name in FEATURES], dtype=np.float64), 3)
