@@ -32,9 +32,12 @@ from mmrag.judging.numwords import digits_for_words
 from mmrag.judging.quantity import compare as compare_quantities, unit_alternatives
 from mmrag.registry import Registry
 
-_YES_NO = {"yes": "yes", "no": "no", "yeah": "yes", "yep": "yes", "nope": "no", "correct": "yes",
-           "true": "yes", "false": "no"}
+_YES_NO = {"yes": "yes", "no": "no", "yeah": "yes", "yep": "yes", "yup": "yes", "yea": "yes", "aye": "yes",
+           "nope": "no", "nah": "no", "correct": "yes", "true": "yes", "false": "no"}
 _CANDIDATE_MARKERS = frozenset({"or", "either"})
+#: head nouns a named place is often said without ("the Mediterranean", "the Alps")
+_GEO_HEADS = frozenset("sea seas ocean oceans river rivers gulf bay lake lakes mountains mountain range island islands "
+                       "desert strait canal peninsula".split())
 #: share of a sentence reference's key phrase a reply must carry (WebQA scores these categories by
 #: keyword recall; documented in docs/judging.md)
 KEY_RECALL = 0.5
@@ -328,6 +331,15 @@ class EVQARule(GenericRule):
             return out
         return []
 
+    def part_forms(self, part: str) -> list[str]:
+        """How a list part may be said: whole, or without a generic head noun ("the Mediterranean"
+        for "Mediterranean Sea", "the Andes" for "Andes Mountains")."""
+        toks = self.norm_tokens(part)
+        forms = [" ".join(toks)]
+        if len(toks) >= 2 and toks[-1] in _GEO_HEADS and len("".join(toks[:-1])) >= 4:
+            forms.append(" ".join(toks[:-1]))
+        return forms
+
     def match(self, ctx: AnswerContext, reply: str) -> Match:
         parts = self.parts(ctx)
         if not parts:
@@ -336,9 +348,9 @@ class EVQARule(GenericRule):
         items = [i for i in re.split(r",|\band\b|&|;", reply) if i.strip()]
         best = 0.0
         for ref in parts:
-            hit = [p for p in ref if contains_phrase(norm, " ".join(self.norm_tokens(p)))]
+            hit = [p for p in ref if any(contains_phrase(norm, form) for form in self.part_forms(p))]
             extra = [i for i in items if len(words(i)) <= 3 and not any(
-                contains_phrase(" ".join(self.norm_tokens(i)), " ".join(self.norm_tokens(p))) for p in ref)]
+                contains_phrase(" ".join(self.norm_tokens(i)), form) for p in ref for form in self.part_forms(p))]
             iou = len(hit) / (len(ref) + len(extra)) if ref else 0.0
             best = max(best, iou)
         details = {"multi_answer_iou": round(best, 3)}

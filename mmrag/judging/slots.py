@@ -79,6 +79,13 @@ _CLOCK = re.compile(r"\b(\d{1,2})(?:[:.](\d{2}))?\s*([ap])\.?\s?m\b\.?", re.I)
 _LEADING_ZERO = re.compile(r"\b0(\d):(\d{2})\b")
 _LIST_MARK = re.compile(r"(?m)^\s*\d{1,2}[.)]\s+")
 _WORD_HYPHEN = re.compile(r"(?<=[A-Za-z])-(?=[A-Za-z])")
+_RATIO = re.compile(r"^\d+/\d+$")   # "94/100", "3/4": its two numbers ("94 out of 100")
+_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+# a month after a day number or before a year is a number ("14 March 2025" = 14/03/2025)
+_MONTH = re.compile(r"(?<=\d\s)(january|february|march|april|may|june|july|august|september|october|november|"
+                    r"december|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec)\b\.?|"
+                    r"\b(january|february|march|april|june|july|august|september|october|november|december)"
+                    r"(?=\s+\d{4}\b)", re.I)
 _DATE = re.compile(r"^\d{1,2}[/.\-]\d{1,2}[/.\-]\d{2,4}$")
 
 
@@ -93,8 +100,9 @@ def spoken_numbers(text: str) -> list[str]:
     t = _LIST_MARK.sub(" ", _WORD_HYPHEN.sub(" ", text))   # "1. Stop the pump" lists; "two-year" = "two year"
     t = _LEADING_ZERO.sub(r"\1:\2", _CLOCK.sub(_clock, digits_for_words(t)))
     out: list[str] = []
-    for tok in numbers(t):
-        out.extend(str(int(p)) for p in re.split(r"[/.\-]", tok)) if _DATE.match(tok) else out.append(tok)
+    for tok in numbers(_MONTH.sub(lambda m: str(_MONTHS.index((m.group(1) or m.group(2))[:3].lower()) + 1), t)):
+        out.extend(str(int(p)) for p in re.split(r"[/.\-]", tok)) if _DATE.match(tok) or _RATIO.match(tok) \
+            else out.append(tok)
     return out
 
 

@@ -89,6 +89,10 @@ class WebQARule(GenericRule):
             toks = words(ref)
             picked = [t for t in toks if t in domain and t not in q] or [t for t in toks if t in domain]
             gold += [canon.get(t, t) for t in picked if t != "yes"]
+        # a compound ("golden-yellow", "blue-grey") is one colour, its last part: read the reply that way
+        reply = re.sub(r"\b([A-Za-z]+)-([A-Za-z]+)\b",
+                       lambda m: m.group(2) if m.group(1).lower() in domain and m.group(2).lower() in domain
+                       else m.group(0), reply)
         said = [canon.get(t, t) for t in _free(words(reply), lambda t: t in domain and t != "yes") if t not in q - set(gold)]
         gold, said = list(dict.fromkeys(gold)), list(dict.fromkeys(said))
         if not gold or not said:
