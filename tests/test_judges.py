@@ -389,7 +389,7 @@ def test_evqa_multi_answer_iou():
     # half the list: the official IoU rule credits it, every labelled set calls it wrong -- the IoU call
     # is kept in details, the verdict is undecided and the learned combiner sides with the labels
     v = j.judge(*src_item("evqa", q, ["June, July"], "June.", qtype="multi_answer", meta=parts))
-    assert v.details["multi_answer_iou"] == 0.5 and v.details["decided"] is False and v.outcome == "hallucination"
+    assert v.details["multi_answer_iou"] == 0.5 and v.details["official_credit"] and v.outcome == "hallucination"
     assert j.judge(*src_item("evqa", q, ["June && July"], "June, August, September, October.",
                              qtype="multi_answer")).outcome == "hallucination"           # IoU 1/5
     assert j.judge(*src_item("evqa", q, ["June && July"], "March and April.", qtype="multi_answer")).outcome \

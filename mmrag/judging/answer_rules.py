@@ -358,9 +358,10 @@ class EVQARule(GenericRule):
             return Match("gives", reply, "multi-answer IoU 1.00: every part, nothing else", details=details)
         if best >= self.IOU:
             # the official rule credits a partial list; every labelled set calls one presented as complete
-            # wrong: the rule says so, undecided (the combiner may still read "the rest is not shown")
+            # wrong: the rule says so (undecided only beside a negator: "the rest is not shown")
             return Match("contradicts", reply, f"part of the list only (official IoU {best:.2f} >= {self.IOU} "
-                         "would credit it)", decided=False, details={**details, "official_credit": True})
+                         "would credit it)", decided=not set(words(reply)) & NEGATORS,
+                         details={**details, "official_credit": True})
         if best > 0:
             return Match("contradicts", reply, f"multi-answer IoU {best:.2f} < {self.IOU}", details=details)
         return Match("absent", None, "no reference part in the reply", decided=False, details=details)
