@@ -22,7 +22,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Sequence
 
-from mmrag.judging.keyphrase import STOPWORDS, fold, stem, words
+from mmrag.judging.keyphrase import content_stems, fold
 
 VAGUE_PATH = Path(__file__).parent / "data" / "vague_terms.json"
 SUPPORT_FEATURES: tuple[str, ...] = ("support", "unsupported", "supported_any", "vague_decade", "vague_bound",
@@ -52,11 +52,15 @@ def _spell(text: str) -> str:
 
 
 def _stems(text: str) -> list[str]:
-    return [stem(w) for w in words(_spell(text)) if w not in STOPWORDS]
+    return content_stems(_spell(text))
 
 
-def _has_term(folded: str, terms: Sequence[str]) -> bool:
-    return any(re.search(r"(?<![\w-])" + re.escape(t) + r"(?![\w-])", folded) for t in terms)
+@lru_cache(maxsize=1)
+def _vague_patterns() -> dict[str, re.Pattern[str]]:
+    """One pattern per kind of vague term, each term a whole word or phrase (compiled once: the
+    combiner reads these for every undecided reply)."""
+    return {k: re.compile(r"(?<![\w-])(?:" + "|".join(map(re.escape, ts)) + r")(?![\w-])")
+            for k, ts in vague_terms().items()}
 
 
 def _in_decade(reply: str, golds: Sequence[str]) -> bool:
@@ -89,11 +93,11 @@ def support_features(reply: str, question: str, gold: Sequence[str]) -> dict[str
         f["unsupported"] = min(len(own) - len(hits), 4) / 4.0
         f["supported_any"] = float(bool(hits))
     folded, gfold = fold(reply), fold(" ".join(golds))
-    terms = vague_terms()
+    vague = _vague_patterns()
     f["vague_decade"] = float(_in_decade(reply, golds))
-    f["vague_bound"] = float(_has_term(folded, terms["bounds"]) and not _has_term(gfold, terms["bounds"]))
-    f["vague_region"] = float(_has_term(folded, terms["regions"]) and not _has_term(gfold, terms["regions"]))
-    f["vague_kind"] = float(_has_term(folded, terms["kinds"]))
+    f["vague_bound"] = float(bool(vague["bounds"].search(folded)) and not vague["bounds"].search(gfold))
+    f["vague_region"] = float(bool(vague["regions"].search(folded)) and not vague["regions"].search(gfold))
+    f["vague_kind"] = float(bool(vague["kinds"].search(folded)))
     return f
 
 

@@ -29,6 +29,7 @@ from mmrag.judging.keyphrase import NEGATORS, STOPWORDS, key_phrase, stem, words
 
 VOCAB_PATH = Path(__file__).parent / "data" / "webqa_vocab.json"
 _NUM = re.compile(r"^\d+(?:\.\d+)?$")
+_COMPOUND = re.compile(r"\b([A-Za-z]+)-([A-Za-z]+)\b")   # "golden-yellow", "blue-grey"
 
 
 def _free(tokens: tuple[str, ...], keep: Callable[[str], bool]) -> list[str]:
@@ -90,9 +91,8 @@ class WebQARule(GenericRule):
             picked = [t for t in toks if t in domain and t not in q] or [t for t in toks if t in domain]
             gold += [canon.get(t, t) for t in picked if t != "yes"]
         # a compound ("golden-yellow", "blue-grey") is one colour, its last part: read the reply that way
-        reply = re.sub(r"\b([A-Za-z]+)-([A-Za-z]+)\b",
-                       lambda m: m.group(2) if m.group(1).lower() in domain and m.group(2).lower() in domain
-                       else m.group(0), reply)
+        reply = _COMPOUND.sub(lambda m: m.group(2) if m.group(1).lower() in domain and m.group(2).lower() in domain
+                              else m.group(0), reply)
         said = [canon.get(t, t) for t in _free(words(reply), lambda t: t in domain and t != "yes") if t not in q - set(gold)]
         gold, said = list(dict.fromkeys(gold)), list(dict.fromkeys(said))
         if not gold or not said:
