@@ -14,7 +14,7 @@ import pytest
 
 from mmrag.judging import RuleJudge
 from mmrag.judging.records import record_to_item
-from mmrag.judging.slots import doubt, numbers, slot_features
+from mmrag.judging.slots import answer_numbers, bind_conflict, doubt, numbers, slot_features
 
 REF_TREND = "The museum's yearly visitor count rose from 310,000 in 2015 to 420,000 in 2019."
 Q_TREND = "How did the museum's yearly visitor count change between 2015 and 2019?"
@@ -77,3 +77,62 @@ def test_bare_slot_value_of_a_sentence_reference_is_correct(judge):
     v = judged(judge, "How many seats does the new concert hall have according to the brochure?",
                "The brochure says the new concert hall has 2,150 seats.", "2,150")
     assert v.outcome == "correct"
+
+
+# -- round 8: binding, the answer's figure, no figure at all -------------------------------------
+REF_LIPID = "LDL cholesterol was 3.9 mmol/L and HDL cholesterol was 1.1 mmol/L on the panel."
+Q_LIPID = "What were the LDL and HDL cholesterol values on the lipid panel?"
+REF_COATS = "No, the Friesian has a black coat but the Haflinger is always chestnut."
+Q_COATS = "Is the Haflinger black like the Friesian?"
+
+
+@pytest.mark.parametrize("reply, ref, question, swapped", [
+    ("LDL 1.1 mmol/L and HDL 3.9 mmol/L.", REF_LIPID, Q_LIPID, True),
+    ("LDL 3.9 mmol/L and HDL 1.1 mmol/L.", REF_LIPID, Q_LIPID, False),
+    ("No - the Haflinger is black and the Friesian is chestnut.", REF_COATS, Q_COATS, True),
+    ("The Haflinger is chestnut; the Friesian is black.", REF_COATS, Q_COATS, False),
+    ("3.9 and 1.1.", REF_LIPID, Q_LIPID, False),   # no names: nothing to bind
+])
+def test_values_given_to_the_other_entity(reply, ref, question, swapped):
+    assert bind_conflict(reply, question, ref) is swapped
+    assert (slot_features(reply, question, [ref])["bind_conflict"] == 1.0) is swapped
+    assert (doubt(reply, question, [ref]) is not None) is swapped
+
+
+def test_the_answer_figure_is_the_one_next_to_the_question_words():
+    q = "How many unscheduled engine removals did the Q3 maintenance summary report?"
+    ref = "The Q3 maintenance summary reports four unscheduled engine removals, compared with one in Q2."
+    top, rest = answer_numbers(q, ref)
+    assert top == {"4"} and "1" in rest
+    assert slot_features("Four.", q, [ref])["num_slot"] == 1.0
+    assert slot_features("One.", q, [ref])["num_slot"] == -1.0   # the Q2 figure
+    grade_q, grade_ref = "What score did the pupil get in Mathematics?", \
+        "The pupil received a grade A in Mathematics with a score of 88%, above the class average of 71%."
+    assert answer_numbers(grade_q, grade_ref) == ({"88"}, {"71"})   # "a score of" is not twenty
+
+
+def test_a_reply_without_any_figure_for_a_figure():
+    q, ref = "What turnout does the leaflet quote?", "The leaflet says only 28% of voters turned out."
+    assert slot_features("Low turnout.", q, [ref])["num_missing"] == 1.0
+    assert slot_features("Twenty-eight per cent.", q, [ref])["num_missing"] == 0.0
+
+
+def test_clock_time_written_with_a_dot_is_the_time(judge):
+    v = judged(judge, "What time is the last bus from the station on Sundays according to the timetable?",
+               "On Sundays the last departure from the station is at 22:50.", "22.50")
+    assert v.outcome == "correct"
+    v = judged(judge, "What time is the last bus from the station on Sundays according to the timetable?",
+               "On Sundays the last departure from the station is at 22:50.", "23.15")
+    assert v.outcome == "hallucination"
+
+
+@pytest.mark.parametrize("reply, outcome", [
+    ("The Space Needle is shorter than the CN Tower.", "correct"),
+    ("The CN Tower.", "correct"),
+    ("The Space Needle is taller than the CN Tower.", "hallucination"),
+])
+def test_webqa_comparison_stated_from_the_other_side(judge, reply, outcome):
+    rec = dict(source="webqa", question="Which is taller, the CN Tower or the Space Needle?",
+               answers=["The CN Tower is taller than the Space Needle."], response=reply,
+               metadata={"Qcate": "choose"})
+    assert judge.judge_many([record_to_item(rec, Path("inline"), 1)])[0].outcome == outcome

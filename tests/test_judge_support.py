@@ -14,7 +14,9 @@ from mmrag.judging import RuleJudge, digits_for_words, is_deflection
 from mmrag.judging.language import foreign_refusal, language_of
 from mmrag.judging.records import record_to_item
 from mmrag.judging.slots import known, slot_features, spoken_numbers
-from mmrag.judging.support import support_features
+from mmrag.judging.paraphrase import default_guards
+from mmrag.judging.quantity import unmatched
+from mmrag.judging.support import support_features, unsupported_claim
 
 
 @pytest.mark.parametrize("text, lang", [
@@ -121,3 +123,45 @@ def test_webqa_colour_attribution(response, outcome):
                answers=["The cactus has white flowers with yellow centres."], response=response)
     v = RuleJudge().judge(*record_to_item(rec, Path("inline"), 1))
     assert v.outcome == outcome, v.reason
+
+
+# -- round 8: rounded and graded values, contrasts, quantities beside the right one ---------------
+GLUCOSE = "Fasting plasma glucose was 6.4 mmol/L, in the impaired fasting glucose range of 6.1 to 6.9 mmol/L."
+
+
+@pytest.mark.parametrize("reply, approx, grade", [
+    ("Roughly ninety thousand euros.", 1.0, 0.0),
+    ("Slightly high.", 0.0, 1.0),
+    ("6.4 mmol/L, slightly high.", 0.0, 0.0),     # the figure itself: graded words beside it are fine
+    ("6.4 mmol/L.", 0.0, 0.0),
+])
+def test_rounded_or_graded_instead_of_the_figure(reply, approx, grade):
+    f = support_features(reply, "What does the panel report as fasting glucose?", [GLUCOSE])
+    assert (f["vague_approx"], f["vague_grade"]) == (approx, grade)
+
+
+def test_unsupported_word_beside_a_credited_figure_goes_to_the_combiner():
+    q, ref = "What is the declared net weight?", "Box 38 gives a net mass of 12,480 kg for the consignment."
+    assert unsupported_claim("12,480 kg gross.", q, [ref]) is not None
+    assert unsupported_claim("12,480 kg.", q, [ref]) is None
+    assert unsupported_claim("Gross.", "What is it made of?", ["granite"]) is None   # short reference
+
+
+@pytest.mark.parametrize("reply, blocked", [
+    ("USD 42,750 on FOB terms.", "other incoterm"),
+    ("12,480 kg gross.", "other weight basis"),
+    ("185 cm at the village.", "other resort place"),
+    ("USD 42,750 on CIF terms.", None),
+])
+def test_document_contrast_classes(reply, blocked):
+    refs = {"USD": "The shipment is declared at a customs value of USD 42,750 on CIF terms.",
+            "12,": "Box 38 gives a net mass of 12,480 kg for the consignment.",
+            "185": "The snow report gives a summit depth of 185 cm."}
+    assert default_guards().blocked("What does the document give?", refs[reply[:3]], reply) == blocked
+
+
+def test_a_second_amount_of_the_same_kind_is_not_decided():
+    assert unmatched("18.8 m", "12 metres, or possibly 18.8 metres.")
+    assert not unmatched("18.8 m", "18.8 metres (about 62 ft).")   # the same length in feet
+    assert not unmatched("18.8 m", "18.8 metres.")
+    assert digits_for_words("a score of 88%") == "a score of 88%"

@@ -29,7 +29,7 @@ from mmrag.judging.keyphrase import (NEGATORS, is_sentence, key_phrase, negated_
 from mmrag.judging.normalize import accuracy_from_matches, contains_phrase, phrase_positions, vqa_normalize
 from mmrag.judging.numeric import as_number, find_numbers, in_numeric_range, numeric_match
 from mmrag.judging.numwords import digits_for_words
-from mmrag.judging.quantity import compare as compare_quantities, unit_alternatives
+from mmrag.judging.quantity import compare as compare_quantities, unit_alternatives, unmatched
 from mmrag.registry import Registry
 
 _YES_NO = {"yes": "yes", "no": "no", "yeah": "yes", "yep": "yes", "yup": "yes", "yea": "yes", "aye": "yes",
@@ -154,8 +154,9 @@ class GenericRule:
         calls = [(ref, compare_quantities(ref, reply)) for ref in refs]
         for ref, call in calls:
             if call == "gives":
+                # another amount of the same kind beside it: a hedge or a wrong second claim
                 return Match("gives", ref, f"reply states the quantity of {ref!r} (units converted)",
-                             details={"match": "quantity"})
+                             decided=not unmatched(ref, reply), details={"match": "quantity"})
         if any(call == "contradicts" for _, call in calls):
             return Match("contradicts", reply, "reply states another quantity than the reference",
                          details={"match": "quantity"})
@@ -238,6 +239,9 @@ class GenericRule:
         if not sentences:
             return None
         reply_toks = stems(reply)
+        # a clock time written with a dot ("22.50" for 22:50) is the time's two numbers
+        reply_toks += tuple(p for t in reply_toks if re.fullmatch(r"\d{1,2}\.\d{2}", t)
+                            and any(t.replace(".", ":") in r for r in sentences) for p in t.split("."))
         best, best_ref, best_key = -1.0, "", ()
         for ref in sentences:
             key = key_phrase(ctx.question, ref)

@@ -57,6 +57,7 @@ FEATURES: tuple[str, ...] = (
     "rule_decided", "ref_negated", "prefix_overlap", "vague", "specific",
     "multi_partial", "extra_names", "unit_converted", "other_number", "fuzzy", "disjunction",
     "q_negated", "sim_q", "sim_lift", *SLOT_FEATURES, *SUPPORT_FEATURES, "foreign", "premise_named",
+    "contrast",
 )
 
 _GUESS = re.compile(r"\b(?:probably|likely|perhaps|maybe|possibly|i think|i believe|i guess|looks like|"
@@ -116,7 +117,7 @@ def view_of(sample: Sample, prompt: Prompt, response: Response) -> View:
 
 def embed_texts(view: View) -> list[str]:
     """Every text whose embedding :func:`features` reads (asked for in one batch)."""
-    from mmrag.judging.paraphrase import target_text
+    from mmrag.judging.paraphrase import default_guards, target_text
     from mmrag.judging.semantic import mask_topic, units
 
     masked = mask_topic(view.reply, view.stem)
@@ -127,7 +128,7 @@ def embed_texts(view: View) -> list[str]:
 def features(view: View, verdict: Verdict, bank) -> np.ndarray:
     """The feature vector of one undecided verdict (order: :data:`FEATURES`)."""
     from mmrag.judging.deflection import DEFAULT_DETECTOR
-    from mmrag.judging.paraphrase import target_text
+    from mmrag.judging.paraphrase import default_guards, target_text
     from mmrag.judging.semantic import asserts_candidate, mask_topic, units
 
     bank.prime(embed_texts(view))
@@ -150,6 +151,11 @@ def features(view: View, verdict: Verdict, bank) -> np.ndarray:
     f.update(slot_features(view.reply, view.stem, view.gold))
     f.update(support_features(view.reply, view.stem, view.gold))
     f["foreign"] = float(foreign_refusal(view.reply) is not None)
+    # the figure kept but what it is of changed: another member of a closed class the reference names
+    # (net / gross, FOB / CIF, summit / village) or the other side of an opposite pair
+    guards = default_guards()
+    f["contrast"] = float(any((guards.blocked(view.stem, g, view.reply) or "").startswith(("other", "opposite"))
+                              for g in view.gold if g.strip()))
     d = verdict.details
     if isinstance(d.get("key_recall"), (int, float)):
         f["key_recall"], f["has_key_recall"] = float(d["key_recall"]), 1.0

@@ -79,9 +79,10 @@ def _scaled(m: re.Match[str]) -> str:
 
 
 #: counts said with a collective noun ("a pair of horses" is two horses), "a hundred" for "one
-#: hundred", and ordinals ("seventeenth century"); word2number reads none of them
+#: hundred", and ordinals ("seventeenth century"); word2number reads none of them.  "A score of" is
+#: left out: in documents it is a mark ("a score of 88%"), far more often than twenty
 _COLLECTIVES = {"a pair of": "2", "one pair of": "2", "a pair": "2", "a couple of": "2", "a single": "1",
-                "half a dozen": "6", "a dozen": "12", "one dozen": "12", "a score of": "20",
+                "half a dozen": "6", "a dozen": "12", "one dozen": "12",
                 "a hundred": "one hundred", "a thousand": "one thousand", "a million": "one million"}
 _ORDINALS = dict(zip(("first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth thirteenth "
                       "fourteenth fifteenth sixteenth seventeenth eighteenth nineteenth twentieth").split(),

@@ -31,6 +31,7 @@ from mmrag.judging.deflection import DEFAULT_DETECTOR, DeflectionDetector
 from mmrag.judging.keyphrase import fold
 from mmrag.judging.normalize import Variant, vqa_normalize
 from mmrag.judging.slots import doubt
+from mmrag.judging.support import unsupported_claim
 from mmrag.schema import Prompt, Response, Sample, Verdict
 
 _ANSWER_PREFIX = re.compile(r"^\s*(?:final answer|answer|short answer)\s*[:\-]\s*", re.I)
@@ -218,7 +219,8 @@ class OpenAnswerJudge:
             return error_verdict(response, self.judge_id)
         outcome, extracted, reason, decided, details = self.rules.decide(sample, response.text, rule_name)
         if outcome == "correct" and decided:
-            why = doubt(OpenAnswerRules.body_of(response.text or ""), sample.question, alternatives_of(sample.answers))
+            body, golds = OpenAnswerRules.body_of(response.text or ""), alternatives_of(sample.answers)
+            why = doubt(body, sample.question, golds) or unsupported_claim(body, sample.question, golds)
             if why:  # a credited reply with a slot signal against it: the combiner decides
                 decided, details["doubt"] = False, why
         details["decided"] = decided

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Sequence
 
@@ -82,6 +82,12 @@ class Guards:
         return None
 
 
+@lru_cache(maxsize=1)
+def default_guards() -> Guards:
+    """The shipped guards, read once (the paraphrase signal and the combiner's ``contrast``)."""
+    return Guards()
+
+
 class ParaphraseSignal:
     """Cosine of reply and reference key phrase under :class:`Guards`; embeddings share the
     semantic detector's encoder and memo (batched per ``judge_many`` by
@@ -94,7 +100,7 @@ class ParaphraseSignal:
 
     @cached_property
     def guards(self) -> Guards:
-        return self._guards or Guards()
+        return self._guards or default_guards()
 
     def best(self, question: str, references: Sequence[str], reply: str) -> ParaphraseCall | None:
         from mmrag.judging.semantic import mask_topic

@@ -110,4 +110,14 @@ def compare(reference: str, reply: str, tolerance: float = 0.02) -> str | None:
     return "contradicts"
 
 
-__all__ = ["quantities", "compare", "unit_alternatives"]
+def unmatched(reference: str, reply: str, tolerance: float = 0.02) -> bool:
+    """Whether the reply states a quantity of the reference's dimensions that none of the
+    reference's is ("12 metres, or possibly 18.8 metres" for 18.8 m; "every 10 minutes, first tram
+    at 07:30" beside a 20-minute interval): a hedge or a second, wrong claim beside the right one."""
+    ref = [q for q in quantities(reference) if q[0] != "count"]
+    dims = {d for d, _ in ref}
+    return any(not any(abs(b - a) <= tolerance * max(abs(a), abs(b), 1e-12) for _, a in ref)
+               for d, b in quantities(reply) if d in dims)
+
+
+__all__ = ["quantities", "compare", "unit_alternatives", "unmatched"]

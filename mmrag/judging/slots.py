@@ -16,7 +16,9 @@ read by the learned combiner (:mod:`mmrag.judging.combiner`), never used as rule
 - direction: a trend or comparison word (rose / fell, higher / lower, doubles / halves, before /
   after) whose sign differs from the reference's, combined with the order of the shared anchors
   ("fell from 18% to 12%" against "rose from 12% to 18%"; for a comparison "X is shorter than Y"
-  against "Y is taller than X", a flipped word *and* flipped order agree).
+  against "Y is taller than X", a flipped word *and* flipped order agree);
+- binding: the reference's values given to the other one of two named entities ("LDL 1.1 and HDL
+  3.9" for "LDL 3.9 and HDL 1.1").
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ _SPLIT = re.compile(r",(?!\d)|\band\b|\bor\b|\bas well as\b", re.I)
 _LISTED = re.compile(r"\b(?:and|or|as well as)\b", re.I)
 
 SLOT_FEATURES: tuple[str, ...] = ("num_cov", "num_alien", "num_only_ref", "list_cov", "list_extra",
-                                  "dir_conflict", "sentence_ref")
+                                  "dir_conflict", "sentence_ref", "num_missing", "bind_conflict", "num_slot")
 
 
 def numbers(text: str) -> list[str]:
@@ -52,7 +54,8 @@ def numbers(text: str) -> list[str]:
     return out
 
 
-def _direction(toks: Sequence[str]) -> int:
+def direction(toks: Sequence[str]) -> int:
+    """+1 when a text says more / up / earlier, -1 when less / down / later, 0 when neither or both."""
     up = sum(t in _UP for t in toks)
     down = sum(t in _DOWN for t in toks)
     return (up > down) - (down > up)
@@ -115,9 +118,10 @@ def _value(tok: str) -> float | None:
 
 def known(tok: str, pool: set[str]) -> bool:
     """Whether a reply's number is one of ``pool``'s, exactly or as the same value at another scale
-    ("1,300" m for 1.3 km, "18.24" t for 18,240 kg, "1,800,000" for 1.8 million).  Small whole numbers
+    ("1,300" m for 1.3 km, "18.24" t for 18,240 kg, "1,800,000" for 1.8 million), or a clock time
+    written with a dot ("22.50" for 22:50).  Small whole numbers
     are not rescaled ("2" is not "2,000")."""
-    if tok in pool:
+    if tok in pool or tok.replace(".", ":") in pool:   # "22.50" for the clock time 22:50
         return True
     v = _value(tok)
     if v is None:
@@ -132,6 +136,57 @@ def known(tok: str, pool: set[str]) -> bool:
                 abs(v - w * f) <= 0.005 * abs(v) for f in (1e3, 1e-3, 1e6, 1e-6)):
             return True
     return False
+
+
+_NAME = re.compile(r"\b[A-Z][\w'-]*")
+
+
+def _bindings(text: str, entities: set[str], attributes: set[str]) -> dict[str, str]:
+    """Each attribute's entity: the nearest entity before it (after it when none comes before)."""
+    toks = [stem(w) for w in words(text)]
+    out: dict[str, str] = {}
+    for i, t in enumerate(toks):
+        if t in attributes and t not in out:
+            before = [toks[j] for j in range(i - 1, -1, -1) if toks[j] in entities]
+            after = [toks[j] for j in range(i + 1, len(toks)) if toks[j] in entities]
+            if before or after:
+                out[t] = (before or after)[0]
+    return out
+
+
+def bind_conflict(reply: str, question: str, ref: str) -> bool:
+    """Whether the reply gives the reference's values to the other entities ("LDL 1.1 and HDL 3.9"
+    for "LDL was 3.9 and HDL 1.1"; "the Haflinger is black" where the Friesian is).  Entities are
+    names (capitalised in the reference) both texts share, at least two; attributes are the other
+    words and numbers both share that the question does not hold."""
+    ents = {stem(w) for m in _NAME.finditer(ref) for w in words(m.group(0))} - STOPWORDS
+    rt, pt = {stem(w) for w in words(ref)}, {stem(w) for w in words(reply)}
+    ents &= pt
+    if len(ents) < 2:
+        return False
+    attrs = (rt & pt) - ents - STOPWORDS - {stem(w) for w in words(question)} - _UP - _DOWN
+    a, b = _bindings(ref, ents, attrs), _bindings(reply, ents, attrs)
+    return any(a[k] != b[k] for k in a.keys() & b.keys())
+
+
+def answer_numbers(question: str, ref: str, window: int = 6) -> tuple[set[str], set[str]]:
+    """The reference's own numbers split into the one(s) that answer the question and the others.
+    A document sentence carries several figures ("four removals in Q3, compared with one in Q2");
+    the answer's figure is the one whose neighbourhood (``window`` words before, half that after)
+    holds the most of the question's content words, ties going to the earliest."""
+    q = {stem(w) for w in words(question) if w not in STOPWORDS}
+    qnums = set(spoken_numbers(question))
+    toks = [stem(w) for w in words(ref)]
+    scored: list[tuple[int, int, str]] = []
+    for i, t in enumerate(toks):
+        if t[:1].isdigit() and not known(t, qnums):
+            near = toks[max(0, i - window):i] + toks[i + 1:i + 1 + window // 2]
+            scored.append((-sum(w in q for w in near), i, t))
+    if not scored:
+        return set(), set()
+    best = min(scored)[0]
+    top = {t for sc, _, t in scored if sc == best}
+    return top, {t for _, _, t in scored} - top
 
 
 def slot_features(reply: str, question: str, gold: Sequence[str]) -> dict[str, float]:
@@ -151,6 +206,7 @@ def slot_features(reply: str, question: str, gold: Sequence[str]) -> dict[str, f
     # "one" and "two" are as often words ("one is orange", "of the two") as counts: never alien
     f["num_alien"] = float(any(not known(n, gnums) for n in said - {"1", "2"}))
     f["num_only_ref"] = float(bool(said) and all(known(n, gnums) for n in said))
+    f["num_missing"] = float(bool(own) and not said)   # the answer is a figure and the reply gives none
     qstems = {stem(w) for w in words(question)}
     items = _items(ref, qstems) if _LISTED.search(ref) else []  # a list has a conjunction, not just commas
     if len(items) >= 2:
@@ -158,8 +214,12 @@ def slot_features(reply: str, question: str, gold: Sequence[str]) -> dict[str, f
         f["list_cov"] = sum(bool(it & rs) for it in items) / len(items)
     gstems = {stem(w) for g in golds for w in words(g)}
     f["list_extra"] = min(sum(not (it & gstems) for it in _items(reply, qstems)), 2) / 2.0
+    f["bind_conflict"] = float(bind_conflict(reply, question, ref))
+    top, rest = answer_numbers(question, ref)
+    if said and top | rest:  # 1: the answer's figure; -1: only another figure of the reference
+        f["num_slot"] = 1.0 if any(known(n, top) for n in said) else -1.0 if any(known(n, rest) for n in said) else 0.0
     rt, pt = words(ref), words(reply)
-    dr, dp = _direction(rt), _direction(pt)
+    dr, dp = direction(rt), direction(pt)
     anchors = ({w for w in rt if w not in STOPWORDS and w not in _UP | _DOWN}
                & {w for w in pt if w not in STOPWORDS})
     rev = _reversed(rt, pt, anchors)
@@ -184,6 +244,8 @@ def doubt(reply: str, question: str, gold: Sequence[str]) -> str | None:
         return "direction or order differs from the reference"
     if f["num_alien"]:
         return "a number the reference does not give"
+    if f["bind_conflict"]:
+        return "a value given to another entity than in the reference"
     if 0 < f["list_cov"] < 1:
         return "part of the reference's list only"
     if f["list_extra"]:

@@ -8,7 +8,8 @@ reference ("1823, in London." — both there; "Change in body weight at week 26.
 "weight" are not).  And what the labelling rules call a deflection rather than a hallucination is
 often a reply that is only *vaguer* than the gold: a decade for a year ("In the 1950s" for 1954), a
 bound for a value ("more than ten tonnes" for 18,240 kg), a continent for a country ("Central
-Asia" for Turkmenistan), "some kind of" for a breed.  These are signals for the learned combiner
+Asia" for Turkmenistan), "some kind of" for a breed, a rounded amount ("roughly ninety thousand
+euros" for €87,905) or a grade instead of a figure ("slightly high" for 6.4 mmol/L).  These are signals for the learned combiner
 (:mod:`mmrag.judging.combiner`), never verdicts by themselves.
 
 The vague terms are data (``data/vague_terms.json``).
@@ -26,7 +27,7 @@ from mmrag.judging.keyphrase import content_stems, fold
 
 VAGUE_PATH = Path(__file__).parent / "data" / "vague_terms.json"
 SUPPORT_FEATURES: tuple[str, ...] = ("support", "unsupported", "supported_any", "vague_decade", "vague_bound",
-                                     "vague_region", "vague_kind")
+                                     "vague_region", "vague_kind", "vague_approx", "vague_grade")
 # symbols that words() drops, spelled as the words replies use for them
 _SYMBOLS = (("€", " euro "), ("$", " dollar "), ("£", " pound "), ("%", " percent "), ("°", " degree "),
             ("per cent", " percent "), ("km²", " square kilometre "))
@@ -35,6 +36,7 @@ _DISCOURSE = frozenset("""answer reply document documents text image picture pho
 according show shows shown state states stated say says said indicate indicates list lists listed mention
 mentions mentioned based see seen look looks like appear appears seem seems note notes record records""".split())
 _DECADE = re.compile(r"\b(1\d|20)(\d)0s\b|\b(\d{1,2})(?:st|nd|rd|th) century\b", re.I)
+_DIGIT = re.compile(r"\d")
 _YEAR = re.compile(r"\b(1\d{3}|20\d{2})\b")
 
 
@@ -98,7 +100,23 @@ def support_features(reply: str, question: str, gold: Sequence[str]) -> dict[str
     f["vague_bound"] = float(bool(vague["bounds"].search(folded)) and not vague["bounds"].search(gfold))
     f["vague_region"] = float(bool(vague["regions"].search(folded)) and not vague["regions"].search(gfold))
     f["vague_kind"] = float(bool(vague["kinds"].search(folded)))
+    # a rounded or graded value where the gold states one: "roughly ninety thousand", "slightly high"
+    f["vague_approx"] = float(bool(vague["approximate"].search(folded)) and not vague["approximate"].search(gfold))
+    f["vague_grade"] = float(bool(vague["qualitative"].search(folded)) and not _DIGIT.search(reply)
+                             and bool(_DIGIT.search(" ".join(golds))))
     return f
 
 
-__all__ = ["SUPPORT_FEATURES", "support_features", "vague_terms"]
+def unsupported_claim(reply: str, question: str, gold: Sequence[str]) -> str | None:
+    """Why a reply credited against a sentence reference may still add a wrong claim: a content
+    word that neither the question nor the reference holds ("12,480 kg *gross*" for a net mass, "a
+    red *motorcycle*" for a red bicycle).  None when every word is supported or the reference is
+    short (matched whole).  The combiner then decides; a harmless extra word keeps the credit."""
+    golds = [g for g in gold if g.strip()]
+    if not golds or max(len(_stems(g)) for g in golds) <= 3:
+        return None
+    f = support_features(reply, question, golds)
+    return "a word the reference does not support" if f["unsupported"] > 0 else None
+
+
+__all__ = ["SUPPORT_FEATURES", "support_features", "unsupported_claim", "vague_terms"]

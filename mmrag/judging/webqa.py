@@ -26,6 +26,7 @@ from typing import Callable
 
 from mmrag.judging.answer_rules import ANSWER_RULES, AnswerContext, GenericRule, Match
 from mmrag.judging.keyphrase import NEGATORS, STOPWORDS, key_phrase, stem, words
+from mmrag.judging.slots import direction
 
 VOCAB_PATH = Path(__file__).parent / "data" / "webqa_vocab.json"
 _NUM = re.compile(r"^\d+(?:\.\d+)?$")
@@ -131,6 +132,11 @@ class WebQARule(GenericRule):
         if len(gold) != 1 or said is None:
             return None
         g = gold.pop()
+        # "The Space Needle is shorter than the CN Tower" to "Which is taller, ...": the comparison
+        # stated from the other side names the other alternative first
+        qd, rd = direction(words(ctx.question)), direction(words(reply))
+        if qd and rd and qd != rd and "than" in words(reply) and len(alts) == 2:
+            said = 1 - said
         name = " ".join(alts[said])
         # "I have a height for Fuji but none for Etna": naming one side while declining is undecided
         return Match("gives" if said == g else "contradicts", name, f"reply picks {name!r}",
