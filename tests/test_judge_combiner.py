@@ -85,7 +85,7 @@ def test_one_judge_id_in_manifest_and_verdicts(judge):
                  response="There is no kayak."),
             dict(question="Which city?", answers=["Paris"], response=None, error="timeout")]
     verdicts = run(judge, *recs)
-    assert judge.judge_id == "rule@7"
+    assert judge.judge_id == "rule@8"
     assert {v.judge_id for v in verdicts} == {judge.judge_id}
     # which rule set spoke stays visible
     assert [v.details["rule_set"].split("@")[0] for v in verdicts] == ["rule-open", "rule-mcq", "knowhal", "rule-open"]
@@ -181,3 +181,15 @@ def test_unit_alternatives():
     assert any(abs(v - 29.78) < 0.01 for v in unit_alternatives("85.6 °F"))
     assert any(abs(v - 321.87) < 0.01 for v in unit_alternatives("200 mph"))
     assert unit_alternatives("about 80,000 people") == []
+
+
+def test_unit_alternatives_respect_the_unit_the_question_asks_for():
+    from mmrag.judging.quantity import asked_unit, unit_alternatives
+
+    assert asked_unit("What is the leg span of this animal in metres?") == ("length", 1.0)
+    assert asked_unit("In which country is it?") is None
+    assert unit_alternatives("1.2 m", "What is the leg span in metres?") == [1.2]   # never 3.9 ft
+    assert unit_alternatives("Around 40 kg", "What is its maximum mass in kilograms?") == [40.0]
+    assert abs(unit_alternatives("About 300 square miles.", "What is its area in square kilometres?")[0]
+               - 777.0) < 0.5
+    assert abs(unit_alternatives("1,949 feet", "How tall is it in metres?")[0] - 594.06) < 0.1

@@ -133,7 +133,7 @@ class GenericRule:
             return Match("gives", str(parsed), "number inside the gold range (InfoSeek rule)",
                          details={"numeric_parsed": parsed})
         if parsed != (0.0, 0.0):
-            for alt in unit_alternatives(reply):
+            for alt in unit_alternatives(reply, ctx.question):
                 if any(in_numeric_range(alt, r, self.numeric_tolerance) for r in ctx.numeric_ranges):
                     return Match("gives", f"{alt:g}", "number inside the gold range after unit conversion",
                                  decided=False, details={"numeric_parsed": parsed, "unit_converted": True})

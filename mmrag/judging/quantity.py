@@ -64,7 +64,12 @@ def quantities(text: str) -> tuple[tuple[str, float], ...]:
             value *= scales[word.lower()]
             nxt = re.match(r"\s*([a-zA-Z]+)", rest)
             word = nxt.group(1) if nxt else ""
-        u = _unit(word) if word else None
+        if word.lower() == "square":   # "300 square miles": the length unit squared
+            nxt = re.match(r"\s*([a-zA-Z]+)", t[m.end():])
+            side = _unit(nxt.group(1)) if nxt else None
+            u = ("area", side[1] ** 2) if side and side[0] == "length" else None
+        else:
+            u = _unit(word) if word else None
         out.append((u[0], value * u[1]) if u else ("count", value))
     return tuple(out)
 
@@ -74,12 +79,33 @@ def _temperature() -> dict[str, tuple[float, float]]:
     return {k: (float(v[0]), float(v[1])) for k, v in _data().get("temperature", {}).items()}
 
 
-def unit_alternatives(text: str) -> list[float]:
+_ASKED = re.compile(r"\bin\s+((?:square\s+)?[a-z]+)", re.I)
+
+
+def asked_unit(question: str) -> tuple[str, float] | None:
+    """The unit a question asks for ("... in metres?", "in square kilometres"), as (dimension,
+    factor to the base unit), or None."""
+    for m in _ASKED.finditer(question):
+        parts = m.group(1).lower().split()
+        u = _unit(parts[-1])
+        if u and parts[0] == "square" and u[0] == "length":
+            return "area", u[1] ** 2
+        if u and len(parts) == 1:
+            return u
+    return None
+
+
+def unit_alternatives(text: str, question: str = "") -> list[float]:
     """Every number of ``text`` that carries a unit, restated in each unit of its dimension
     ("24 cm" -> 0.00024 km ... 240 mm ... 9.45 in; "85.6 °F" -> 29.8 (Celsius), 85.6, 302.9).
     Why: InfoSeek's numeric golds carry no unit, and a reply may state the amount in another one
     ("1,949 feet" for 594 [m]); a restatement inside the gold range is a (weaker) match."""
     units, _ = _table()
+    asked = asked_unit(question) if question else None
+    if asked and asked[0] != "temperature":
+        # the question names the unit: the reply's amount restated in that unit only, and only
+        # when the reply used another one ("1.2 m" asked in metres is 1.2, never 3.9 feet)
+        return [base / asked[1] for dim, base in _with_units(text) if dim == asked[0]]
     out: list[float] = []
     for dim, base in quantities(text):
         if dim in ("count", "percent"):
@@ -93,6 +119,12 @@ def unit_alternatives(text: str) -> list[float]:
             c = (float(m.group(1).replace(",", "")) + offset) * factor
             out.extend((c, c * 1.8 + 32, c + 273.15))
     return out
+
+
+def _with_units(text: str) -> list[tuple[str, float]]:
+    """Quantities whose unit differs from the asked one are what a conversion can rescue; a
+    quantity with no unit is read as given in the asked unit already (the official rule)."""
+    return [q for q in quantities(text) if q[0] not in ("count", "percent")]
 
 
 def compare(reference: str, reply: str, tolerance: float = 0.02) -> str | None:
@@ -120,4 +152,4 @@ def unmatched(reference: str, reply: str, tolerance: float = 0.02) -> bool:
                for d, b in quantities(reply) if d in dims)
 
 
-__all__ = ["quantities", "compare", "unit_alternatives", "unmatched"]
+__all__ = ["asked_unit", "quantities", "compare", "unit_alternatives", "unmatched"]
