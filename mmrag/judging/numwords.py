@@ -92,12 +92,24 @@ _COLLECTIVE = re.compile(r"\b(?:" + "|".join(k.replace(" ", r"\s+") for k in _CO
 _ORDINAL = re.compile(r"\b(" + "|".join(_ORDINALS) + r")(?=\s+(?:century|centuries|floor|dynasty|edition))", re.I)
 
 
+_UNITS = ("one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
+_TEENS = ("ten", "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen",
+          "nineteen", "twenty")
+#: a year said aloud with "oh" ("nineteen-oh-two" is 1902): the run reads as 19 + 0 + 2 otherwise
+_YEAR_OH = re.compile(r"\b(" + "|".join(_TEENS) + r")[\s-]+(?:oh|o)[\s-]+(" + "|".join(_UNITS) + r")\b", re.I)
+
+
+def _year_oh(m: re.Match) -> str:
+    return f"{_TEENS.index(m.group(1).lower()) + 10}0{_UNITS.index(m.group(2).lower()) + 1}"
+
+
 @lru_cache(maxsize=65536)
 def digits_for_words(text: str) -> str:
     """``text`` with each run of number words replaced by its digits ("forty-seven" -> "47"); a
     number then a scale word becomes one number ("12 million" -> "12000000"), and a number word
     hyphenated to a unit is read apart from it ("two-year" -> "2 year"), and "$12M" is "$12000000"."""
     text = _COLLECTIVE.sub(lambda m: _COLLECTIVES[" ".join(m.group(0).lower().split())], text)
+    text = _YEAR_OH.sub(_year_oh, text)
     text = _ORDINAL.sub(lambda m: _ORDINALS[m.group(1).lower()], text)
     text = _MONEY.sub(_money, _UNIT_HYPHEN.sub(r"\1 \2", text))
     text = _words_to_digits(_SCALED.sub(_scaled, text))

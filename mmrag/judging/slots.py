@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
-from mmrag.judging.keyphrase import STOPWORDS, stem, words
+from mmrag.judging.keyphrase import NEGATORS, STOPWORDS, stem, words
 from mmrag.judging.numwords import digits_for_words
 
 _NUMBER = re.compile(r"\d+(?:[.,:/\-]\d+)*")
@@ -234,8 +234,10 @@ def slot_features(reply: str, question: str, gold: Sequence[str]) -> dict[str, f
 
 def doubt(reply: str, question: str, gold: Sequence[str]) -> str | None:
     """Why a reply the rules credited may still be wrong (None when nothing is off): a trend or
-    comparison the other way round, a number in neither the reference nor the question, part of a
-    listed answer only, or an item the reference does not support.  Such a verdict goes to the
+    comparison the other way round, a number in neither the reference nor the question, a value
+    bound to the other entity, another of the reference's figures than the one asked about, a
+    negation the reference lacks, part of a listed answer only, or an item the reference does not
+    support.  Such a verdict goes to the
     combiner instead of standing as decided: a right answer plus a wrong claim is a hallucination."""
     f = slot_features(reply, question, gold)
     if not f["sentence_ref"]:  # a short reference is matched whole: the rules' call stands
@@ -246,6 +248,10 @@ def doubt(reply: str, question: str, gold: Sequence[str]) -> str | None:
         return "a number the reference does not give"
     if f["bind_conflict"]:
         return "a value given to another entity than in the reference"
+    if f["num_slot"] < 0:
+        return "another of the reference's figures, not the one asked about"
+    if set(words(reply)) & NEGATORS and not {w for g in gold for w in words(g)} & NEGATORS:
+        return "a negation the reference does not have"
     if 0 < f["list_cov"] < 1:
         return "part of the reference's list only"
     if f["list_extra"]:
