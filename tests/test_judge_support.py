@@ -152,9 +152,13 @@ def test_unsupported_word_beside_a_credited_figure_goes_to_the_combiner():
     ("12,480 kg gross.", "other weight basis"),
     ("185 cm at the village.", "other resort place"),
     ("USD 42,750 on CIF terms.", None),
+    ("EUR 42,750, CIF.", "other currency"),
+    ("US$42,750 on CIF terms.", None),                 # a symbol is its currency's code
 ])
 def test_document_contrast_classes(reply, blocked):
-    refs = {"USD": "The shipment is declared at a customs value of USD 42,750 on CIF terms.",
+    refs = {"EUR": "The shipment is declared at a customs value of USD 42,750 on CIF terms.",
+            "US$": "The shipment is declared at a customs value of USD 42,750 on CIF terms.",
+            "USD": "The shipment is declared at a customs value of USD 42,750 on CIF terms.",
             "12,": "Box 38 gives a net mass of 12,480 kg for the consignment.",
             "185": "The snow report gives a summit depth of 185 cm."}
     assert default_guards().blocked("What does the document give?", refs[reply[:3]], reply) == blocked

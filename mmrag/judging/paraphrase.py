@@ -60,10 +60,17 @@ class Guards:
         self.classes = {name: {syn.get(w, w) for w in members} for name, members in data["closed_classes"].items()}
         self.synonyms = syn
         self.opposites = [(set(a), set(b)) for a, b in data["opposites"]]
+        self.symbols = data.get("symbols", {})
+
+    def _spell(self, text: str) -> str:
+        """Currency symbols as their codes ("€18" -> " eur 18"): words() drops symbols."""
+        for sym, code in self.symbols.items():
+            text = text.replace(sym, code)
+        return text
 
     def blocked(self, question: str, reference: str, reply: str) -> str | None:
         q = set(words(question))
-        ref, rep = set(words(reference)), set(words(reply))
+        ref, rep = set(words(self._spell(reference))), set(words(self._spell(reply)))
         if {t for t in rep if t[:1].isdigit()} - ref - q:
             return "number not in the reference"
         if rep & NEGATORS and not ref & NEGATORS:

@@ -141,32 +141,40 @@ def known(tok: str, pool: set[str]) -> bool:
 _NAME = re.compile(r"\b[A-Z][\w'-]*")
 
 
-def _bindings(text: str, entities: set[str], attributes: set[str]) -> dict[str, str]:
-    """Each attribute's entity: the nearest entity before it (after it when none comes before)."""
-    toks = [stem(w) for w in words(text)]
-    out: dict[str, str] = {}
-    for i, t in enumerate(toks):
-        if t in attributes and t not in out:
-            before = [toks[j] for j in range(i - 1, -1, -1) if toks[j] in entities]
-            after = [toks[j] for j in range(i + 1, len(toks)) if toks[j] in entities]
-            if before or after:
-                out[t] = (before or after)[0]
+_CLAUSE = re.compile(r",(?!\d{3})|[;:|()\n]|(?<!\d)\.(?!\d)|\b(?:and|but|while|whereas|versus|vs|than|compared with)\b", re.I)
+
+
+def _bindings(text: str, entities: set[str], values: set[str]) -> dict[str, frozenset[str]]:
+    """Each value's entities: the entities named in the same clause (clauses end at punctuation
+    and at and / but / while / than ...), for the values whose clause names any."""
+    out: dict[str, frozenset[str]] = {}
+    for clause in _CLAUSE.split(text):
+        toks = {stem(w) for w in words(clause or "")}
+        ents = frozenset(toks & entities)
+        for v in toks & values:
+            if ents and v not in out:
+                out[v] = ents
     return out
 
 
 def bind_conflict(reply: str, question: str, ref: str) -> bool:
-    """Whether the reply gives the reference's values to the other entities ("LDL 1.1 and HDL 3.9"
+    """Whether the reply gives the reference's values to the other entity ("LDL 1.1 and HDL 3.9"
     for "LDL was 3.9 and HDL 1.1"; "the Haflinger is black" where the Friesian is).  Entities are
-    names (capitalised in the reference) both texts share, at least two; attributes are the other
-    words and numbers both share that the question does not hold."""
-    ents = {stem(w) for m in _NAME.finditer(ref) for w in words(m.group(0))} - STOPWORDS
+    names (capitalised in the reference, once) that both texts share, at least two; values are the
+    other words and numbers both share that the question lacks.  A value conflicts when its clause
+    names entities in both texts and none in common."""
+    counts: dict[str, int] = {}
+    for m in _NAME.finditer(ref):
+        for w in words(m.group(0)):
+            counts[stem(w)] = counts.get(stem(w), 0) + 1
+    ents = {w for w, n in counts.items() if n == 1} - STOPWORDS
     rt, pt = {stem(w) for w in words(ref)}, {stem(w) for w in words(reply)}
     ents &= pt
     if len(ents) < 2:
         return False
-    attrs = (rt & pt) - ents - STOPWORDS - {stem(w) for w in words(question)} - _UP - _DOWN
-    a, b = _bindings(ref, ents, attrs), _bindings(reply, ents, attrs)
-    return any(a[k] != b[k] for k in a.keys() & b.keys())
+    values = (rt & pt) - ents - STOPWORDS - {stem(w) for w in words(question)}
+    a, b = _bindings(ref, ents, values), _bindings(reply, ents, values)
+    return any(not a[k] & b[k] for k in a.keys() & b.keys())
 
 
 def answer_numbers(question: str, ref: str, window: int = 6) -> tuple[set[str], set[str]]:
