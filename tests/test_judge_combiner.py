@@ -85,7 +85,7 @@ def test_one_judge_id_in_manifest_and_verdicts(judge):
                  response="There is no kayak."),
             dict(question="Which city?", answers=["Paris"], response=None, error="timeout")]
     verdicts = run(judge, *recs)
-    assert judge.judge_id == "rule@9"
+    assert judge.judge_id == "rule@10"
     assert {v.judge_id for v in verdicts} == {judge.judge_id}
     # which rule set spoke stays visible
     assert [v.details["rule_set"].split("@")[0] for v in verdicts] == ["rule-open", "rule-mcq", "knowhal", "rule-open"]
@@ -193,3 +193,12 @@ def test_unit_alternatives_respect_the_unit_the_question_asks_for():
     assert abs(unit_alternatives("About 300 square miles.", "What is its area in square kilometres?")[0]
                - 777.0) < 0.5
     assert abs(unit_alternatives("1,949 feet", "How tall is it in metres?")[0] - 594.06) < 0.1
+
+
+def test_a_bound_or_rough_figure_outside_the_infoseek_range_is_not_decided():
+    judge = RuleJudge(OpenAnswerConfig(combiner=False))
+    for reply, decided in (("Several hundred kilograms.", False), ("About 250 kg.", False), ("250 kg.", True)):
+        rec = dict(source="infoseek", question="What is the maximum weight of this animal in kilograms?",
+                   answers=["700"], numeric_ranges=[[630, 770]], response=reply)
+        v = judge.judge(*record_to_item(rec, Path("inline"), 1))
+        assert v.outcome == "hallucination" and v.details["decided"] is decided, reply

@@ -29,6 +29,7 @@ from mmrag.judging.keyphrase import (NEGATORS, is_sentence, key_phrase, negated_
 from mmrag.judging.normalize import accuracy_from_matches, contains_phrase, phrase_positions, vqa_normalize
 from mmrag.judging.numeric import as_number, find_numbers, in_numeric_range, numeric_match
 from mmrag.judging.numwords import digits_for_words
+from mmrag.judging.support import vague_amount
 from mmrag.judging.quantity import compare as compare_quantities, unit_alternatives, unmatched
 from mmrag.registry import Registry
 
@@ -142,9 +143,10 @@ class GenericRule:
             if later:  # "8 x 8 = 64 squares": the official rule reads the first two numbers only
                 return Match("gives", f"{later[0]:g}", "a later number inside the gold range", decided=False,
                              details={"numeric_parsed": parsed})
-            # a reply that declines often cites the numbers it did find: undecided then
+            # a reply that declines often cites the numbers it did find, and one that gives only a
+            # bound or a rough figure ("several hundred kg") may be vaguer, not wrong: undecided then
             return Match("contradicts", str(parsed), "number outside the gold range (InfoSeek rule)",
-                         decided=not set(words(reply)) & NEGATORS,
+                         decided=not set(words(reply)) & NEGATORS and not vague_amount(reply),
                          details={"numeric_parsed": parsed})
         return None
 

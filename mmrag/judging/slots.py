@@ -40,7 +40,7 @@ _SPLIT = re.compile(r",(?!\d)|\band\b|\bor\b|\bas well as\b", re.I)
 _LISTED = re.compile(r"\b(?:and|or|as well as)\b", re.I)
 
 SLOT_FEATURES: tuple[str, ...] = ("num_cov", "num_alien", "num_only_ref", "list_cov", "list_extra",
-                                  "dir_conflict", "sentence_ref", "num_missing", "bind_conflict", "num_slot")
+                                  "dir_conflict", "sentence_ref", "num_missing", "bind_conflict", "num_slot", "num_near")
 
 
 def numbers(text: str) -> list[str]:
@@ -215,6 +215,10 @@ def slot_features(reply: str, question: str, gold: Sequence[str]) -> dict[str, f
     f["num_alien"] = float(any(not known(n, gnums) for n in said - {"1", "2"}))
     f["num_only_ref"] = float(bool(said) and all(known(n, gnums) for n in said))
     f["num_missing"] = float(bool(own) and not said)   # the answer is a figure and the reply gives none
+    # a rounded figure near the gold ("roughly ninety thousand" for 87,905) is vaguer, one far off wrong
+    gv = [v for v in map(_value, own) if v]
+    f["num_near"] = float(any(abs(v - g) <= 0.15 * abs(g) for v in map(_value, said) if v is not None
+                              for g in gv))
     qstems = {stem(w) for w in words(question)}
     items = _items(ref, qstems) if _LISTED.search(ref) else []  # a list has a conjunction, not just commas
     if len(items) >= 2:

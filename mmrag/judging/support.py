@@ -107,6 +107,14 @@ def support_features(reply: str, question: str, gold: Sequence[str]) -> dict[str
     return f
 
 
+def vague_amount(text: str) -> bool:
+    """Whether ``text`` gives an amount only as a bound or a rough figure ("several hundred
+    kilograms", "well over fifty percent", "roughly ninety thousand"): a number the InfoSeek rule
+    reads from such a reply is not the reply's claim of a value."""
+    folded, vague = fold(text), _vague_patterns()
+    return bool(vague["bounds"].search(folded) or vague["approximate"].search(folded))
+
+
 def unsupported_claim(reply: str, question: str, gold: Sequence[str]) -> str | None:
     """Why a reply credited against a sentence reference may still add a wrong claim: a content
     word that neither the question nor the reference holds ("12,480 kg *gross*" for a net mass, "a
@@ -119,4 +127,4 @@ def unsupported_claim(reply: str, question: str, gold: Sequence[str]) -> str | N
     return "a word the reference does not support" if f["unsupported"] > 0 else None
 
 
-__all__ = ["SUPPORT_FEATURES", "support_features", "unsupported_claim", "vague_terms"]
+__all__ = ["SUPPORT_FEATURES", "support_features", "unsupported_claim", "vague_amount", "vague_terms"]
