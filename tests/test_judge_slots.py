@@ -14,7 +14,7 @@ import pytest
 
 from mmrag.judging import RuleJudge
 from mmrag.judging.records import record_to_item
-from mmrag.judging.slots import answer_numbers, bind_conflict, doubt, numbers, slot_features
+from mmrag.judging.slots import answer_numbers, bind_conflict, doubt, known, numbers, slot_features, spoken_numbers
 
 REF_TREND = "The museum's yearly visitor count rose from 310,000 in 2015 to 420,000 in 2019."
 Q_TREND = "How did the museum's yearly visitor count change between 2015 and 2019?"
@@ -136,3 +136,22 @@ def test_webqa_comparison_stated_from_the_other_side(judge, reply, outcome):
                answers=["The CN Tower is taller than the Space Needle."], response=reply,
                metadata={"Qcate": "choose"})
     assert judge.judge_many([record_to_item(rec, Path("inline"), 1)])[0].outcome == outcome
+
+
+def test_iso_dates_and_spoken_durations_are_numbers():
+    from mmrag.judging import digits_for_words
+
+    assert spoken_numbers("2026-09-14") == ["2026", "9", "14"]
+    assert known("14", set(spoken_numbers("14 September 2026")))
+    assert digits_for_words("A quarter of an hour.") == "15 minutes."
+    assert digits_for_words("about half an hour") == "about 30 minutes"
+
+
+def test_a_negation_left_out_is_doubted_but_a_leading_no_is_the_answer():
+    ref = "The wedding venue contract requires a non-refundable deposit of £2,500."
+    q = "What deposit does the contract require?"
+    assert doubt("£2,500, refundable.", q, [ref]) is not None
+    assert doubt("A £2,500 non-refundable deposit.", q, [ref]) is None
+    otters = "No, sea otters live in salt water but river otters live mainly in fresh water."
+    assert doubt("Salt water for sea otters, fresh water for river otters.",
+                 "Do sea otters and river otters both live in salt water?", [otters]) is None

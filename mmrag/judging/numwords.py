@@ -83,6 +83,8 @@ def _scaled(m: re.Match[str]) -> str:
 #: left out: in documents it is a mark ("a score of 88%"), far more often than twenty
 _COLLECTIVES = {"a pair of": "2", "one pair of": "2", "a pair": "2", "a couple of": "2", "a single": "1",
                 "half a dozen": "6", "a dozen": "12", "one dozen": "12",
+                "a quarter of an hour": "15 minutes", "half an hour": "30 minutes",
+                "three quarters of an hour": "45 minutes", "a third of an hour": "20 minutes",
                 "a hundred": "one hundred", "a thousand": "one thousand", "a million": "one million"}
 _ORDINALS = dict(zip(("first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth thirteenth "
                       "fourteenth fifteenth sixteenth seventeenth eighteenth nineteenth twentieth").split(),

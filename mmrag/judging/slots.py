@@ -89,7 +89,7 @@ _MONTH = re.compile(r"(?<=\d\s)(january|february|march|april|may|june|july|augus
                     r"december|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec)\b\.?|"
                     r"\b(january|february|march|april|june|july|august|september|october|november|december)"
                     r"(?=\s+\d{4}\b)", re.I)
-_DATE = re.compile(r"^\d{1,2}[/.\-]\d{1,2}[/.\-]\d{2,4}$")
+_DATE = re.compile(r"^\d{1,2}[/.\-]\d{1,2}[/.\-]\d{2,4}$|^\d{4}-\d{1,2}-\d{1,2}$")   # d/m/y, ISO y-m-d
 
 
 def _clock(m: re.Match) -> str:
@@ -244,6 +244,15 @@ def slot_features(reply: str, question: str, gold: Sequence[str]) -> dict[str, f
     return f
 
 
+_NEGATED = NEGATORS | {"non"}   # "non-refundable" negates as "not" does
+
+
+def yes_no_lead(gold: Sequence[str]) -> bool:
+    """Whether the reference opens with its yes/no answer ("No, sea otters ..."): that "no" is the
+    answer, not a negation a reply must repeat."""
+    return any(words(g)[:1] in (("no",), ("yes",)) for g in gold)
+
+
 def doubt(reply: str, question: str, gold: Sequence[str]) -> str | None:
     """Why a reply the rules credited may still be wrong (None when nothing is off): a trend or
     comparison the other way round, a number in neither the reference nor the question, a value
@@ -262,8 +271,10 @@ def doubt(reply: str, question: str, gold: Sequence[str]) -> str | None:
         return "a value given to another entity than in the reference"
     if f["num_slot"] < 0:
         return "another of the reference's figures, not the one asked about"
-    if set(words(reply)) & NEGATORS and not {w for g in gold for w in words(g)} & NEGATORS:
-        return "a negation the reference does not have"
+    said_neg = bool(set(words(reply)) & _NEGATED)
+    gold_neg = bool({w for g in gold for w in words(g)} & _NEGATED)
+    if said_neg != gold_neg and not (gold_neg and yes_no_lead(gold)):
+        return "a negation the reference does not have" if said_neg else "the reference's negation left out"
     if 0 < f["list_cov"] < 1:
         return "part of the reference's list only"
     if f["list_extra"]:
