@@ -85,7 +85,7 @@ def test_one_judge_id_in_manifest_and_verdicts(judge):
                  response="There is no kayak."),
             dict(question="Which city?", answers=["Paris"], response=None, error="timeout")]
     verdicts = run(judge, *recs)
-    assert judge.judge_id == "rule@11"
+    assert judge.judge_id == "rule@12"
     assert {v.judge_id for v in verdicts} == {judge.judge_id}
     # which rule set spoke stays visible
     assert [v.details["rule_set"].split("@")[0] for v in verdicts] == ["rule-open", "rule-mcq", "knowhal", "rule-open"]
@@ -202,3 +202,21 @@ def test_a_bound_or_rough_figure_outside_the_infoseek_range_is_not_decided():
                    answers=["700"], numeric_ranges=[[630, 770]], response=reply)
         v = judge.judge(*record_to_item(rec, Path("inline"), 1))
         assert v.outcome == "hallucination" and v.details["decided"] is decided, reply
+
+
+def test_compound_durations_and_numeric_dates_in_sentence_references():
+    from mmrag.judging.quantity import compare
+
+    ref = "The full connection from Lyon to Geneva takes 3 hours 15 minutes, including one change at Annecy."
+    assert compare(ref, "195 minutes total.") == "gives"
+    assert compare(ref, "150 minutes.") == "contradicts"
+    judge = RuleJudge(OpenAnswerConfig(combiner=False))
+    q, r = "When were the results issued?", "The results were issued on 14 August 2025 by the examinations board."
+    for reply, outcome in (("2025-08-14", "correct"), ("14/08/2025", "correct"), ("2025-09-14", "hallucination")):
+        rec = dict(source="mmdocrag", question=q, answers=[r], response=reply)
+        assert judge.judge(*record_to_item(rec, Path("inline"), 1)).outcome == outcome, reply
+    # another amount than a sentence reference's is left to the combiner, never decided
+    rec = dict(source="mmdocrag", question="What haemoglobin does the report give?",
+               answers=["Haemoglobin was flagged low at 112 g/L, below the reference range of 130-170 g/L."],
+               response="Hb 11.2 g/dL, flagged low, 5 kg")
+    assert judge.judge(*record_to_item(rec, Path("inline"), 1)).details["decided"] is False

@@ -101,6 +101,11 @@ def first_yes_no(tokens: Sequence[str]) -> str | None:
     return yes_no(list(tokens)[:3])
 
 
+_MONTH_NAMES = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+                "november", "december")
+_NUM_DATE = re.compile(r"\b(?:\d{4}-(\d{1,2})-\d{1,2}|\d{1,2}[/.](\d{1,2})[/.]\d{4})\b")
+
+
 class GenericRule:
     """Normalised containment with SimpleQA's grading rules (see :mod:`mmrag.judging.open_answer`),
     numbers in digits or words, InfoSeek ranges, and key phrases for sentence references."""
@@ -160,8 +165,10 @@ class GenericRule:
                 return Match("gives", ref, f"reply states the quantity of {ref!r} (units converted)",
                              decided=not unmatched(ref, reply), details={"match": "quantity"})
         if any(call == "contradicts" for _, call in calls):
+            # decided for a short reference only: a sentence holds several amounts and a reply may
+            # restate one in a unit the table lacks ("11.2 g/dL" for 112 g/L)
             return Match("contradicts", reply, "reply states another quantity than the reference",
-                         details={"match": "quantity"})
+                         decided=not any(is_sentence(r) for r in refs), details={"match": "quantity"})
         return None
 
     def containment(self, ctx: AnswerContext, refs: list[str], reply: str) -> Match | None:
@@ -241,6 +248,9 @@ class GenericRule:
         if not sentences:
             return None
         reply_toks = stems(reply)
+        # a date written in numbers ("2025-08-14", "14/08/2025") also names its month
+        reply_toks += tuple(_MONTH_NAMES[int(mo) - 1] for m in _NUM_DATE.finditer(reply)
+                            if 1 <= int(mo := m.group(1) or m.group(2)) <= 12)
         # a clock time written with a dot ("22.50" for 22:50) is the time's two numbers
         reply_toks += tuple(p for t in reply_toks if re.fullmatch(r"\d{1,2}\.\d{2}", t)
                             and any(t.replace(".", ":") in r for r in sentences) for p in t.split("."))

@@ -127,10 +127,16 @@ def _with_units(text: str) -> list[tuple[str, float]]:
     return [q for q in quantities(text) if q[0] not in ("count", "percent")]
 
 
+def _with_sums(qs: list[tuple[str, float]]) -> list[tuple[str, float]]:
+    """The quantities and the sum of each two neighbours of one dimension: "3 hours 15 minutes" is
+    also 195 minutes, "1 m 80" is not read (no unit on the second part)."""
+    return qs + [(a[0], a[1] + b[1]) for a, b in zip(qs, qs[1:]) if a[0] == b[0] == "time"]
+
+
 def compare(reference: str, reply: str, tolerance: float = 0.02) -> str | None:
     """"gives" / "contradicts" when both state a quantity with a unit of one dimension, else None."""
-    ref = [q for q in quantities(reference) if q[0] != "count"]
-    said = [q for q in quantities(reply) if q[0] != "count"]
+    ref = _with_sums([q for q in quantities(reference) if q[0] != "count"])
+    said = _with_sums([q for q in quantities(reply) if q[0] != "count"])
     dims = {d for d, _ in ref} & {d for d, _ in said}
     if not dims:
         return None
