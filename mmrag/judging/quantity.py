@@ -102,14 +102,12 @@ def unit_alternatives(text: str, question: str = "") -> list[float]:
     ("1,949 feet" for 594 [m]); a restatement inside the gold range is a (weaker) match."""
     units, _ = _table()
     asked = asked_unit(question) if question else None
-    if asked and asked[0] != "temperature":
+    if asked:
         # the question names the unit: the reply's amount restated in that unit only, and only
         # when the reply used another one ("1.2 m" asked in metres is 1.2, never 3.9 feet)
         return [base / asked[1] for dim, base in _with_units(text) if dim == asked[0]]
     out: list[float] = []
-    for dim, base in quantities(text):
-        if dim in ("count", "percent"):
-            continue
+    for dim, base in _with_units(text):
         out.extend(base / f for d, f in set(units.values()) if d == dim)
     temps = _temperature()
     for m in _TEMP.finditer(text):
@@ -122,9 +120,13 @@ def unit_alternatives(text: str, question: str = "") -> list[float]:
 
 
 def _with_units(text: str) -> list[tuple[str, float]]:
-    """Quantities whose unit differs from the asked one are what a conversion can rescue; a
-    quantity with no unit is read as given in the asked unit already (the official rule)."""
+    """The quantities of ``text`` that carry a convertible unit (not bare counts, not percentages):
+    a number without a unit is read as given in the asked unit already (the official rule)."""
     return [q for q in quantities(text) if q[0] not in ("count", "percent")]
+
+
+def _close(a: float, b: float, tolerance: float) -> bool:
+    return abs(a - b) <= tolerance * max(abs(a), abs(b), 1e-12)
 
 
 def _with_sums(qs: list[tuple[str, float]]) -> list[tuple[str, float]]:
@@ -143,7 +145,7 @@ def compare(reference: str, reply: str, tolerance: float = 0.02) -> str | None:
     for d in dims:
         for _, a in (q for q in ref if q[0] == d):
             for _, b in (q for q in said if q[0] == d):
-                if abs(a - b) <= tolerance * max(abs(a), abs(b), 1e-12):
+                if _close(a, b, tolerance):
                     return "gives"
     return "contradicts"
 
@@ -154,7 +156,7 @@ def unmatched(reference: str, reply: str, tolerance: float = 0.02) -> bool:
     at 07:30" beside a 20-minute interval): a hedge or a second, wrong claim beside the right one."""
     ref = [q for q in quantities(reference) if q[0] != "count"]
     dims = {d for d, _ in ref}
-    return any(not any(abs(b - a) <= tolerance * max(abs(a), abs(b), 1e-12) for _, a in ref)
+    return any(not any(_close(a, b, tolerance) for _, a in ref)
                for d, b in quantities(reply) if d in dims)
 
 
