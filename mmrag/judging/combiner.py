@@ -36,6 +36,7 @@ from typing import Sequence
 
 import numpy as np
 
+from mmrag.judging.align import ALIGN_FEATURES, alignment_features
 from mmrag.judging.keyphrase import NEGATORS, STOPWORDS, negated_at, stem, words
 from mmrag.judging.language import foreign_refusal
 from mmrag.judging.slots import SLOT_FEATURES, slot_features
@@ -57,7 +58,7 @@ FEATURES: tuple[str, ...] = (
     "rule_decided", "ref_negated", "prefix_overlap", "vague", "specific",
     "multi_partial", "extra_names", "unit_converted", "other_number", "fuzzy", "disjunction",
     "q_negated", "sim_q", "sim_lift", *SLOT_FEATURES, *SUPPORT_FEATURES, "foreign", "premise_named",
-    "contrast",
+    "contrast", *ALIGN_FEATURES,
 )
 
 _GUESS = re.compile(r"\b(?:probably|likely|perhaps|maybe|possibly|i think|i believe|i guess|looks like|"
@@ -150,6 +151,8 @@ def features(view: View, verdict: Verdict, bank) -> np.ndarray:
     f["sim_lift"] = f["sim_gold"] - f["sim_q"]
     f.update(slot_features(view.reply, view.stem, view.gold))
     f.update(support_features(view.reply, view.stem, view.gold))
+    if view.path == "open":
+        f.update(alignment_features(view.reply, view.stem, view.gold))
     f["foreign"] = float(foreign_refusal(view.reply) is not None)
     # the figure kept but what it is of changed: another member of a closed class the reference names
     # (net / gross, FOB / CIF, summit / village) or the other side of an opposite pair

@@ -34,6 +34,10 @@ called named known one's s 's
 NEGATORS = frozenset({"not", "no", "never", "neither", "nor", "none", "isn't", "aren't", "wasn't", "weren't",
                       "doesn't", "don't", "didn't", "hasn't", "haven't", "cannot", "can't", "isnt", "arent",
                       "wasnt", "werent", "doesnt", "dont", "didnt", "nothing", "nowhere"})
+#: reporting verbs: a document "says", "shows" or "lists" its answer; the verb is not part of what it
+#: says ("The sign on the boat says 'Amigos'." asks a reply for "Amigos", not for "says")
+REPORTING = frozenset("""say said state stated show shown showed indicate indicated mention mentioned according
+read list listed note noted record recorded report reported give given gave""".split())
 _TOKEN = re.compile(r"\d+(?:[.,]\d+)*|[a-z]+(?:'[a-z]+)?")
 
 
@@ -73,14 +77,17 @@ def content_stems(text: str) -> list[str]:
 
 @lru_cache(maxsize=16384)
 def key_phrase(question: str, reference: str) -> tuple[str, ...]:
-    """Stems the reference adds to the question (order kept, duplicates dropped).  Falls back to all
-    of the reference's content words when the question already holds every one of them (a reply
-    must then restate the reference)."""
+    """Stems the reference adds to the question (order kept, duplicates dropped), reporting verbs
+    left out when anything else is left.  Falls back to all of the reference's content words when
+    the question already holds every one of them (a reply must then restate the reference)."""
     q = set(stems(question))
     seen: list[str] = []
     for s in content_stems(reference):
         if s not in q and s not in seen:
             seen.append(s)
+    said = [s for s in seen if s not in REPORTING]
+    if said:
+        return tuple(said)
     if seen:
         return tuple(seen)
     return tuple(dict.fromkeys(content_stems(reference)))

@@ -28,7 +28,7 @@ from typing import Any, Sequence
 
 from mmrag.judging.answer_rules import AnswerContext, Match, rule_for
 from mmrag.judging.deflection import DEFAULT_DETECTOR, DeflectionDetector
-from mmrag.judging.keyphrase import fold
+from mmrag.judging.keyphrase import fold, words
 from mmrag.judging.normalize import Variant, vqa_normalize
 from mmrag.judging.slots import doubt
 from mmrag.judging.support import unsupported_claim
@@ -37,6 +37,8 @@ from mmrag.schema import Prompt, Response, Sample, Verdict
 _ANSWER_PREFIX = re.compile(r"^\s*(?:final answer|answer|short answer)\s*[:\-]\s*", re.I)
 _FINAL_ANSWER = re.compile(r"(?:^|(?<=[.!?:\n])\s*)(?:final answer|short answer|answer)\s*[:\-]\s*(.+?)\s*$",
                            re.I | re.S)
+#: a reply shorter than this never "declines in part": a bare answer is the answer
+_DECLINE_MIN_WORDS = 6
 _MARKDOWN = re.compile(r"\*\*|__|`+|^#+\s*|(?<!\w)\*(?=\w)|(?<=[\w.)])\*(?!\w)", re.M)
 
 Decision = tuple[str, str | None, str, bool, dict[str, Any]]
@@ -169,12 +171,23 @@ class OpenAnswerRules:
         if analysis.is_deflection:
             return "deflection", None, "refusal with explanation", False, details
         if m is not None and m.status == "contradicts":
-            return "hallucination", m.extracted or answer, m.reason, m.decided, details
+            # "The photo is black and white, so the hull colour can't be judged" names a colour and
+            # declines: a category rule's mismatch stands only when no part of a longer reply declines
+            decided = m.decided and not self._declines_in_part(body, sample.question)
+            return "hallucination", m.extracted or answer, m.reason, decided, details
         if m is None:
             return "unparseable", answer, "no reference answer to match against", True, details
         if analysis.refusals and analysis.guess:
             return "hallucination", answer, "a guess without the reference (after a refusal)", False, details
         return self._absent(sample, body, answer, details)
+
+    def _declines_in_part(self, body: str, question: str) -> bool:
+        """Whether a reply of some length has a sentence or clause that the semantic detector reads
+        as declining (MiniLM logit above its margin); short replies ("Red.") never do."""
+        sem = self.semantic
+        if sem is None or len(words(body)) < _DECLINE_MIN_WORDS:
+            return False
+        return any(c.score > sem.margin for c in sem.analyse(body, question).sentences)
 
     def _paraphrased(self, ctx, refs: list[str], answer: str, m: Match, details: dict[str, Any]) -> Match:
         """The guarded MiniLM paraphrase signal, asked only where the rule found the reference absent

@@ -20,7 +20,7 @@ from mmrag.judging.numwords import digits_for_words
 
 UNITS_PATH = Path(__file__).parent / "data" / "units.json"
 _Q = re.compile(r"(?<![\w.])\$?(\d[\d,]*(?:\.\d+)?)\s*-?\s*([a-zA-Z%]+(?:/[a-z]\b)?\d?)?")
-_TEMP = re.compile(r"(?<![\w.])(-?\d[\d,]*(?:\.\d+)?)\s*(°\s*[CFcf]\b|degrees? (?:celsius|fahrenheit)|celsius|fahrenheit|kelvin)")
+_TEMP = re.compile(r"(?<![\w.])(-?\d[\d,]*(?:\.\d+)?)\s*(°\s*[CFcf]\b|degrees? (?:celsius|fahrenheit)|celsius|fahrenheit|kelvin)", re.I)
 
 
 @lru_cache(maxsize=1)
@@ -48,11 +48,16 @@ def _unit(word: str) -> tuple[str, float] | None:
 @lru_cache(maxsize=16384)
 def quantities(text: str) -> tuple[tuple[str, float], ...]:
     """(dimension, value in base units) of each number in ``text``; a number without a unit has
-    dimension "count" (scale words applied: "12 million" -> 12e6)."""
+    dimension "count" (scale words applied: "12 million" -> 12e6); a temperature is in degrees
+    Celsius ("75 °F" -> 23.9)."""
     _, scales = _table()
     t = digits_for_words(text)
     out: list[tuple[str, float]] = []
+    temps = _temperatures_at(t)
     for m in _Q.finditer(t):
+        if m.start(1) in temps:
+            out.append(("temperature", temps[m.start(1)]))
+            continue
         try:
             value = float(m.group(1).replace(",", ""))
         except ValueError:
@@ -77,6 +82,18 @@ def quantities(text: str) -> tuple[tuple[str, float], ...]:
 @lru_cache(maxsize=1)
 def _temperature() -> dict[str, tuple[float, float]]:
     return {k: (float(v[0]), float(v[1])) for k, v in _data().get("temperature", {}).items()}
+
+
+def _temperatures_at(text: str) -> dict[int, float]:
+    """Degrees Celsius of each temperature in ``text``, by the offset where its number starts."""
+    temps, out = _temperature(), {}
+    for m in _TEMP.finditer(text):
+        key = re.sub(r"\s+|degrees?", "", m.group(2).lower())
+        if key in temps:
+            factor, offset = temps[key]
+            digits = m.start(1) + m.group(1).startswith("-")   # where the unsigned number starts
+            out[digits] = (float(m.group(1).replace(",", "")) + offset) * factor
+    return out
 
 
 _ASKED = re.compile(r"\bin\s+((?:square\s+)?[a-z]+)", re.I)
@@ -109,13 +126,8 @@ def unit_alternatives(text: str, question: str = "") -> list[float]:
     out: list[float] = []
     for dim, base in _with_units(text):
         out.extend(base / f for d, f in set(units.values()) if d == dim)
-    temps = _temperature()
-    for m in _TEMP.finditer(text):
-        key = re.sub(r"\s+|degrees?", "", m.group(2).lower())
-        if key in temps:
-            factor, offset = temps[key]
-            c = (float(m.group(1).replace(",", "")) + offset) * factor
-            out.extend((c, c * 1.8 + 32, c + 273.15))
+    for c in _temperatures_at(text).values():
+        out.extend((c, c * 1.8 + 32, c + 273.15))
     return out
 
 
@@ -125,7 +137,14 @@ def _with_units(text: str) -> list[tuple[str, float]]:
     return [q for q in quantities(text) if q[0] not in ("count", "percent")]
 
 
-def _close(a: float, b: float, tolerance: float) -> bool:
+#: degrees Celsius two temperatures may differ by and agree: a whole-degree Fahrenheit restatement
+#: of a Celsius value (24 °C is 75.2 °F; "75 °F" is 23.9 °C) is off by up to 0.3 °C
+TEMPERATURE_SLACK = 0.6
+
+
+def _close(a: float, b: float, tolerance: float, dim: str = "") -> bool:
+    if dim == "temperature":   # relative closeness means nothing on a scale with an arbitrary zero
+        return abs(a - b) <= TEMPERATURE_SLACK
     return abs(a - b) <= tolerance * max(abs(a), abs(b), 1e-12)
 
 
@@ -145,7 +164,7 @@ def compare(reference: str, reply: str, tolerance: float = 0.02) -> str | None:
     for d in dims:
         for _, a in (q for q in ref if q[0] == d):
             for _, b in (q for q in said if q[0] == d):
-                if _close(a, b, tolerance):
+                if _close(a, b, tolerance, d):
                     return "gives"
     return "contradicts"
 
@@ -156,7 +175,7 @@ def unmatched(reference: str, reply: str, tolerance: float = 0.02) -> bool:
     at 07:30" beside a 20-minute interval): a hedge or a second, wrong claim beside the right one."""
     ref = [q for q in quantities(reference) if q[0] != "count"]
     dims = {d for d, _ in ref}
-    return any(not any(_close(a, b, tolerance) for _, a in ref)
+    return any(not any(_close(a, b, tolerance, d) for e, a in ref if e == d)
                for d, b in quantities(reply) if d in dims)
 
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
+from mmrag.judging.align import departure
 from mmrag.judging.keyphrase import NEGATORS, STOPWORDS, stem, words
 from mmrag.judging.numwords import digits_for_words
 
@@ -257,8 +258,8 @@ def doubt(reply: str, question: str, gold: Sequence[str]) -> str | None:
     """Why a reply the rules credited may still be wrong (None when nothing is off): a trend or
     comparison the other way round, a number in neither the reference nor the question, a value
     bound to the other entity, another of the reference's figures than the one asked about, a
-    negation the reference lacks, part of a listed answer only, or an item the reference does not
-    support.  Such a verdict goes to the
+    negation the reference lacks, another name or code where the reference has one or its words exchanged, part of a
+    listed answer only, or an item the reference does not support.  Such a verdict goes to the
     combiner instead of standing as decided: a right answer plus a wrong claim is a hallucination."""
     f = slot_features(reply, question, gold)
     if not f["sentence_ref"]:  # a short reference is matched whole: the rules' call stands
@@ -271,6 +272,8 @@ def doubt(reply: str, question: str, gold: Sequence[str]) -> str | None:
         return "a value given to another entity than in the reference"
     if f["num_slot"] < 0:
         return "another of the reference's figures, not the one asked about"
+    if moved := departure(reply, question, gold):
+        return moved
     said_neg = bool(set(words(reply)) & _NEGATED)
     gold_neg = bool({w for g in gold for w in words(g)} & _NEGATED)
     if said_neg != gold_neg and not (gold_neg and yes_no_lead(gold)):
