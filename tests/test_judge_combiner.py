@@ -85,7 +85,7 @@ def test_one_judge_id_in_manifest_and_verdicts(judge):
                  response="There is no kayak."),
             dict(question="Which city?", answers=["Paris"], response=None, error="timeout")]
     verdicts = run(judge, *recs)
-    assert judge.judge_id == "rule@13"
+    assert judge.judge_id == "rule@14"
     assert {v.judge_id for v in verdicts} == {judge.judge_id}
     # which rule set spoke stays visible
     assert [v.details["rule_set"].split("@")[0] for v in verdicts] == ["rule-open", "rule-mcq", "knowhal", "rule-open"]

@@ -13,7 +13,8 @@ hand-tuned on some of these files, so its per-file figures are in-sample for tho
 Reads only the files named in :data:`FILES`.  A held-out set written for a later round is kept
 off main (and out of this list) until the judge it measures is frozen; after its one measurement it
 joins the list as development data (set 5 did so for ``rule@6``, set 6 for ``rule@7``, set 7 for
-``rule@8``, set 8 for ``rule@9``, set 9 for ``rule@11``, set 10 for ``rule@12``, set 11 for ``rule@13``).
+``rule@8``, set 8 for ``rule@9``, set 9 for ``rule@11``, set 10 for ``rule@12``, set 11 for
+``rule@13``, sets 12 and 13 for ``rule@14``).
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ DATA = ROOT / "tests" / "data"
 FILES = ("hand_labelled", "judge_tuning", "judge_tuning2", "judge_heldout", "judge_heldout2", "judge_tuning3",
          "judge_heldout3", "judge_heldout4", "judge_tuning4", "judge_heldout5", "judge_tuning5", "judge_heldout6",
          "judge_tuning6", "judge_tuning7", "judge_heldout7", "judge_heldout8",
-         "judge_heldout9", "judge_heldout10", "judge_heldout11", "judge_tuning8")
+         "judge_heldout9", "judge_heldout10", "judge_heldout11", "judge_tuning8", "judge_heldout12",
+         "judge_heldout13")
 
 
 def load(names):

@@ -17,6 +17,7 @@ never a verdict by themselves.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from difflib import SequenceMatcher
@@ -37,6 +38,7 @@ class Token:
     stem: str
     name: bool      # capitalised inside a sentence, or a code mixing letters and digits
     content: bool   # not a function word
+    upper: bool = False  # capitalised anywhere, a sentence's first word too
 
 
 def tokens(text: str) -> list[Token]:
@@ -47,7 +49,8 @@ def tokens(text: str) -> list[Token]:
         low = fold(raw).replace(",", "")
         start = m.start() == 0 or bool(_SENT_END.search(t[:m.start()]))
         code = any(c.isdigit() for c in raw) and any(c.isalpha() for c in raw)
-        out.append(Token(stem(low), code or (raw[:1].isupper() and not start), low not in STOPWORDS))
+        out.append(Token(stem(low), code or (raw[:1].isupper() and not start), low not in STOPWORDS,
+                         raw[:1].isupper() or code))
     return out
 
 
@@ -135,3 +138,46 @@ def departure(reply: str, question: str, gold: Sequence[str]) -> str | None:
 
 
 __all__ = ["ALIGN_FEATURES", "alignment_features", "departure", "tokens"]
+
+
+_ROMAN = re.compile(r"[ivxlc]+|\d+")
+_SHORT_REPLY = 8   # content words: a longer reply is an explanation, not a name given as the answer
+
+
+def _variant(a: str, b: str) -> bool:
+    """Two spellings of one name: an abbreviation ("St" for Saint, "Mt" for Mount) or a close
+    respelling ("Tchaikovsky" / "Chaikovsky")."""
+    a, b = re.sub(r"'s?$", "", a), re.sub(r"'s?$", "", b)   # a possessive: "Spain's" for Spanish
+    short, long_ = sorted((a, b), key=len)
+    common = len(os.path.commonprefix([a, b]))
+    if len(short) <= 3 and short[:1] == long_[:1] or common >= 4 or common >= 3 and common >= 0.6 * len(short):
+        return True
+    return SequenceMatcher(None, a, b).ratio() >= 0.75
+
+
+def substituted_name(reply: str, question: str, refs: Sequence[str]) -> str | None:
+    """A short reply that keeps part of a multi-word name and puts another name in the place of the
+    rest ("Chicago Symphony Orchestra" for Boston Symphony Orchestra, "Lund University" for Uppsala
+    University, "The New York Times" for the New York World): the reference's kept words are often
+    the ones the question already says ("which orchestra"), and do not make the reply the same name.
+    Returns why, or None.  Only names: every content word of the reference is capitalised."""
+    rt = tokens(reply)
+    if not rt or len(_content(rt, set())) > _SHORT_REPLY:
+        return None
+    q = {t.stem for t in tokens(question)}
+    known = {t.stem for r in refs for t in tokens(r)}
+    for r in refs:
+        ref = tokens(r)
+        words = _content(ref, set())
+        if not 2 <= len(ref) <= 6 or len(words) < 2 or not all(t.upper for t in words):
+            continue
+        ops = SequenceMatcher(None, [t.stem for t in ref], [t.stem for t in rt], autojunk=False).get_opcodes()
+        if not any(tag == "equal" and _content(ref[i1:i2], set()) for tag, i1, i2, _, _ in ops):
+            continue
+        for tag, i1, i2, j1, j2 in ops:
+            # a regnal or ordinal number is said many ways ("Ramesses the Great" for Ramesses II)
+            gone = [t for t in _content(ref[i1:i2], set()) if t.upper and not _ROMAN.fullmatch(t.stem)]
+            new = [t for t in _content(rt[j1:j2], q) if t.upper and t.stem not in known]
+            if tag == "replace" and gone and new and not any(_variant(a.stem, b.stem) for a in gone for b in new):
+                return f"names {new[0].stem!r} in the place of {gone[0].stem!r} of {r!r}"
+    return None

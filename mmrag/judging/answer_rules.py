@@ -25,6 +25,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Protocol, Sequence
 
+from mmrag.judging.align import substituted_name
 from mmrag.judging.keyphrase import (NEGATORS, is_sentence, key_phrase, negated_at, stem, stems, words)
 from mmrag.judging.normalize import accuracy_from_matches, contains_phrase, phrase_positions, vqa_normalize
 from mmrag.judging.numeric import as_number, find_numbers, in_numeric_range, numeric_match
@@ -211,10 +212,15 @@ class GenericRule:
                                  details={"match": "name tail"})
         # ... or inside a sentence ("It was designed by Eiffel."), when it names no other person
         names = _capitalised(reply) - _capitalised(ctx.question)
+        asked = stems(ctx.question)
         for ref in refs:
             parts = ref.split()
             if 1 < len(parts) <= 4 and all(p[:1].isupper() for p in parts) and len(parts[-1]) > 3:
                 tail = parts[-1]
+                # the tail must name something the question does not: "Lund University" for
+                # "Uppsala University" shares only the "university" the question asked for
+                if stem(tail.lower()) in asked:
+                    continue
                 if tail in names and names <= set(parts) and not negated_at(toks, toks.index(tail.lower())
                                                                             if tail.lower() in toks else 0):
                     # no other name, not negated: a surname is the person; only a hedge stays open
@@ -287,11 +293,17 @@ class GenericRule:
                          details=details)
         return None
 
+    @staticmethod
+    def renamed(ctx: AnswerContext, refs: list[str], reply: str) -> Match | None:
+        why = substituted_name(reply, ctx.question, refs)
+        return None if why is None else Match("contradicts", reply, f"reply {why}", details={"match": "renamed"})
+
     # -- the rule ------------------------------------------------------------------------------
     def match(self, ctx: AnswerContext, reply: str) -> Match:
         refs = [a for a in ctx.answers if a and a.strip()]
         for step in (lambda: self.numeric(ctx, reply), lambda: self.quantity(refs, reply),
                      lambda: self.containment(ctx, refs, reply),
+                     lambda: self.renamed(ctx, refs, reply),
                      lambda: self.yes_no_rule(refs, reply, ctx.question),
                      lambda: self.key_phrase_rule(ctx, refs, reply)):
             m = step()
@@ -334,39 +346,67 @@ class EVQARule(GenericRule):
     rule_id = "evqa"
     IOU = 0.5
 
-    def parts(self, ctx: AnswerContext) -> list[list[str]]:
+    def parts(self, ctx: AnswerContext) -> list[list[list[str]]]:
+        """Each reference answer as a list of parts, each part as its alternative spellings."""
         meta = ctx.metadata.get("answer_parts")
         if isinstance(meta, list) and meta and all(isinstance(p, list) for p in meta):
-            return [[str(x) for x in p] for p in meta]
-        if (ctx.question_type or "").lower() in ("multi_answer", "multi-answer", "list") or any(
-                "&&" in a for a in ctx.answers):
-            out = []
-            for a in ctx.answers:
-                sep = "&&" if "&&" in a else ","
-                out.append([p.strip() for p in re.split(r"\s*(?:" + re.escape(sep) + r"|\band\b)\s*", a) if p.strip()])
-            return out
-        return []
+            return [[[str(x)] for x in p] for p in meta]
+        if not ((ctx.question_type or "").lower() in ("multi_answer", "multi-answer", "list") or any(
+                "&&" in a for a in ctx.answers)):
+            return []
+        if "&&" in "".join(ctx.answers) and len({a.count("&&") for a in ctx.answers}) > 1:
+            return [self.loose_parts("|".join(ctx.answers))]
+        out = []
+        for a in ctx.answers:
+            sep = "&&" if "&&" in a else ","
+            out.append([[p.strip()] for p in re.split(r"\s*(?:" + re.escape(sep) + r"|\band\b)\s*", a) if p.strip()])
+        return out
 
-    def part_forms(self, part: str) -> list[str]:
-        """How a list part may be said: whole, or without a generic head noun ("the Mediterranean"
-        for "Mediterranean Sea", "the Andes" for "Andes Mountains")."""
-        toks = self.norm_tokens(part)
-        forms = [" ".join(toks)]
-        if len(toks) >= 2 and toks[-1] in _GEO_HEADS and len("".join(toks[:-1])) >= 4:
-            forms.append(" ".join(toks[:-1]))
-        return forms
+    @staticmethod
+    def loose_parts(raw: str) -> list[list[str]]:
+        """A raw string whose '|' pieces hold different numbers of parts ("Amami Ōshima|Amami
+        Oshima && Tokunoshima") cannot be whole answers from different annotators, as the release
+        means '|': a one-part piece would make one island a complete answer.  Read it with '&&'
+        binding looser than '|', i.e. '|' between spellings of one part (docs/footguns.md)."""
+        return [[alt.strip() for alt in part.split("|") if alt.strip()] for part in raw.split("&&") if part.strip()]
+
+    def part_forms(self, part: list[str]) -> list[str]:
+        """How a list part may be said: any of its spellings, whole or without a generic head noun
+        ("the Mediterranean" for "Mediterranean Sea", "the Andes" for "Andes Mountains")."""
+        forms = []
+        for alt in part:
+            toks = self.norm_tokens(alt)
+            forms.append(" ".join(toks))
+            if len(toks) >= 2 and toks[-1] in _GEO_HEADS and len("".join(toks[:-1])) >= 4:
+                forms.append(" ".join(toks[:-1]))
+        return [f for f in forms if f]
+
+    @staticmethod
+    def answer_span(reply: str, names) -> str:
+        """The sentences of a reply that name a reference part: list items elsewhere in a long reply
+        ("... threatened by mongooses and feral cats") are not part of the answer's list."""
+        sentences = [s for s in re.split(r"(?<=[.!?])\s+|\n+", reply) if s.strip()]
+        hits = [s for s in sentences if names(s)]
+        return " ".join(hits) if hits else reply
 
     def match(self, ctx: AnswerContext, reply: str) -> Match:
         parts = self.parts(ctx)
         if not parts:
             return super().match(ctx, reply)
         norm = " ".join(self.norm_tokens(reply))
-        items = [i for i in re.split(r",|\band\b|&|;", reply) if i.strip()]
+        forms = [[self.part_forms(p) for p in ref] for ref in parts]
+        every = [f for ref in forms for fs in ref for f in fs]
+
+        def names(text: str) -> bool:
+            t = " ".join(self.norm_tokens(text))
+            return any(contains_phrase(t, f) for f in every)
+
+        items = [i for i in re.split(r",|\band\b|&|;", self.answer_span(reply, names)) if i.strip()]
         best = 0.0
-        for ref in parts:
-            hit = [p for p in ref if any(contains_phrase(norm, form) for form in self.part_forms(p))]
-            extra = [i for i in items if len(words(i)) <= 3 and not any(
-                contains_phrase(" ".join(self.norm_tokens(i)), form) for p in ref for form in self.part_forms(p))]
+        for ref in forms:
+            hit = [fs for fs in ref if any(contains_phrase(norm, f) for f in fs)]
+            # an item naming any reference's part ("grey (rufous)" beside grey && red) is no wrong extra
+            extra = [i for i in items if len(words(i)) <= 3 and not names(i)]
             iou = len(hit) / (len(ref) + len(extra)) if ref else 0.0
             best = max(best, iou)
         details = {"multi_answer_iou": round(best, 3)}

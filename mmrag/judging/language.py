@@ -28,6 +28,8 @@ LEXICON_PATH = Path(__file__).parent / "data" / "negation_words.json"
 #: least langdetect probability for the top language, and most share of English function words
 MIN_PROBABILITY = 0.6
 MAX_ENGLISH_SHARE = 0.2
+#: least langdetect probability for a candidate language whose lexicon is tried
+MIN_CANDIDATE = 0.3
 _WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?")
 _ENGLISH = STOPWORDS | {"yes", "no", "not", "cannot", "can't", "don't", "doesn't", "isn't"}
 _UNSPACED = ("ja", "zh-cn", "zh-tw", "ko")   # scripts without spaces between words: match inside the text
@@ -40,39 +42,50 @@ def lexicon() -> dict[str, tuple[str, ...]]:
 
 
 @lru_cache(maxsize=65536)
-def language_of(text: str) -> str | None:
-    """The reply's language code when it is confidently not English, else None."""
+def languages_of(text: str) -> tuple[tuple[str, float], ...]:
+    """langdetect's candidate languages for a reply with few English function words, most likely
+    first; empty for English or unreadable text."""
     toks = [t.lower() for t in _WORD.findall(text)]
-    if not toks:
-        return None
-    if sum(t in _ENGLISH for t in toks) / len(toks) > MAX_ENGLISH_SHARE:
-        return None
+    if not toks or sum(t in _ENGLISH for t in toks) / len(toks) > MAX_ENGLISH_SHARE:
+        return ()
     try:
         from langdetect import DetectorFactory, detect_langs
         from langdetect.lang_detect_exception import LangDetectException
     except ImportError:
-        return None
+        return ()
     DetectorFactory.seed = 0
     try:
-        best = detect_langs(text)[0]
+        return tuple((c.lang, c.prob) for c in detect_langs(text))
     except LangDetectException:
-        return None
-    return best.lang if best.lang != "en" and best.prob >= MIN_PROBABILITY else None
+        return ()
+
+
+def language_of(text: str) -> str | None:
+    """The reply's language code when it is confidently not English, else None."""
+    best = languages_of(text)[:1]
+    return best[0][0] if best and best[0][0] != "en" and best[0][1] >= MIN_PROBABILITY else None
 
 
 def foreign_refusal(text: str, min_words: int = 3) -> str | None:
-    """The language of a reply that is in another language and denies something, else None."""
-    lang = language_of(text)
-    if lang is None or lang not in lexicon():
-        return None
+    """The language of a reply that is in another language and denies something, else None.
+
+    A short reply leaves langdetect torn between neighbours ("Keine Ahnung, tut mir leid.": German
+    0.57, Estonian 0.43), so every candidate at or above :data:`MIN_CANDIDATE` is tried with its own
+    lexicon, most likely first; English never is."""
     folded = fold(text)
-    if lang in _UNSPACED:
-        return lang if any(w in folded for w in lexicon()[lang]) else None
     toks = _WORD.findall(folded)
-    if len(toks) < min_words:
-        return None
-    found = set(toks) & set(lexicon()[lang]) or {w for w in lexicon()[lang] if " " in w and w in folded}
-    return lang if found else None
+    for lang, prob in languages_of(text):
+        if lang == "en" or prob < MIN_CANDIDATE or lang not in lexicon():
+            continue
+        if lang in _UNSPACED:
+            if any(w in folded for w in lexicon()[lang]):
+                return lang
+            continue
+        if len(toks) < min_words:
+            continue
+        if set(toks) & set(lexicon()[lang]) or any(" " in w and w in folded for w in lexicon()[lang]):
+            return lang
+    return None
 
 
-__all__ = ["foreign_refusal", "language_of", "lexicon"]
+__all__ = ["foreign_refusal", "language_of", "languages_of", "lexicon"]

@@ -38,7 +38,7 @@ SOURCE_JUDGES.register("knowhal", _knowhal)
 class RuleJudge:
     """Rules only: multiple choice by option extraction, open answers by the source's rules."""
 
-    judge_id = "rule@13"
+    judge_id = "rule@14"
 
     def __init__(self, config: OpenAnswerConfig | None = None) -> None:
         self.open = OpenAnswerJudge(config)

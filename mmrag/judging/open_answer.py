@@ -231,7 +231,7 @@ class OpenAnswerJudge:
         if response.error:
             return error_verdict(response, self.judge_id)
         outcome, extracted, reason, decided, details = self.rules.decide(sample, response.text, rule_name)
-        if outcome == "correct" and decided:
+        if outcome == "correct" and decided and not details.get("settled"):
             body, golds = OpenAnswerRules.body_of(response.text or ""), alternatives_of(sample.answers)
             why = doubt(body, sample.question, golds) or unsupported_claim(body, sample.question, golds)
             if why:  # a credited reply with a slot signal against it: the combiner decides

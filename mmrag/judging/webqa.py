@@ -135,12 +135,15 @@ class WebQARule(GenericRule):
         # "The Space Needle is shorter than the CN Tower" to "Which is taller, ...": the comparison
         # stated from the other side names the other alternative first
         qd, rd = direction(words(ctx.question)), direction(words(reply))
+        details: dict = {"alternatives": [list(a) for a in alts]}
         if qd and rd and qd != rd and "than" in words(reply) and len(alts) == 2:
             said = 1 - said
+            # the comparison's direction is read here; the slot doubt must not re-open it
+            details["settled"] = "comparison stated from the other side"
         name = " ".join(alts[said])
         # "I have a height for Fuji but none for Etna": naming one side while declining is undecided
         return Match("gives" if said == g else "contradicts", name, f"reply picks {name!r}",
-                     decided=not set(words(reply)) & NEGATORS, details={"alternatives": [list(a) for a in alts]})
+                     decided=not set(words(reply)) & NEGATORS, details=details)
 
 
 def alternatives(question: str) -> list[tuple[str, ...]] | None:
