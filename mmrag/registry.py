@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import sys
 from contextlib import contextmanager
 from contextvars import ContextVar
 from importlib.metadata import entry_points
@@ -23,6 +24,9 @@ from typing import Any, Callable, Generic, Iterable, Iterator, TypeVar
 from mmrag.errors import InputError
 
 T = TypeVar("T")
+
+#: (group, sys.path) -> {name: entry point}; see Registry._entry_points
+_ENTRY_POINTS: dict[tuple[str, tuple[str, ...]], dict[str, Any]] = {}
 
 _ALLOW_CODE: ContextVar[bool] = ContextVar("mmrag_allow_code", default=False)
 
@@ -84,9 +88,16 @@ class Registry(Generic[T]):
         return deco(factory) if factory is not None else deco
 
     def _entry_points(self) -> dict[str, Any]:
+        """The group's entry points, read once per ``sys.path``: reading them scans every installed
+        distribution's metadata (milliseconds), and the judge asks ``source in ANSWER_RULES`` for
+        every reply.  A path entry added later (a plug-in's site directory) is a new key."""
         if not self.group:
             return {}
-        return {ep.name: ep for ep in entry_points(group=self.group)}
+        key = (self.group, tuple(sys.path))
+        found = _ENTRY_POINTS.get(key)
+        if found is None:
+            found = _ENTRY_POINTS[key] = {ep.name: ep for ep in entry_points(group=self.group)}
+        return found
 
     def names(self) -> list[str]:
         return sorted(set(self._items) | set(self._entry_points()))

@@ -182,6 +182,23 @@ def test_entry_point_plugin_from_an_installed_package(world, tmp_path):
         sys.modules.pop("mmrag_extra_retriever", None)
 
 
+def test_entry_points_are_read_once_per_sys_path(monkeypatch):
+    """The judge asks `source in ANSWER_RULES` for every reply: the installed distributions' metadata
+    is scanned once per sys.path, not per question (it cost the cold demo half its time)."""
+    import mmrag.registry as registry
+
+    calls = []
+    real = registry.entry_points
+    monkeypatch.setattr(registry, "entry_points", lambda **kw: calls.append(kw) or real(**kw))
+    monkeypatch.setattr(registry, "_ENTRY_POINTS", {})
+    for _ in range(50):
+        assert "no-such-retriever" not in RETRIEVERS
+    assert len(calls) == 1
+    monkeypatch.syspath_prepend(str(Path(__file__).parent / "plugins"))   # a new path: read again
+    assert "no-such-retriever" not in RETRIEVERS
+    assert len(calls) == 2
+
+
 def test_evaluate_retrieval_recall_and_mrr(world):
     docs, samples, miner = world
     r = miner.retrievers["text"]
