@@ -29,7 +29,7 @@ from mmrag.judging.align import substituted_name
 from mmrag.judging.keyphrase import (NEGATORS, is_sentence, key_phrase, negated_at, stem, stems, words)
 from mmrag.judging.normalize import accuracy_from_matches, contains_phrase, phrase_positions, vqa_normalize
 from mmrag.judging.numeric import as_number, find_numbers, in_numeric_range, numeric_match
-from mmrag.judging.numwords import digits_for_words
+from mmrag.judging.numwords import MONTH_NAMES, digits_for_words
 from mmrag.judging.support import vague_amount
 from mmrag.judging.quantity import compare as compare_quantities, unit_alternatives, unmatched
 from mmrag.registry import Registry
@@ -102,8 +102,6 @@ def first_yes_no(tokens: Sequence[str]) -> str | None:
     return yes_no(list(tokens)[:3])
 
 
-_MONTH_NAMES = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
-                "november", "december")
 _NUM_DATE = re.compile(r"\b(?:\d{4}-(\d{1,2})-\d{1,2}|\d{1,2}[/.](\d{1,2})[/.]\d{4})\b")
 
 
@@ -255,7 +253,7 @@ class GenericRule:
             return None
         reply_toks = stems(reply)
         # a date written in numbers ("2025-08-14", "14/08/2025") also names its month
-        reply_toks += tuple(_MONTH_NAMES[int(mo) - 1] for m in _NUM_DATE.finditer(reply)
+        reply_toks += tuple(MONTH_NAMES[int(mo) - 1] for m in _NUM_DATE.finditer(reply)
                             if 1 <= int(mo := m.group(1) or m.group(2)) <= 12)
         # a clock time written with a dot ("22.50" for 22:50) is the time's two numbers
         reply_toks += tuple(p for t in reply_toks if re.fullmatch(r"\d{1,2}\.\d{2}", t)

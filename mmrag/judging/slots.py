@@ -28,7 +28,7 @@ from typing import Sequence
 
 from mmrag.judging.align import departure
 from mmrag.judging.keyphrase import NEGATORS, STOPWORDS, stem, words
-from mmrag.judging.numwords import digits_for_words
+from mmrag.judging.numwords import MONTH_NAMES, digits_for_words
 
 _NUMBER = re.compile(r"\d+(?:[.,:/\-]\d+)*")
 _UP = frozenset("rose rise rises rising risen increase increased increases increasing grew grow grows growing "
@@ -84,12 +84,12 @@ _LEADING_ZERO = re.compile(r"\b0(\d):(\d{2})\b")
 _LIST_MARK = re.compile(r"(?m)^\s*\d{1,2}[.)]\s+")
 _WORD_HYPHEN = re.compile(r"(?<=[A-Za-z])-(?=[A-Za-z])")
 _RATIO = re.compile(r"^\d+/\d+$")   # "94/100", "3/4": its two numbers ("94 out of 100")
-_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
-# a month after a day number or before a year is a number ("14 March 2025" = 14/03/2025)
-_MONTH = re.compile(r"(?<=\d\s)(january|february|march|april|may|june|july|august|september|october|november|"
-                    r"december|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec)\b\.?|"
-                    r"\b(january|february|march|april|june|july|august|september|october|november|december)"
-                    r"(?=\s+\d{4}\b)", re.I)
+_MONTHS = tuple(m[:3] for m in MONTH_NAMES)
+_FULL = "|".join(MONTH_NAMES)
+# a month after a day number or before a year is a number ("14 March 2025" = 14/03/2025); "may" alone
+# before a year stays a word ("it may 2025" is rare, "may be 2025" common)
+_MONTH = re.compile(r"(?<=\d\s)(" + _FULL + "|" + "|".join(_MONTHS) + r"|sept)\b\.?|"
+                    r"\b(" + _FULL.replace("may|", "") + r")(?=\s+\d{4}\b)", re.I)
 _DATE = re.compile(r"^\d{1,2}[/.\-]\d{1,2}[/.\-]\d{2,4}$|^\d{4}-\d{1,2}-\d{1,2}$")   # d/m/y, ISO y-m-d
 
 
