@@ -137,10 +137,8 @@ def departure(reply: str, question: str, gold: Sequence[str]) -> str | None:
     return None
 
 
-__all__ = ["ALIGN_FEATURES", "alignment_features", "departure", "tokens"]
-
-
-_ROMAN = re.compile(r"[ivxlc]+|\d+")
+#: a regnal or ordinal number ("II", "xiv", "3"): roman numerals up to 399, written the standard way
+_ROMAN = re.compile(r"(?=[ivxlc])c{0,3}(?:xc|xl|l?x{0,3})(?:ix|iv|v?i{0,3})|\d+")
 _SHORT_REPLY = 8   # content words: a longer reply is an explanation, not a name given as the answer
 
 
@@ -181,3 +179,6 @@ def substituted_name(reply: str, question: str, refs: Sequence[str]) -> str | No
             if tag == "replace" and gone and new and not any(_variant(a.stem, b.stem) for a in gone for b in new):
                 return f"names {new[0].stem!r} in the place of {gone[0].stem!r} of {r!r}"
     return None
+
+
+__all__ = ["ALIGN_FEATURES", "alignment_features", "departure", "substituted_name", "tokens"]
