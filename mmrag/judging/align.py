@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from difflib import SequenceMatcher
 from typing import Sequence
 
@@ -41,7 +42,10 @@ class Token:
     upper: bool = False  # capitalised anywhere, a sentence's first word too
 
 
-def tokens(text: str) -> list[Token]:
+@lru_cache(maxsize=16384)
+def tokens(text: str) -> tuple[Token, ...]:
+    """The text's tokens, memoised: a reference and its question are aligned against every reply to
+    them, by the rules (:func:`substituted_name`), the slot doubt and the combiner alike."""
     t = digits_for_words(text)
     out: list[Token] = []
     for m in _TOKEN.finditer(t):
@@ -51,7 +55,7 @@ def tokens(text: str) -> list[Token]:
         code = any(c.isdigit() for c in raw) and any(c.isalpha() for c in raw)
         out.append(Token(stem(low), code or (raw[:1].isupper() and not start), low not in STOPWORDS,
                          raw[:1].isupper() or code))
-    return out
+    return tuple(out)
 
 
 def _content(toks: Sequence[Token], skip: set[str]) -> list[Token]:
@@ -72,7 +76,7 @@ def _disorder(ref: Sequence[str], reply: Sequence[str]) -> float:
     return 1.0 - max(best) / len(seq)
 
 
-def _one(reply: list[Token], ref: list[Token], qstems: set[str]) -> dict[str, float]:
+def _one(reply: Sequence[Token], ref: Sequence[Token], qstems: set[str]) -> dict[str, float]:
     a, b = [t.stem for t in ref], [t.stem for t in reply]
     ops = SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
     ref_set, reply_set = set(a), set(b)
@@ -165,7 +169,7 @@ def substituted_name(reply: str, question: str, refs: Sequence[str]) -> str | No
     q = {t.stem for t in tokens(question)}
     known = {t.stem for r in refs for t in tokens(r)}
     for r in refs:
-        ref = tokens(r)
+        ref = tokens(r)   # memoised: read once above
         words = _content(ref, set())
         if not 2 <= len(ref) <= 6 or len(words) < 2 or not all(t.upper for t in words):
             continue

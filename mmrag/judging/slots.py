@@ -258,9 +258,10 @@ def doubt(reply: str, question: str, gold: Sequence[str]) -> str | None:
     """Why a reply the rules credited may still be wrong (None when nothing is off): a trend or
     comparison the other way round, a number in neither the reference nor the question, a value
     bound to the other entity, another of the reference's figures than the one asked about, a
-    negation the reference lacks, another name or code where the reference has one or its words exchanged, part of a
-    listed answer only, or an item the reference does not support.  Such a verdict goes to the
-    combiner instead of standing as decided: a right answer plus a wrong claim is a hallucination."""
+    negation the reference lacks, another name or code where the reference has one or its words
+    exchanged, part of a listed answer only, or an item the reference does not support.  Such a
+    verdict goes to the combiner instead of standing as decided: a right answer plus a wrong claim
+    is a hallucination."""
     f = slot_features(reply, question, gold)
     if not f["sentence_ref"]:  # a short reference is matched whole: the rules' call stands
         return None
