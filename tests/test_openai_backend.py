@@ -66,7 +66,7 @@ def test_wire_format_images_headers_and_key(server, png, monkeypatch):
     # the key never leaves the Authorization header
     for s in (m.fingerprint, repr(m), json.dumps(r.model_dump(mode="json"))):
         assert "sk-very-secret" not in s
-    assert m.fingerprint == f"openai:qwen-test@127.0.0.1:{server.port}"
+    assert m.fingerprint == f"openai:qwen-test@127.0.0.1:{server.port}/v1"   # the path too: one host, many endpoints
 
 
 def test_missing_key_variable_is_an_input_error(server, monkeypatch):

@@ -12,9 +12,9 @@ import typer
 
 from mmrag.commands._console import choices, console, progress_bar, refuse_extra_flags, results_table
 from mmrag.commands._engine import ADDRESS, ENGINE, ENGINE_FLAGS, REPLICAS, engine_scope
+from mmrag.commands._generation import GEN_KWARGS, TEMPERATURE, TOP_P, generation
 from mmrag.commands.judge import JudgeBaseUrlOpt, JudgeKeyEnvOpt, JudgeModelOpt, judge_config
 from mmrag.errors import InputError
-from mmrag.models.base import GenerationSettings
 from mmrag.registry import allow_code as trusting_code
 from mmrag.runs.config import BenchmarkRef, CacheConfig, JudgeConfig, RunConfig, load_run_config
 from mmrag.runs.engine import RunResult, default_run_dir, execute
@@ -34,7 +34,8 @@ MODEL_HELP = "BACKEND:MODEL (e.g. openai:NAME, transformers:PATH, vllm:PATH), a 
              "simulated VLM sim-vlm[:param=value,...]; repeatable, comma-separated ok"
 BASE_URL_HELP = "base URL of an OpenAI-compatible server, for openai:NAME models"
 KEY_HELP = "name of the environment variable holding the API key (the key itself is never written anywhere)"
-LIMIT_HELP = "use only the first N samples of each benchmark"
+LIMIT_HELP = ("use only the first N samples of each benchmark (per benchmark: every scenario and model runs on "
+              "them, so 4 scenarios x 1 model make 4N requests)")
 OUT_HELP = "run directory to write (default: a new folder under MMRAG_HOME/runs)"
 JUDGE_HELP = "judge of open answers: rule | llm | rule+llm (or a registered judge name; default rule, or the " \
              "config's); HumbleBench and KnowHal use their family's judge"
@@ -95,7 +96,7 @@ def config_from_flags(benchmark: list[str], model: list[str], base_url: Optional
                       scenarios: list[str], distractors: list[int], negative_modality: list[str],
                       positive_modality: str, strictness: list[str], limit: Optional[int], seed: int,
                       judge: str, no_cache: bool, cache_path: Optional[str], batch_size: int,
-                      max_new_tokens: Optional[int], judge_cfg: JudgeConfig | None = None) -> RunConfig:
+                      gen: dict, judge_cfg: JudgeConfig | None = None) -> RunConfig:
     from mmrag.models import parse_model_arg
 
     if not benchmark:
@@ -103,15 +104,10 @@ def config_from_flags(benchmark: list[str], model: list[str], base_url: Optional
     if not model:
         raise InputError("give --model BACKEND:MODEL or a baseline name (or --config FILE)", field="--model")
     specs = specs_from_flags(scenarios, distractors, negative_modality, positive_modality, strictness, seed)
-    settings = None
-    if max_new_tokens is not None:
-        if max_new_tokens < 1:
-            raise InputError(f"must be at least 1, got {max_new_tokens}", field="--max-new-tokens")
-        settings = GenerationSettings(max_new_tokens=max_new_tokens)
-    models = [parse_model_arg(m, base_url=base_url, api_key_env=api_key_env) for m in model]
+    models = [parse_model_arg(m, base_url=base_url, api_key_env=api_key_env, **gen) for m in model]
     return RunConfig(benchmarks=[BenchmarkRef(name=b) for b in benchmark], scenarios=specs, models=models,
                      judge=judge_cfg or JudgeConfig(mode=judge), limit=limit, seed=seed, batch_size=batch_size,
-                     cache=CacheConfig(enabled=not no_cache, path=cache_path), settings=settings)
+                     cache=CacheConfig(enabled=not no_cache, path=cache_path))
 
 
 def config_from_manifest(run_dir: Path) -> RunConfig:
@@ -217,7 +213,10 @@ def run(
     strictness: str = typer.Option("none", "--strictness",
                                    help=f"comma-separated prompt strictness levels: {choices(STRICTNESS_LEVELS)}"),
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help=LIMIT_HELP),
-    seed: int = typer.Option(0, "--seed", help="seed of the scenario composer (shuffles, negatives)"),
+    seed: int = typer.Option(0, "--seed", help="seed of the scenario composer (shuffles, negatives) and of "
+                             "generation (sampling, the baselines' random picks; --gen-kwargs seed=N sets it alone)"),
+    temperature: Optional[float] = TEMPERATURE, top_p: Optional[float] = TOP_P,
+    gen_kwargs: Optional[str] = GEN_KWARGS,
     judge: Optional[str] = typer.Option(None, "--judge", help=JUDGE_HELP),
     judge_model: Optional[str] = JudgeModelOpt,
     judge_base_url: Optional[str] = JudgeBaseUrlOpt,
@@ -260,7 +259,8 @@ def run(
             raise InputError(f"'{distractors}' is not a comma-separated list of integers", field="--distractors") from None
         cfg = config_from_flags(_split(benchmark), _split_models(model), base_url, api_key_env, _split([scenarios]), ns,
                                 _split([negative_modality]), positive_modality, _split([strictness]), limit, seed,
-                                judge or "rule", no_cache, cache_path, batch_size, max_new_tokens,
+                                judge or "rule", no_cache, cache_path, batch_size,
+                                generation(temperature, top_p, max_new_tokens, seed, gen_kwargs),
                                 judge_config(judge, judge_model, judge_base_url, judge_api_key_env))
         if source is not None:
             if len(cfg.benchmarks) != 1:
@@ -282,6 +282,10 @@ def sweep(
     base_url: Optional[str] = typer.Option(None, "--base-url", help=BASE_URL_HELP),
     api_key_env: Optional[str] = typer.Option(None, "--api-key-env", help=KEY_HELP),
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help=LIMIT_HELP),
+    temperature: Optional[float] = TEMPERATURE, top_p: Optional[float] = TOP_P,
+    max_new_tokens: Optional[int] = typer.Option(None, "--max-new-tokens", min=1, help="generation limit per reply"),
+    seed: Optional[int] = typer.Option(None, "--seed", help="generation seed (the sweep file seeds its scenarios)"),
+    gen_kwargs: Optional[str] = GEN_KWARGS,
     judge: Optional[str] = typer.Option(None, "--judge", help=JUDGE_HELP),
     judge_model: Optional[str] = JudgeModelOpt,
     judge_base_url: Optional[str] = JudgeBaseUrlOpt,
@@ -312,8 +316,10 @@ def sweep(
         from mmrag.scenarios import load_sweep
 
         load_sweep(config)  # validates the file, naming file and field on error
+        gen = generation(temperature, top_p, max_new_tokens, seed, gen_kwargs)
         cfg = RunConfig(benchmarks=[BenchmarkRef(name=b) for b in _split(benchmark)],
-                        models=[parse_model_arg(m, base_url=base_url, api_key_env=api_key_env) for m in _split_models(model)],
+                        models=[parse_model_arg(m, base_url=base_url, api_key_env=api_key_env, **gen)
+                                for m in _split_models(model)],
                         sweeps=[str(config)], limit=limit)
     cfg.judge = judge_config(judge, judge_model, judge_base_url, judge_api_key_env, base=cfg.judge)
     target = out or (Path(cfg.out) if cfg.out else default_run_dir("sweep"))

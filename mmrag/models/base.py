@@ -7,15 +7,20 @@ that loses the batch and never a made-up answer.
 
 from __future__ import annotations
 
-from typing import Any, Protocol, Sequence, runtime_checkable
+import json
+from typing import Any, Protocol, Sequence, Union, runtime_checkable
 
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from mmrag.redact import redact_text
 from mmrag.registry import Registry
 from mmrag.schema import Prompt, Response
+
+
+#: a value of a backend-specific generation argument: a JSON scalar or a list of them
+GenKwarg = Union[bool, int, float, str, None, list[Union[bool, int, float, str]]]
 
 
 class GenerationSettings(BaseModel):
@@ -28,11 +33,27 @@ class GenerationSettings(BaseModel):
     top_p: float = Field(default=1.0, gt=0.0, le=1.0)
     seed: int | None = 0
     stop: list[str] = Field(default_factory=list)
+    #: backend-specific generation arguments (``--gen-kwargs num_beams=1,...`` keys that are not
+    #: fields above), passed to the backend as given: the request body of ``openai``, the
+    #: ``generate`` kwargs of ``transformers``, the ``SamplingParams`` of ``vllm``
+    extra: dict[str, GenKwarg] = Field(default_factory=dict)
 
     @property
     def deterministic(self) -> bool:
         """Only greedy requests are cached: a sampled answer is not a function of its prompt."""
         return self.temperature == 0.0
+
+    def tag(self) -> str:
+        """The settings that differ from the defaults, as ``name=value`` pieces (``""`` for the
+        defaults).  Why: an answer depends on them, so a model's fingerprint carries them — two
+        temperatures of one model are two rows of results and two sets of record keys."""
+        default = _DEFAULT_DUMP
+        mine = self.model_dump(mode="json")
+        return ",".join(f"{k}={json.dumps(v, sort_keys=True, separators=(',', ':'))}"
+                        for k, v in sorted(mine.items()) if v != default.get(k))
+
+
+_DEFAULT_DUMP = GenerationSettings().model_dump(mode="json")
 
 
 class Capabilities(BaseModel):
@@ -68,6 +89,22 @@ class ModelSpec(BaseModel):
     #: most prompts of this model in flight at once in a run (``--max-concurrency``); None = the
     #: backend's own default.  How a run executes, not what it measures: not in any fingerprint.
     max_concurrency: int | None = Field(default=None, ge=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_text(cls, data: Any) -> Any:
+        """A config or the Python API may name a model as ``--model`` does: ``"context-reader"``,
+        ``"sim-vlm:text_prior=0.9"``, ``"openai:NAME"`` (base URL and key from ``OPENAI_BASE_URL``
+        / ``OPENAI_API_KEY``)."""
+        if not isinstance(data, str):
+            return data
+        from mmrag.errors import InputError
+        from mmrag.models.factory import parse_model_arg
+
+        try:
+            return parse_model_arg(data).model_dump()
+        except InputError as exc:
+            raise ValueError(exc.message) from None
 
     @property
     def label(self) -> str:

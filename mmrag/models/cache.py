@@ -7,7 +7,8 @@ datasets: a key is the sha256 of
 
 * the model fingerprint (backend, model id, revision, server),
 * the canonical prompt (:meth:`Prompt.canonical`: messages with images as content hashes, never paths),
-* the generation settings (every field of :class:`GenerationSettings`),
+* the generation settings (every field of :class:`GenerationSettings`, ``extra`` gen kwargs included
+  when there are any),
 * and, for models that answer from more than the messages (the baselines read ``prompt.choices``
   and ``prompt.contexts``), whatever their ``cache_key_extra(prompt)`` returns.
 
@@ -65,6 +66,8 @@ def _rollback(conn: sqlite3.Connection) -> None:
 def cache_key(fingerprint: str, prompt: Prompt, settings: Any, extra: Any = None) -> str:
     """sha256 of (key version, model fingerprint, canonical prompt, settings, extra)."""
     s = settings.model_dump(mode="json") if hasattr(settings, "model_dump") else settings
+    if isinstance(s, dict) and not s.get("extra"):
+        s = {k: v for k, v in s.items() if k != "extra"}   # keys written before gen kwargs existed stay valid
     doc = {"v": KEY_VERSION, "model": fingerprint, "prompt": prompt.canonical(), "settings": s}
     if extra is not None:
         doc["extra"] = extra

@@ -67,8 +67,72 @@ def _register_builtins() -> None:
 _register_builtins()
 
 #: names that are backends taking ``BACKEND:MODEL``; every other built-in is a bare-name baseline
-BACKENDS = ("openai", "transformers", "vllm", "sleepy")
+BACKENDS = ("openai", "transformers", "vllm")
 BASELINES = ("always-deflect", "random-choice", "always-nota", "first-option", "context-reader")
+#: registered and usable, but left out of every list a user reads: tools for tests and benchmarks
+#: (``sleepy:BASELINE@MS`` is a baseline at a GPU's pace, see :mod:`mmrag.models.sleepy`)
+HIDDEN_BACKENDS = ("sleepy",)
+_NEEDS_MODEL = BACKENDS + HIDDEN_BACKENDS
+#: the environment variables the OpenAI SDK, lmms-eval and inspect_ai read when nothing else is given
+OPENAI_BASE_URL_ENV, OPENAI_KEY_ENV = "OPENAI_BASE_URL", "OPENAI_API_KEY"
+#: ``--gen-kwargs`` names (lmms-eval's spelling) of GenerationSettings fields
+GEN_KWARG_ALIASES = {"max_tokens": "max_new_tokens", "until": "stop"}
+
+
+def user_backends() -> list[str]:
+    """The backend and baseline names to show a user (the hidden test tools left out)."""
+    return [n for n in MODELS.names() if n not in HIDDEN_BACKENDS]
+
+
+def openai_defaults(base_url: str | None, api_key_env: str | None) -> tuple[str | None, str | None]:
+    """``OPENAI_BASE_URL`` when no base URL is given, and the variable ``OPENAI_API_KEY`` when no
+    key variable is named and it is set — as the OpenAI SDK, lmms-eval and inspect_ai do.  Only the
+    variable's *name* goes into a config; the key is read when the model is built."""
+    import os
+
+    if not base_url:
+        base_url = os.environ.get(OPENAI_BASE_URL_ENV) or None
+    if not api_key_env and os.environ.get(OPENAI_KEY_ENV):
+        api_key_env = OPENAI_KEY_ENV
+    return base_url, api_key_env
+
+
+def _scalar(text: str) -> Any:
+    """A ``--gen-kwargs`` value: true/false, none/null, an int, a float, else the string."""
+    low = text.strip().lower()
+    if low in ("true", "false"):
+        return low == "true"
+    if low in ("none", "null"):
+        return None
+    for cast in (int, float):
+        try:
+            return cast(text.strip())
+        except ValueError:
+            pass
+    return text.strip()
+
+
+def parse_gen_kwargs(text: str | None, field: str = "--gen-kwargs") -> dict[str, Any]:
+    """``k=v,k=v`` (lmms-eval's ``--gen_kwargs``) to settings: fields of GenerationSettings by name
+    (or lmms-eval's alias: ``max_tokens``, ``until``), every other key into ``extra``."""
+    out: dict[str, Any] = {}
+    extra: dict[str, Any] = {}
+    for piece in (text or "").split(","):
+        if not piece.strip():
+            continue
+        key, sep, value = piece.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise InputError(f"'{piece.strip()}' is not key=value (e.g. temperature=0.2,num_beams=1)", field=field)
+        key = GEN_KWARG_ALIASES.get(key, key)
+        target = out if key in _SETTING_FIELDS and key != "extra" else extra
+        if key in target:
+            raise InputError(f"'{key}' is given twice", field=field)
+        v = _scalar(value)
+        target[key] = [v] if key == "stop" and not isinstance(v, list) else v
+    if extra:
+        out["extra"] = extra
+    return out
 
 
 def parse_model_arg(arg: str, base_url: str | None = None, api_key_env: str | None = None,
@@ -85,12 +149,16 @@ def parse_model_arg(arg: str, base_url: str | None = None, api_key_env: str | No
     elif not model:
         raise InputError(f"'{arg}' names no model after '{backend}:'", field="--model")
     if backend not in MODELS:
-        known = ", ".join(f"{b}:MODEL" for b in BACKENDS) + ", " + ", ".join(n for n in MODELS.names() if n not in BACKENDS)
+        known = ", ".join(f"{b}:MODEL" for b in BACKENDS) + ", " + ", ".join(
+            n for n in user_backends() if n not in BACKENDS)
         raise InputError(f"unknown model backend '{backend}'; known: {known}", field="--model")
-    if backend in BACKENDS and not model:
+    if backend in _NEEDS_MODEL and not model:
         raise InputError(f"backend '{backend}' needs a model: --model {backend}:MODEL", field="--model")
-    if backend == "openai" and not base_url:
-        raise InputError("--model openai:... needs --base-url (e.g. http://127.0.0.1:8000/v1)", field="--base-url")
+    if backend == "openai":
+        base_url, api_key_env = openai_defaults(base_url, api_key_env)
+        if not base_url:
+            raise InputError(f"--model openai:... needs --base-url (e.g. http://127.0.0.1:8000/v1) or "
+                             f"{OPENAI_BASE_URL_ENV} in the environment", field="--base-url")
     gen = {k: v for k, v in settings.items() if k in _SETTING_FIELDS and v is not None}
     opts = {k: v for k, v in settings.items() if k not in _SETTING_FIELDS and v is not None}
     try:
@@ -131,11 +199,15 @@ def model_placement(place: Callable[[ModelSpec], Any] | None) -> Iterator[None]:
 
 
 def create_model(spec: ModelSpec, cache: ResponseCache | str | Path | None = DEFAULT_CACHE) -> VLM:
-    """Build the model a spec names and put it behind the response cache.
+    """Build the model a spec names and put it behind the response cache.  Settings of the spec
+    that differ from the defaults are appended to the fingerprint (``openai:m@host/v1[temperature=0.7]``).
 
     ``cache``: ``"default"`` = the shared cache under MMRAG_HOME, a path = a cache file there, a
     :class:`ResponseCache` = that cache, ``None`` = no caching (``--no-cache``)."""
     model = (_PLACEMENT(spec) if _PLACEMENT is not None else None) or MODELS.create(spec.backend, spec)
+    tag = spec.settings.tag()
+    if tag and not str(model.fingerprint).endswith(f"[{tag}]"):
+        model.fingerprint = f"{model.fingerprint}[{tag}]"   # an answer depends on its settings
     if cache is None:
         return model
     if isinstance(cache, (str, Path)):

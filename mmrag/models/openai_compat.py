@@ -24,7 +24,8 @@ happens to a request:
 Connections: one set of pooled clients per event loop, kept across calls (a streaming run calls
 ``agenerate`` once per prompt); :meth:`aclose` closes them (``generate`` does so itself).
 
-The API key is read from the environment variable named by ``api_key_env`` when the model is
+The base URL defaults to ``OPENAI_BASE_URL`` and the key variable to ``OPENAI_API_KEY`` (when set),
+as in the OpenAI SDK.  The API key is read from the environment variable named by ``api_key_env`` when the model is
 built, sent as ``Authorization: Bearer``, and never stored in the fingerprint, a repr or a log.
 """
 
@@ -224,7 +225,9 @@ class OpenAICompatible:
                                    latency_factor=o.latency_factor, adaptive=o.adaptive)
         self.meter = UsageMeter()
         self._ssl: Any = None
-        server = o.server_id or strip_userinfo(self.base_url)   # a key in user:KEY@host never reaches a file
+        # the whole base URL, path too (two endpoints behind one host are two models); a key in
+        # user:KEY@host never reaches a file
+        server = o.server_id or (strip_userinfo(self.base_url) + urlsplit(self.base_url).path.rstrip("/"))
         self.fingerprint = f"openai:{model}" + (f"#{o.revision}" if o.revision else "") + f"@{server}"
         self.capabilities = Capabilities(max_images=o.max_images, system_prompt=True, image_formats=DATA_URL_TYPES)
         self._policy = _Policy(o.max_retries, o.backoff_initial, o.backoff_max, o.max_retry_after)
@@ -232,12 +235,16 @@ class OpenAICompatible:
 
     @classmethod
     def from_spec(cls, spec: ModelSpec) -> "OpenAICompatible":
-        if not spec.base_url:
-            raise InputError("the openai backend needs a base URL (--base-url http://HOST:PORT/v1)", field="base_url")
+        from mmrag.models.factory import openai_defaults
+
+        base_url, key_env = openai_defaults(spec.base_url, spec.api_key_env)   # OPENAI_BASE_URL / OPENAI_API_KEY
+        if not base_url:
+            raise InputError("the openai backend needs a base URL (--base-url http://HOST:PORT/v1, or "
+                             "OPENAI_BASE_URL in the environment)", field="base_url")
         options = dict(spec.options)
         if spec.max_concurrency is not None:   # --max-concurrency: the run's window is the client's cap
             options["max_concurrency"] = spec.max_concurrency
-        return cls(spec.model, spec.base_url, spec.api_key_env, options)
+        return cls(spec.model, base_url, key_env, options)
 
     def __repr__(self) -> str:  # no headers: they hold the key
         return f"OpenAICompatible(model={self.model!r}, base_url={self.base_url!r})"
@@ -309,6 +316,7 @@ class OpenAICompatible:
         if o.send_seed and settings.seed is not None:
             body["seed"] = settings.seed
         body.update(o.extra_body)
+        body.update(settings.extra)   # --gen-kwargs that are not settings: sent as given
         return json.dumps(body, ensure_ascii=False).encode("utf-8")
 
     # -- one request -----------------------------------------------------------------------------

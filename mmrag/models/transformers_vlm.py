@@ -233,6 +233,7 @@ class TransformersVLM:
             kw.update(do_sample=False, temperature=None, top_p=None, top_k=None)
         if settings.stop:
             kw.update(stop_strings=list(settings.stop), tokenizer=self.tokenizer)
+        kw.update(settings.extra)   # --gen-kwargs (num_beams, repetition_penalty, ...) as given
         return kw
 
 

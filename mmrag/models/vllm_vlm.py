@@ -88,7 +88,8 @@ class VLLMVLM:
         greedy = settings.temperature == 0
         return self._vllm.SamplingParams(n=1, temperature=0.0 if greedy else settings.temperature,
                                          top_p=1.0 if greedy else settings.top_p, max_tokens=settings.max_new_tokens,
-                                         stop=list(settings.stop) or None, seed=settings.seed)
+                                         stop=list(settings.stop) or None, seed=settings.seed,
+                                         **settings.extra)   # --gen-kwargs as given
 
     def generate(self, prompts: Sequence[Prompt], settings: GenerationSettings) -> list[Response]:
         prompts = list(prompts)
