@@ -1,0 +1,81 @@
+"""mmrag: measure how vision-language models answer, deflect or hallucinate with retrieved evidence.
+
+The public API is these names; everything else is reachable through the sub-packages but may
+change between versions::
+
+    import mmrag
+
+    config = mmrag.RunConfig(benchmarks=[{"name": "demo"}], models=["context-reader"],
+                             scenarios=[mmrag.ScenarioSpec(kind="oracle")], limit=20)
+    result = mmrag.run(config, mmrag.run_dir(config, "demo"))
+    df = mmrag.load(result.run_dir)              # one pandas row per sample x scenario x model
+    mmrag.report(result.run_dir)                 # tables with intervals, figures, report.md
+    mmrag.export(result.run_dir, "inspect")      # an Inspect AI eval log (``inspect view``)
+
+=================  ==========================================================================
+``run``            execute (or resume) a run config into a run directory
+``RunConfig``      the typed run description (benchmarks x scenarios x models x judge)
+``ScenarioSpec``   one scenario: kind, distractors, modalities, strictness, stress, seed
+``run_dir``        a run directory named after the config's content (re-running resumes)
+``load``           a run directory (or several) as a pandas DataFrame
+``report``         write a run's report: tables with confidence intervals, figures, browser
+``judge``          re-judge a saved run with another judge, without calling the model
+``create_model``   a model from ``"BACKEND:MODEL"`` or a ModelSpec, behind the response cache
+``load_benchmark`` a benchmark by name (``demo``, ``humblebench``, ``hf:PATH`` ...)
+``export``         a run in another tool's format (Inspect AI eval log, lmms-eval samples)
+``__version__``    the installed version
+=================  ==========================================================================
+
+Why lazy: ``import mmrag`` must not pull torch, pandas or FAISS in (a CLI's ``--help``, a worker
+process, a notebook's first cell); each name imports its module on first use.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: public name -> "module:attribute" it is read from on first use
+_EXPORTS = {
+    "run": "mmrag.api:run",
+    "RunConfig": "mmrag.runs.config:RunConfig",
+    "ScenarioSpec": "mmrag.scenarios.spec:ScenarioSpec",
+    "run_dir": "mmrag.api:run_dir",
+    "load": "mmrag.runs.frame:load",
+    "report": "mmrag.api:report",
+    "judge": "mmrag.api:judge",
+    "create_model": "mmrag.api:create_model",
+    "load_benchmark": "mmrag.benchmarks:load_benchmark",
+    # the package itself: ``mmrag.export`` is both the sub-package and the function (a callable
+    # module), so importing ``mmrag.export.inspect`` cannot replace the function with the package
+    "export": "mmrag.export",
+}
+
+__all__ = [*_EXPORTS, "__version__"]
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("mmrag")
+    except PackageNotFoundError:   # a source tree that was never installed
+        return "0+unknown"
+
+
+def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        value: Any = _version()
+    elif name in _EXPORTS:
+        import importlib
+
+        module, _, attr = _EXPORTS[name].partition(":")
+        value = importlib.import_module(module)
+        value = getattr(value, attr) if attr else value
+    else:
+        raise AttributeError(f"module 'mmrag' has no attribute {name!r}")
+    globals()[name] = value   # later look-ups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
