@@ -27,8 +27,8 @@ ALLOW_CODE_HELP = ("import plug-ins the config names by dotted path (pkg.module:
 Modality = Literal[MODALITIES]  # type: ignore[valid-type]  (typer lists the choices in --help)
 
 #: one help text per flag, shared by every command that has the flag (one meaning everywhere)
-BENCHMARK_HELP = "benchmark name(s): a registered loader, an mmrag.benchmarks entry point or pkg.module:Name; " \
-                 "repeatable, comma-separated ok"
+BENCHMARK_HELP = "benchmark name(s): a registered loader, an mmrag.benchmarks entry point, pkg.module:Name or " \
+                 "hf:PATH_OR_ID (a Hugging Face dataset, columns named by --field); repeatable, comma-separated ok"
 SOURCE_HELP = "data path of the benchmark (a file or folder; one --benchmark only)"
 MODEL_HELP = "BACKEND:MODEL (e.g. openai:NAME, transformers:PATH, vllm:PATH), a baseline name, or the " \
              "simulated VLM sim-vlm[:param=value,...]; repeatable, comma-separated ok"
@@ -108,6 +108,23 @@ def config_from_flags(benchmark: list[str], model: list[str], base_url: Optional
     return RunConfig(benchmarks=[BenchmarkRef(name=b) for b in benchmark], scenarios=specs, models=models,
                      judge=judge_cfg or JudgeConfig(mode=judge), limit=limit, seed=seed, batch_size=batch_size,
                      cache=CacheConfig(enabled=not no_cache, path=cache_path))
+
+
+FIELD_HELP = "for hf:PATH_OR_ID benchmarks: FIELD=COLUMN pieces (question, answer, image, id, choices, label, " \
+             "context, ...), e.g. question=q,answer=a,image=img; see docs/interop.md"
+
+
+def with_fields(cfg: RunConfig, values: list[str] | None) -> None:
+    """``--field`` mappings onto the run's ``hf:`` benchmarks (an error when there is none)."""
+    from mmrag.benchmarks.hf import PREFIX, parse_fields
+
+    if not values:
+        return
+    refs = [b for b in cfg.benchmarks if b.name == "hf" or b.name.startswith(PREFIX)]
+    if not refs:
+        raise InputError("--field maps the columns of an hf:PATH_OR_ID benchmark; none is given", field="--field")
+    for ref in refs:
+        ref.options["fields"] = parse_fields(",".join(values))
 
 
 def config_from_manifest(run_dir: Path) -> RunConfig:
@@ -199,6 +216,7 @@ def run(
                                           "own config (other flags are refused)"),
     benchmark: list[str] = typer.Option(None, "--benchmark", "-b", help=BENCHMARK_HELP),
     source: Optional[str] = typer.Option(None, "--source", help=SOURCE_HELP),
+    field: list[str] = typer.Option(None, "--field", help=FIELD_HELP),
     model: list[str] = typer.Option(None, "--model", "-m", help=MODEL_HELP),
     base_url: Optional[str] = typer.Option(None, "--base-url", help=BASE_URL_HELP),
     api_key_env: Optional[str] = typer.Option(None, "--api-key-env", help=KEY_HELP),
@@ -262,6 +280,7 @@ def run(
                                 judge or "rule", no_cache, cache_path, batch_size,
                                 generation(temperature, top_p, max_new_tokens, seed, gen_kwargs),
                                 judge_config(judge, judge_model, judge_base_url, judge_api_key_env))
+        with_fields(cfg, field)
         if source is not None:
             if len(cfg.benchmarks) != 1:
                 raise InputError("--source applies to exactly one --benchmark", field="--source")
@@ -278,6 +297,7 @@ def sweep(
                                 f"{choices(sorted(_builtin_sweep_names()))}"),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help=OUT_HELP),
     benchmark: list[str] = typer.Option(["demo"], "--benchmark", "-b", help=BENCHMARK_HELP),
+    field: list[str] = typer.Option(None, "--field", help=FIELD_HELP),
     model: list[str] = typer.Option(["context-reader"], "--model", "-m", help=MODEL_HELP),
     base_url: Optional[str] = typer.Option(None, "--base-url", help=BASE_URL_HELP),
     api_key_env: Optional[str] = typer.Option(None, "--api-key-env", help=KEY_HELP),
@@ -321,6 +341,7 @@ def sweep(
                         models=[parse_model_arg(m, base_url=base_url, api_key_env=api_key_env, **gen)
                                 for m in _split_models(model)],
                         sweeps=[str(config)], limit=limit)
+        with_fields(cfg, field)
     cfg.judge = judge_config(judge, judge_model, judge_base_url, judge_api_key_env, base=cfg.judge)
     target = out or (Path(cfg.out) if cfg.out else default_run_dir("sweep"))
     with trusting_code(allow_code), engine_scope(engine, address, replicas):
