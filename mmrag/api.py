@@ -87,7 +87,7 @@ def judge(run_dir: str | Path, mode: str = "rule", model: "str | ModelSpec | Non
     return rescore(Path(run_dir), JudgeConfig(mode=mode, model=spec))   # type: ignore[arg-type]
 
 
-def _spec(model: "str | ModelSpec") -> "ModelSpec":
+def _spec(model: "str | ModelSpec | dict") -> "ModelSpec":
     from mmrag.models.base import ModelSpec
 
     return model if isinstance(model, ModelSpec) else ModelSpec.model_validate(model)

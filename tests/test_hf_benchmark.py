@@ -109,10 +109,13 @@ def test_multiple_choice_columns_become_lettered_options():
 def test_the_cli_runs_an_hf_dataset_and_yaml_names_it_too(saved, tmp_path, module_home, capsys):
     run = tmp_path / "run"
     assert main(["run", "-b", f"hf:{saved}", "--field", "id=qid,question=q,answer=a", "--field", "image=img,context=ctx",
-                 "-m", "context-reader", "--scenarios", "parametric,oracle", "--out", str(run)]) == 0
+                 "-m", "context-reader", "--scenarios", "parametric,oracle,adversarial", "--distractors", "1",
+                 "--out", str(run)]) == 0
     df = load(run)
-    assert len(df) == 6 and set(df["kind"]) == {"parametric", "oracle"}
+    assert len(df) == 9 and set(df["kind"]) == {"parametric", "oracle", "adversarial"}
     assert set(df["question"]) == {r["q"] for r in ROWS} and df[df["kind"] == "oracle"]["n_gold"].eq(1).all()
+    adversarial = df[df["kind"] == "adversarial"]   # negatives mined from the other rows' passages
+    assert adversarial["n_gold"].eq(0).all() and adversarial["n_negative"].eq(1).all()
     cfg = tmp_path / "run.yaml"
     cfg.write_text(yaml.safe_dump({"benchmarks": [{"name": f"hf:{saved}", "options": {"fields": FIELDS}}],
                                    "models": ["always-deflect"], "scenarios": [{"kind": "parametric"}]}))

@@ -184,13 +184,13 @@ class HFBenchmark:
         return out
 
     def _image(self, value: Any, row: int, rid: str) -> ImageRef:
-        where = dict(file=self.where, line=row, field=self.fields["image"], record=rid)
+        column = self.fields["image"]
         if isinstance(value, dict) and value.get("bytes"):
-            check_image_bytes(value["bytes"], **where)
+            check_image_bytes(value["bytes"], file=self.where, line=row, field=column, record=rid)
             return cache_image_bytes(value["bytes"], value.get("path"))
         path = value.get("path") if isinstance(value, dict) else value
         if isinstance(path, str) and path:
-            return resolve_image(path, self.base or Path.cwd(), **where)
+            return resolve_image(path, self.base or Path.cwd(), file=self.where, line=row, field=column, record=rid)
         raise self._err(f"the image is neither bytes nor a path: {type(value).__name__}", row, "image")
 
     def _images(self, rec: dict, row: int, rid: str) -> list[ImageRef]:

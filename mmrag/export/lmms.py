@@ -117,7 +117,7 @@ def write_lmms_eval(records: list[Any], manifest: dict[str, Any], out_dir: Path)
                              "generation_kwargs": settings, "metadata": {"scenario": r0.scenario,
                                                                          "scenario_id": r0.scenario_id}}
             n_samples[task] = {"original": len(recs), "effective": len(recs)}
-        doc = {"results": results, "group_subtasks": {t: [] for t in sorted(tasks)}, "configs": configs,
+        doc: dict[str, Any] = {"results": results, "group_subtasks": {t: [] for t in sorted(tasks)}, "configs": configs,
                "versions": {t: 0 for t in sorted(tasks)}, "n-shot": {t: 0 for t in sorted(tasks)},
                "higher_is_better": {t: dict(HIGHER_IS_BETTER) for t in sorted(tasks)}, "n-samples": n_samples,
                "config": {"model": model,
