@@ -63,7 +63,7 @@ def export(run_dir: str | Path, format: str = "inspect", out: str | Path | None 
 
     run_dir = Path(run_dir)
     writer = EXPORTERS.get(format)
-    manifest = read_manifest(run_dir)
+    manifest = {**read_manifest(run_dir), "run_dir": str(run_dir)}
     records = read_records(run_dir)
     if not records:
         raise InputError("the run has no records yet: nothing to export", path=run_dir)

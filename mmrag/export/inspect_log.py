@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from mmrag.errors import InputError
-from mmrag.schema import OUTCOMES
+from mmrag.schema import OUTCOMES, stable_id
 
 SCORER = "mmrag"
 
@@ -110,13 +110,14 @@ def write_inspect(records: list[Any], manifest: dict[str, Any], out_dir: Path) -
     for rec in records:
         groups[(rec.benchmark, rec.model)].append(rec)
     created = manifest.get("created_at") or ""
+    run_id = stable_id(manifest.get("run_dir", ""), created, length=22)   # one id for the logs of one run
     written = []
     for (bench, model), recs in sorted(groups.items()):
         samples = [_sample(r, log, m, sc) for r in recs]
         spec = log.EvalSpec(
-            created=created, task=f"mmrag/{bench}", task_version=0, model=model,
-            dataset=log.EvalDataset(name=bench, samples=len({r.sample.id for r in recs}),
-                                    sample_ids=[r.key for r in recs]),
+            created=created, task=f"mmrag/{bench}", task_id=stable_id(run_id, bench, length=22), task_version=0,
+            run_id=run_id, model=model,
+            dataset=log.EvalDataset(name=bench, samples=len(recs), sample_ids=[r.key for r in recs]),
             config=log.EvalConfig(), packages={"mmrag": str(manifest.get("mmrag_version", ""))},
             metadata={"run": Path(manifest.get("run_dir", "") or "").name or None,
                       "model_fingerprint": recs[0].model_fingerprint, "judge_id": manifest.get("judge_id", ""),
