@@ -130,3 +130,20 @@ def test_an_in_memory_dataset_runs_through_the_python_api(tmp_path, module_home)
     result = mmrag.run(benchmarks=[{"name": "capitals-mem"}], models=["always-deflect"],
                        scenarios=[{"kind": "parametric"}], out=tmp_path / "mem")
     assert result.new_records == 3 and result.failure is None
+
+
+def test_image_lists_and_path_columns(tmp_path):
+    pngs = [_png((i * 60, 0, 0)) for i in range(3)]
+    features = datasets.Features({"question": datasets.Value("string"), "answer": datasets.Value("string"),
+                                  "image": datasets.List(datasets.Image())})
+    ds = datasets.Dataset.from_dict({"question": ["a?", "b?"], "answer": ["x", "y"], "image": [pngs[:2], pngs[2:]]},
+                                    features=features)
+    assert [len(s.images) for s in from_hf(ds, register=False).samples()] == [2, 1]   # no mapping: own names
+    pngs[0].save(tmp_path / "p0.png")
+    by_path = datasets.Dataset.from_dict({"question": ["a?"], "answer": ["x"], "img": [str(tmp_path / "p0.png")]})
+    [s] = from_hf(by_path, "image=img", register=False).samples()
+    assert s.images[0].path == str(tmp_path / "p0.png")
+    missing = datasets.Dataset.from_dict({"question": ["a?"], "answer": ["x"], "img": [str(tmp_path / "nope.png")]})
+    with pytest.raises(InputError, match="image not found") as err:
+        from_hf(missing, "image=img", register=False).samples()
+    assert (err.value.line, err.value.field) == (1, "img")

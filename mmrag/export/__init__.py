@@ -72,7 +72,10 @@ def export(run_dir: str | Path, format: str = "inspect", out: str | Path | None 
         target.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise InputError(f"cannot create the export folder ({exc.strerror})", path=target) from None
-    return writer(records, manifest, target)
+    written = writer(records, manifest, target)
+    if not written:   # lmms-eval has no failed samples: a run of failures has nothing to write
+        raise InputError(f"nothing to export as {format}: every cell of this run failed", path=run_dir)
+    return written
 
 
 def slug(text: str) -> str:
