@@ -93,7 +93,7 @@ def rate_table(df: pd.DataFrame, by: list[str], *, outcomes: tuple[str, ...] = O
         row["n"] = len(g)
         row["n_questions"] = g["question_id"].nunique()
         # coverage: percent of responses the judge put in one of the three classes (docs/labelling.md)
-        row["coverage"] = 100.0 * float((g["outcome"] != "unparseable").mean())
+        row["coverage"] = 100.0 - 100.0 * float(g["unparseable"].mean()) if "unparseable" in g else float("nan")
         clusters = g["question_id"].to_numpy()
         for o in outcomes:
             row[o], row[f"{o}_lo"], row[f"{o}_hi"] = rate_ci(g[o].to_numpy(), clusters, opts)
