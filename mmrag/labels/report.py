@@ -68,6 +68,7 @@ def corrected_section(dirs: Sequence[Path], df: pd.DataFrame, opts, tables_dir: 
     from mmrag.labels.rates import corrected_rates, run_has_labels
     from mmrag.labels.store import load as load_labels
     from mmrag.reports.render import write_csv
+    from mmrag.reports.tables import order_key
     from mmrag.util import atomic_write_text
 
     md: list[str] = []
@@ -79,7 +80,9 @@ def corrected_section(dirs: Sequence[Path], df: pd.DataFrame, opts, tables_dir: 
         if labels.empty or sub.empty:
             continue
         table = corrected_rates(sub, labels, by=REPORT_BY, level=opts.level, n_boot=opts.n_boot, seed=opts.seed)
-        a = table.attrs
+        a = dict(table.attrs)
+        table = table.sort_values([c for c in REPORT_BY if c in table.columns], key=order_key, kind="stable",
+                                  ignore_index=True)   # scenario kinds in the paper's order, as every table
         name = "corrected" if len(dirs) == 1 else f"corrected-{d.name}"
         written.append(write_csv(table, tables_dir / f"{name}.csv"))
         body = corrected_markdown_table(table)
