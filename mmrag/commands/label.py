@@ -43,6 +43,11 @@ def label(
     session = open_session(run_dir, who, n=n, seed=seed, show_judge=show_judge)
     if export is not None:
         from mmrag.labels.items import export_sample
+        from mmrag.labels.store import labels_dir
+
+        if export.resolve().parent == labels_dir(run_dir).resolve():
+            raise InputError("write the export outside RUN_DIR/labels/ (its .jsonl files are label files)",
+                             field="--export")
 
         count = export_sample(export, [session.records[k] for k in session.sample.keys])
         console.print(f"[green]exported:[/green] {export} ({count} items, no verdicts)")

@@ -134,18 +134,14 @@ class Confusion:
                    counts=raw, min_labels=min_labels, meta={"per_source_labels": per_source})
 
 
-def _rng_for(seed: int, salt: int) -> np.random.Generator:
-    return np.random.default_rng([seed, salt])
-
-
-def _part(M: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, bool]:
-    """Corrected shares of all responses (3,) of one source's part of a cell, and whether clipped."""
+def _part(M: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Corrected shares of all responses (3,) of one source's part of a cell, and which were clipped."""
     tot = counts.sum()
     nf = counts[:FAILED].sum()
     if nf == 0:
-        return np.zeros(len(HUMAN_LABELS)), False
+        return np.zeros(len(HUMAN_LABELS)), np.zeros(len(HUMAN_LABELS), dtype=bool)
     pi = solve(M, counts[:FAILED] / nf)
-    clipped = bool(((pi < -1e-9) | (pi > 1 + 1e-9)).any())
+    clipped = (pi < -1e-9) | (pi > 1 + 1e-9)
     return np.clip(pi, 0.0, 1.0) * (nf / tot), clipped
 
 
@@ -163,18 +159,16 @@ def correct_cell(conf: Confusion, parts: Sequence[tuple[str, np.ndarray]], *, le
     point = np.zeros(len(HUMAN_LABELS))
     reps = np.zeros((n_boot, len(HUMAN_LABELS)))
     clipped = np.zeros(len(HUMAN_LABELS), dtype=bool)
-    rng = _rng_for(seed, salt)
+    rng = np.random.default_rng([seed, salt])   # one stream per cell
     for source, counts in parts:
         counts = np.asarray(counts, dtype=float)
         if counts.sum() == 0:
             continue
         g = conf.group_of(source)
         share = counts.sum() / total
-        est, flag = _part(conf.M[g], counts.sum(0))
+        est, flags = _part(conf.M[g], counts.sum(0))
         point += share * est
-        if flag:
-            pi = solve(conf.M[g], counts.sum(0)[:FAILED] / max(counts.sum(0)[:FAILED].sum(), 1))
-            clipped |= (pi < -1e-9) | (pi > 1 + 1e-9)
+        clipped |= flags
         C = len(counts)
         for start in range(0, n_boot, _CHUNK):
             stop = min(n_boot, start + _CHUNK)
