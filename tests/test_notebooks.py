@@ -39,7 +39,7 @@ OUTCOMES = ("correct", "deflection", "hallucination", "unparseable")
 
 @pytest.fixture(scope="module")
 def notebook_env(tmp_path_factory) -> dict[str, Any]:
-    """One MMRAG_HOME for the four notebooks, a kernel spec pinned to this Python, a scratch cwd."""
+    """One MMRAG_HOME for the notebooks, a kernel spec pinned to this Python, a scratch cwd."""
     root = tmp_path_factory.mktemp("notebooks")
     spec_dir = root / "kernels" / KERNEL_NAME
     spec_dir.mkdir(parents=True)
