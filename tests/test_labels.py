@@ -99,6 +99,9 @@ def test_label_file_append_skip_undo_and_truncated_tail(tmp_path):
     with warnings.catch_warnings(record=True):
         warnings.simplefilter("always")
         assert len(L.load(tmp_path)) == 1
+        # reopening cuts the partial line off before appending, so it never becomes a bad middle line
+        LabelFile(tmp_path, "bob").append("k5", "correct")
+    assert L.load(tmp_path)["key"].tolist() == ["k1", "k5"]
     f.path.write_text('{"key": "k1", "label": "maybe", "labeller": "bob"}\n{"key": "k2", "label": "correct"}\n')
     with pytest.raises(InputError, match=r"bob.jsonl:1.*field 'label'"):
         L.load(tmp_path)

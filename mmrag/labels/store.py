@@ -71,6 +71,20 @@ class LabelFile:
         self.labeller = check_labeller(labeller)
         self.path = label_path(run_dir, labeller)
         self._lock = threading.Lock()
+        self._drop_partial_tail()
+
+    def _drop_partial_tail(self) -> None:
+        """A line cut short by a kill would become a bad line in the middle once we append after
+        it: cut it off first (it held no finished label)."""
+        try:
+            data = self.path.read_bytes()
+        except FileNotFoundError:
+            return
+        if data and not data.endswith(b"\n"):
+            keep = data.rfind(b"\n") + 1
+            warnings.warn(f"{self.path}: dropping a truncated last line before appending", stacklevel=3)
+            with self.path.open("rb+") as fh:
+                fh.truncate(keep)
 
     def append(self, key: str, label: str | None, at: str | None = None) -> dict[str, Any]:
         if label is not None and label not in (*HUMAN_LABELS, SKIP):
