@@ -133,7 +133,7 @@ def format_block(lines: list[str], title: str, r: dict[str, Any], name_a: str = 
     aci = f" [{ci['agreement'][0]:.1f}, {ci['agreement'][1]:.1f}]" if ci.get("agreement") and ci["agreement"][0] is not None else ""
     lines.append(f"{title}: n={r['n']}  agreement={r['agreement']:.1f}%{aci}  kappa={r['kappa']:.3f}{kci}{extra}")
     corner = f"{name_a} \\ {name_b}"
-    lines.append(f"  {corner[:16]:<16}" + "".join(f"{lab[:13]:>14}" for lab in labels))
+    lines.append(f"  {corner:<16}" + "".join(f"{lab[:13]:>14}" for lab in labels))
     for row in labels:
         counts = r["confusion"].get(row, {})
         lines.append(f"  {row[:16]:<16}" + "".join(f"{counts.get(col, 0):>14}" for col in labels))
