@@ -25,6 +25,7 @@ COMMANDS = [
     ("mmrag.commands.report", "report", "report"),
     ("mmrag.commands.report", "browse", "browse"),
     ("mmrag.commands.curate", "curate", "curate"),
+    ("mmrag.commands.reproduce", "reproduce", "reproduce"),
 ]
 #: (module, attribute, group name) — typer sub-applications
 GROUPS: list[tuple[str, str, str]] = [
