@@ -120,6 +120,11 @@ def incremental_gating(ctx) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+def short_model(name: str) -> str:
+    """A gating model's tick label: its name without the backend prefix and the options fingerprint."""
+    return name.split("@", 1)[0].removeprefix("baseline:")
+
+
 def draw_incremental_gating(ctx):
     data = incremental_gating(ctx)
     with rc_context(STYLE):
@@ -128,7 +133,8 @@ def draw_incremental_gating(ctx):
         ax.plot(data["k"], data["parametric_accuracy"], marker="o", color=color_of(0),
                 label="parametric accuracy of the gating models on what remains (%)")
         ax.plot(data["k"], data["removed_pct"], marker="s", ls="--", color=color_of(1), label="samples removed (%)")
-        ax.set_xticks(list(data["k"]), ["none", *[f"+{m}" for m in data["added_model"][1:]]], rotation=20, ha="right")
+        ax.set_xticks(list(data["k"]), ["none", *[f"+{short_model(m)}" for m in data["added_model"][1:]]],
+                      rotation=20, ha="right")
         ax.set_xlabel("gating models in Stage I")
         ax.set_ylim(0, 100)
         ax.set_ylabel("%")

@@ -15,11 +15,11 @@ from mmrag.reports.render import to_markdown, write_csv
 from mmrag.util import atomic_write_text
 
 
-def _md(title: str, note: str, t: pd.DataFrame) -> str:
+def _md(title: str, note: str, t: pd.DataFrame, digits: int = 1) -> str:
     head = [f"# {title}", ""]
     if note:
         head += [f"_{note}_", ""]
-    return "\n".join(head + [to_markdown(rounded(t)) if len(t) else "_no rows_", ""])
+    return "\n".join(head + [to_markdown(rounded(t, digits)) if len(t) else "_no rows_", ""])
 
 
 def write_all(paper: Paper, ctx: Context, out: Path, *, paper_model: str | None = None,
@@ -57,8 +57,9 @@ def write_all(paper: Paper, ctx: Context, out: Path, *, paper_model: str | None 
                 files.append(write_csv(cmp, out / f"{a.id}_vs_paper.csv"))
                 atomic_write_text(out / f"{a.id}_vs_paper.md",
                                   _md(f"{a.id}: {paper_model} (published) vs {model or 'ours'}",
-                                      "diff = ours - published (percentage points); ours with its 95% interval",
-                                      cmp.round(2)))
+                                      f"published: {cmp['paper'].iloc[0]}, {a.id}; diff = ours - published "
+                                      "(percentage points); ours with its 95% interval",
+                                      cmp.drop(columns=["paper", "table"]), digits=2))
                 files.append(out / f"{a.id}_vs_paper.md")
         index[a.id] = {"made": True, "files": [p.name for p in files], "why": "", "title": a.title, "kind": a.kind}
     atomic_write_text(out / "paper.md", _index_md(paper, index, paper_model, model))
