@@ -154,6 +154,8 @@ def test_humblebench_overall_and_stress_tables(module_home, tmp_path):
     assert t4["accuracy"] == pytest.approx(_pct(common["ok"]))
     assert t4["nota_hit_rate"] == pytest.approx(_pct(common[common["label_is_nota"]]["ok"]))
     assert t4["non_nota_accuracy"] == pytest.approx(_pct(common[~common["label_is_nota"]]["ok"]))
+    for t in ("Object", "Relation", "Attribute"):
+        assert t4[f"{t.lower()}_accuracy"] == pytest.approx(_pct(common[common["type"] == t]["ok"])), t
     share = common["label_is_nota"].mean()
     assert t4["accuracy"] == pytest.approx(share * t4["nota_hit_rate"] + (1 - share) * t4["non_nota_accuracy"])
     t5 = _csv(out / "table_5.csv").set_index("setting")
@@ -192,6 +194,9 @@ def test_knowhal_table_2_and_figure_4(module_home, tmp_path):
     for _, r in f4.iterrows():
         g = df[(df["domain"] == r["domain"]) & (df["polarity"] == r["polarity"])]
         assert r["accuracy"] == pytest.approx(_pct(g["score"])) and r["n"] == len(g)
+    t3 = _csv(out / "table_3.csv").set_index("domain")
+    for dom, g in df.groupby("domain"):
+        assert t3.loc[dom, "questions"] == len(g) and t3.loc[dom, "questions_R"] == (g["dimension"] == "R").sum()
     # Relation negatives are multiple choice, judged by option like the positives
     rel = df[(df["dimension"] == "R") & (df["polarity"] == "negative")]
     assert len(rel) and rel["label"].isin(list("ABCD")).all()
