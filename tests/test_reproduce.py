@@ -201,3 +201,22 @@ def test_knowhal_table_2_and_figure_4(module_home, tmp_path):
     rel = df[(df["dimension"] == "R") & (df["polarity"] == "negative")]
     assert len(rel) and rel["label"].isin(list("ABCD")).all()
     assert rel[rel["outcome"] != "deflection"]["extracted"].isin(list("ABCD")).all()
+
+
+def test_raw_record_rows_carry_the_question_and_old_runs_without_domain_still_open(module_home, tmp_path):
+    """The records table holds the question text itself (readable without the objects table), and
+    a run written before the ``domain`` column existed opens with an empty domain."""
+    import pyarrow.parquet as pq
+
+    out = tmp_path / "kh"
+    assert main(["run", "-b", "demo-knowhal", "-m", "sim-vlm", "--limit", "4", "--out", str(out)]) == 0
+    df = load(out)
+    seg = next((out / "records").glob("*.parquet"))
+    raw = pq.read_table(seg, columns=["key", "question"]).to_pandas().set_index("key")["question"]
+    assert (raw.reindex(df["key"]).to_numpy() == df["question"].to_numpy()).all()
+    assert df["domain"].notna().all()
+    for obj in (out / "objects").glob("*.parquet"):   # as an older version wrote it: no domain column
+        t = pq.read_table(obj)
+        pq.write_table(t.drop_columns(["domain"]), obj)
+    old = load(out)
+    assert old["domain"].isna().all() and (old["question"] == df["question"]).all()
