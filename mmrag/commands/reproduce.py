@@ -19,10 +19,6 @@ import typer
 from mmrag.commands._console import console
 from mmrag.errors import InputError
 
-#: the benchmark each paper reads when --benchmark is not given: the demo world's
-DEFAULT_BENCHMARK = {"deflectionbench": "demo", "humblebench": "demo-humblebench", "knowhal": "demo-knowhal"}
-
-
 def run_paper(paper_name: str, *, models: list[str], out: Path, benchmark: str | None = None,
               source: str | None = None, limit: int | None = None, gating_models: list[str] | None = None,
               k_min: int = 5, judge: str | None = None, base_url: str | None = None, api_key_env: str | None = None,
@@ -38,9 +34,10 @@ def run_paper(paper_name: str, *, models: list[str], out: Path, benchmark: str |
     paper = get_paper(paper_name)
     if not models:
         raise InputError("give --model BACKEND:MODEL or a baseline name", field="--model")
-    if gating_models and paper.name != "deflectionbench":
-        raise InputError("--gating-model applies to deflectionbench (its curation pipeline)", field="--gating-model")
-    ref = BenchmarkRef(name=benchmark or DEFAULT_BENCHMARK[paper.name], source=source)
+    if gating_models and not paper.curates:
+        raise InputError(f"--gating-model applies to a paper with a curation pipeline, not {paper.name}",
+                         field="--gating-model")
+    ref = BenchmarkRef(name=benchmark or paper.demo_benchmark, source=source)
     cfg = RunConfig(benchmarks=[ref], models=[parse_model_arg(m, base_url=base_url, api_key_env=api_key_env)
                                               for m in models],
                     sweeps=list(paper.presets), limit=limit, judge=JudgeConfig(mode=judge or "rule"))

@@ -90,6 +90,8 @@ class Paper:
     family: str               # the benchmark family whose runs it reads
     artifacts: tuple[Artifact, ...]
     data_file: str            # published numbers, in mmrag/reports/paper_data/
+    demo_benchmark: str = "demo"   # the benchmark ``mmrag reproduce`` reads without --benchmark
+    curates: bool = False          # its tables need a curation (``--gating-model``)
 
     @property
     def presets(self) -> tuple[str, ...]:

@@ -108,7 +108,8 @@ QUALITATIVE = "qualitative examples of single answers: `mmrag browse DIR/run` sh
 
 register_paper(Paper(
     name="deflectionbench", title="Benchmarking Deflection and Hallucination in Large Vision-Language Models",
-    citation="Moratelli et al., arXiv 2604.12033 (ACL 2026)", family=DEFLECTION.id, data_file="deflectionbench.yaml",
+    citation="Moratelli et al., arXiv 2604.12033 (ACL 2026)", family=DEFLECTION.id,
+    data_file="deflectionbench.yaml", curates=True,
     artifacts=(
         Artifact("figure_1", "figure", "Overview of VLM-DeflectionBench", why_not=NOT_A_MEASUREMENT),
         Artifact("table_1", "table", "Comparison with current KB-VQA benchmarks",

@@ -83,7 +83,8 @@ def table_6(ctx: Context) -> pd.DataFrame:
 P = ("humblebench-paper",)
 register_paper(Paper(
     name="humblebench", title="Measuring Epistemic Humility in Multimodal Large Language Models",
-    citation="Tong, Xia, Shang, Zhou, arXiv 2509.09658v2", family=HUMBLEBENCH.id, data_file="humblebench.yaml",
+    citation="Tong, Xia, Shang, Zhou, arXiv 2509.09658v2", family=HUMBLEBENCH.id,
+    data_file="humblebench.yaml", demo_benchmark="demo-humblebench",
     artifacts=(
         Artifact("table_4", "table", "Results on HumbleBench (original setting)", table_4, presets=P,
                  note="humility score not computed (formula unpublished); accuracy by the official rule"),

@@ -98,6 +98,7 @@ def _needs_domains(ctx: Context) -> str | None:
 register_paper(Paper(
     name="knowhal", title="KnowHal: A Knowledge-Driven Benchmark for Comprehensive Multimodal Hallucination Evaluation",
     citation="Li et al., arXiv 2608.03782v1", family=KNOWHAL.id, data_file="knowhal.yaml",
+    demo_benchmark="demo-knowhal",
     artifacts=(
         Artifact("figure_1", "figure", "Perceptual- and knowledge-level hallucination",
                  why_not="an illustration, not a measurement"),
