@@ -26,6 +26,7 @@ COMMANDS = [
     ("mmrag.commands.report", "browse", "browse"),
     ("mmrag.commands.curate", "curate", "curate"),
     ("mmrag.commands.label", "label", "label"),
+    ("mmrag.commands.reproduce", "reproduce", "reproduce"),
 ]
 #: (module, attribute, group name) — typer sub-applications
 GROUPS: list[tuple[str, str, str]] = [
