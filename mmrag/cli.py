@@ -25,6 +25,8 @@ COMMANDS = [
     ("mmrag.commands.report", "report", "report"),
     ("mmrag.commands.report", "browse", "browse"),
     ("mmrag.commands.curate", "curate", "curate"),
+    ("mmrag.commands.label", "label", "label"),
+    ("mmrag.commands.reproduce", "reproduce", "reproduce"),
     ("mmrag.commands.export", "export", "export"),
 ]
 #: (module, attribute, group name) — typer sub-applications

@@ -127,3 +127,26 @@ def test_reasoning_postprocess_is_opt_in_and_named(official, tmp_path, capsys):
     assert (raw["mmrag"]["postprocess"], cut["mmrag"]["postprocess"]) == ("none", "reasoning")
     expected = official.compute_metrics([{**r, "prediction": reasoning_reply(r["prediction"])} for r in recs])
     assert {k: cut[k] for k in expected} == expected
+
+
+def test_nota_measures_by_the_official_rule_through_the_cli(official, tmp_path, capsys):
+    """`mmrag score humblebench`: the NOTA hit rate and non-NOTA accuracy equal the official
+    code's ``is_prediction_correct`` on the NOTA-gold (label E: the original data's NOTA) and the
+    other items, and Overall is their weighted mean; the robust reading keeps its own names."""
+    from mmrag.cli import main
+
+    recs = _random_records(400, seed=5)
+    path = tmp_path / "Model.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    capsys.readouterr()
+    assert main(["score", "humblebench", "--predictions", str(path)]) == 0
+    got = json.loads(capsys.readouterr().out)
+    ok = [official.is_prediction_correct(r["prediction"], r["label"]) for r in recs]
+    gold = [r["label"] == "E" for r in recs]
+    hit = 100 * sum(o for o, g in zip(ok, gold) if g) / sum(gold)
+    other = 100 * sum(o for o, g in zip(ok, gold) if not g) / (len(recs) - sum(gold))
+    nota = got["mmrag"]["nota"]
+    assert nota["nota_hit_rate"] == pytest.approx(hit) and nota["non_nota_accuracy"] == pytest.approx(other)
+    share = sum(gold) / len(recs)
+    assert got["Accuracy"]["Overall_accuracy"] == pytest.approx(share * hit + (1 - share) * other)
+    assert {"nota_hit_rate_robust", "non_nota_accuracy_robust"} <= set(nota)

@@ -89,8 +89,12 @@ def test_humblebench_nota_measures():
              + [_hb("I cannot tell.", "C")] + [_hb("", "D")])
     m = humblebench_metrics(items, n_boot=100)
     nota = m["nota"]
-    assert nota["nota_hit_rate"] == 75.0
+    assert nota["nota_hit_rate"] == 75.0 and nota["nota_hit_rate_robust"] == 75.0
     assert nota["non_nota_accuracy"] == pytest.approx(100 * 4 / 8)
+    assert nota["non_nota_accuracy_robust"] == pytest.approx(100 * 4 / 8)
+    # official rule: Overall is the NOTA-share-weighted mean of the two NOTA measures
+    overall = m["official"]["Accuracy"]["Overall_accuracy"]
+    assert overall == pytest.approx((4 * nota["nota_hit_rate"] + 8 * nota["non_nota_accuracy"]) / 12)
     assert nota["false_nota_rate"] == pytest.approx(100 * 2 / 8)
     assert nota["nota_precision"] == pytest.approx(100 * 3 / 5)
     h, p = 75.0, 60.0
@@ -110,7 +114,8 @@ def test_score_humblebench_predictions_file_and_errors(tmp_path):
     out = score_humblebench_predictions(path, nota_only=True)
     assert list(out)[:2] == ["Accuracy", "Proportions"] and out["nota_only"] is True
     assert out["Accuracy"]["Overall_accuracy"] == 50.0 and out["Accuracy"]["E_accuracy"] == 50.0
-    assert out["mmrag"]["nota"]["nota_hit_rate"] == 100.0          # option text counts for us
+    assert out["mmrag"]["nota"]["nota_hit_rate_robust"] == 100.0   # option text counts for the robust reading
+    assert out["mmrag"]["nota"]["nota_hit_rate"] == 50.0           # the official rule: "None of above" has no letter
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps(rows[0]) + "\n" + json.dumps({**rows[1], "question_id": "7"}) + "\n")
     with pytest.raises(InputError) as exc:

@@ -2,7 +2,7 @@
 
 Each notebook is executed with nbclient in a fresh kernel running this interpreter (a kernel spec
 written to a temporary folder, so no user-installed "python3" spec can pick another Python). All
-four share one temporary MMRAG_HOME, in file order: the first builds the demo world and its FAISS
+of them share one temporary MMRAG_HOME, in file order: the first builds the demo world and its FAISS
 indices, the others reuse them. A notebook's last cell prints one ``NOTEBOOK_RESULT {json}`` line;
 the tests parse it and check values that a broken pipeline would get wrong, not merely that the
 cells ran.
@@ -29,6 +29,7 @@ NAMES = [
     "02_distractor_count_ablation.ipynb",
     "03_custom_retriever.ipynb",
     "04_humblebench_stress.ipynb",
+    "05_validate_judge.ipynb",
 ]
 RESULT_PREFIX = "NOTEBOOK_RESULT "
 CELL_TIMEOUT_S = 300
@@ -38,7 +39,7 @@ OUTCOMES = ("correct", "deflection", "hallucination", "unparseable")
 
 @pytest.fixture(scope="module")
 def notebook_env(tmp_path_factory) -> dict[str, Any]:
-    """One MMRAG_HOME for the four notebooks, a kernel spec pinned to this Python, a scratch cwd."""
+    """One MMRAG_HOME for the notebooks, a kernel spec pinned to this Python, a scratch cwd."""
     root = tmp_path_factory.mktemp("notebooks")
     spec_dir = root / "kernels" / KERNEL_NAME
     spec_dir.mkdir(parents=True)
@@ -226,3 +227,17 @@ def test_04_humblebench_stress(notebook_env):
     assert nota[("always-nota", "nota_only")]["non_nota_accuracy"] is None  # no non-NOTA items there
     assert res["panel_rows"] == 18
     assert _images_shown(nb) >= 1
+
+
+@pytest.mark.slow
+def test_05_validate_judge(notebook_env):
+    nb, res = _execute(NAMES[4], notebook_env)
+    assert res["n_labels"] == 80 and res["cells"] == 4 and res["confusion"] == "per source"
+    assert 0.0 < res["kappa"] < 1.0 and res["kappa_ci"][0] <= res["kappa"] <= res["kappa_ci"][1]
+    whole = res["whole"]
+    for t, r in whole.items():
+        assert r["lo"] <= r["true"] <= r["hi"], (t, r)   # the corrected interval holds the simulated truth
+    # the judge credits a fifth of its "correct" replies wrongly: the judged rate is too high,
+    # the corrected one is closer to the truth
+    c = whole["correct"]
+    assert c["judged"] > c["true"] + 3 and abs(c["corrected"] - c["true"]) < abs(c["judged"] - c["true"])

@@ -148,7 +148,10 @@ def test_humblebench_panel_and_knowhal_numbers(df, run_dir):
         assert r.correct == pytest.approx(100 * g.correct.mean())
     nota_only = hb[hb.stress == "nota_only"]
     assert (nota_only.n_nota_gold == nota_only.n).all() and nota_only.non_nota_accuracy.isna().all()
-    assert (nota_only.nota_hit_rate == nota_only.nota_share).all()
+    assert (nota_only.nota_hit_rate_robust == nota_only.nota_share).all()
+    for _, r in hb.iterrows():   # official rule: accuracy is the NOTA-share-weighted mean of the two measures
+        parts = [(r.n_nota_gold, r.nota_hit_rate), (r.n - r.n_nota_gold, r.non_nota_accuracy)]
+        assert r.official_accuracy == pytest.approx(sum(k * v for k, v in parts if k) / r.n)
     kh = knowhal_table(df, FAST)
     rows = df[df.benchmark_kind == "knowhal"]
     for _, r in kh[kh.dimension == "pooled"].iterrows():

@@ -249,6 +249,7 @@ def test_webqa_imgs_tsv(tmp_path):
 # ---------------------------------------------------------------- ViQuAE
 VIQ = FIX / "viquae"
 BRAVEHEART, WHYMPER = "viquae:5e1a7f0c0bcf4a5b9e0a1d2c:0", "viquae:7c2d0e9f1a2b4c3d8e7f6a5b:0"
+EIFFEL = "viquae:c0ffee00c0ffee00c0ffee00:0"
 
 
 def viquae_images(tmp: Path) -> Path:
@@ -258,8 +259,9 @@ def viquae_images(tmp: Path) -> Path:
 
 
 def check_viquae(out: Path, stats) -> None:
-    assert (stats.records_read, stats.samples_written) == (4, 2)
+    assert (stats.records_read, stats.samples_written) == (5, 3)
     assert stats.skipped == {"provenance article not in KB": 1, "no provenance passage contains the answer": 1}
+    assert stats.noted == {"gold from the entity's own article (no provenance)": 1}
     recs, kbr = load(out)
     bh, wh = by_id(recs)[BRAVEHEART], by_id(recs)[WHYMPER]
     # evidence in another article: the depicted man is Mel Gibson, the gold is the Braveheart article's passage
@@ -271,6 +273,10 @@ def check_viquae(out: Path, stats) -> None:
     assert sorted(kbr) == ["viquae:159013:p1", "viquae:159013:p3", "viquae:736:p1", "viquae:736:p3",
                            "viquae:9232:p1", "viquae:9232:p3"]  # no title paragraph, no heading
     assert kbr["viquae:736:p3"].metadata["section"] == "Climbing"
+    # no provenance: the gold is the passage of the depicted entity's own article (Q243) holding the answer
+    eiffel = by_id(recs)[EIFFEL]
+    assert [g.doc_id for g in eiffel.gold_contexts] == ["viquae:9232:p3"] and eiffel.entity_id == "Q243"
+    assert eiffel.metadata["gold_match"] == "entity_article" and bh.metadata["gold_match"] == "provenance"
 
 
 def test_viquae_released_jsonl_and_gz_kb_parts(tmp_path):

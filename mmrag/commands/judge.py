@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
+from typing import List, Optional
 
 import typer
 
@@ -78,18 +78,38 @@ def judge_command(
 
 
 def judge_agreement_command(
-    a: Path = typer.Argument(..., help="First labelled JSONL (outcome, else label)."),
-    b: Path = typer.Argument(..., help="Second labelled JSONL."),
+    a: Path = typer.Argument(..., help="A run directory (its judge against its labels), or the first labelled "
+                             "JSONL (the reference: outcome, else label)."),
+    b: Optional[Path] = typer.Argument(None, help="Second labelled JSONL (the judge); none with a run directory."),
     field_a: Optional[str] = typer.Option(None, "--field-a", help="Label field of A."),
     field_b: Optional[str] = typer.Option(None, "--field-b", help="Label field of B."),
+    by: Optional[List[str]] = typer.Option(None, "--by", help="Also group by this record field (repeatable; "
+                                           "a run's default: source and kind)."),
+    labeller: Optional[str] = typer.Option(None, "--labeller", help="Run form: whose labels (default: most labels)."),
+    n_boot: int = typer.Option(1000, "--n-boot", min=100, help="Run form: bootstrap resamples per interval."),
+    seed: int = typer.Option(0, "--seed", help="Run form: bootstrap seed."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of the tables."),
 ) -> None:
-    """Agreement, Cohen's kappa and the confusion matrix between two judgings (or a judge and
-    human labels), overall and per source."""
+    """Agreement, Cohen's kappa, coverage and the confusion matrix between two judgings (or a
+    judge and human labels), overall, per source and per --by field; with a run directory, the
+    run's judge against the run's own labels (`mmrag label`), with bootstrap intervals."""
     from mmrag.metrics.agreement import agreement, format_agreement
 
     try:
-        result = agreement(a, b, field_a=field_a, field_b=field_b)
+        if b is None:
+            if not a.is_dir():
+                raise InputError("give a run directory, or two labelled JSONL files", path=a)
+            if field_a or field_b:
+                raise InputError("--field-a / --field-b are for two files; a run compares its verdicts with its labels",
+                                 field="--field-a" if field_a else "--field-b")
+            from mmrag.labels.agree import DEFAULT_BY
+            from mmrag.labels.agree import agreement as run_agreement
+            from mmrag.labels.report import format_run_agreement
+
+            result = run_agreement(a, labeller=labeller, by=tuple(by) if by else DEFAULT_BY, n_boot=n_boot, seed=seed)
+            typer.echo(json.dumps(result, indent=2) if as_json else format_run_agreement(result))
+            return
+        result = agreement(a, b, field_a=field_a, field_b=field_b, by=tuple(by or ()))
     except MmragError as exc:
         _fail(exc)
     typer.echo(json.dumps(result, indent=2) if as_json else format_agreement(result, a.stem, b.stem))

@@ -21,6 +21,12 @@ def report(
     seed: int = typer.Option(0, "--seed", help="bootstrap seed (same seed, same numbers)"),
     browser: bool = typer.Option(True, "--browser/--no-browser", help="also write the HTML sample browser of each run"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="do not print the tables"),
+    paper: Optional[str] = typer.Option(None, "--paper", help="deflectionbench | humblebench | knowhal: write that "
+                                        "paper's tables, figures and paper.md instead (default --out RUN_DIR/paper)"),
+    paper_model: Optional[str] = typer.Option(None, "--paper-model", help="with --paper: a model of the paper, "
+                                              "its published numbers beside yours"),
+    curation: Optional[Path] = typer.Option(None, "--curation", help="with --paper deflectionbench: an `mmrag "
+                                            "curate` folder (Table 2, Figures 4-5)"),
 ) -> None:
     """Tables with confidence intervals, paired tests, PNG/SVG figures and report.md."""
     from mmrag.reports import CIOptions
@@ -30,6 +36,23 @@ def report(
         raise InputError(f"must be in [0.5, 1), got {level}", field="--level")
     if n_boot < 100:
         raise InputError(f"use at least 100 resamples, got {n_boot}", field="--n-boot")
+    if paper is None and (paper_model or curation):
+        raise InputError("--paper-model and --curation go with --paper NAME", field="--paper")
+    if paper is not None:
+        from mmrag.commands.reproduce import print_index
+        from mmrag.reports.paper import write_paper
+        from mmrag.runs.frame import load
+
+        if out is None and len(run_dirs) > 1:
+            raise InputError("several runs: say where the paper's tables go with --out DIR", field="--out")
+        target = out or run_dirs[0] / "paper"
+        df = load(run_dirs)
+        names = sorted(df["model"].unique()) if len(df) else []
+        index = write_paper(paper, df, target, opts=CIOptions(level=level, n_boot=n_boot, seed=seed),
+                            curation=curation, run_dirs=tuple(run_dirs), paper_model=paper_model,
+                            model=names[0] if len(names) == 1 else None)
+        print_index(index, target)
+        return
     paths = make_report(run_dirs, out, opts=CIOptions(level=level, n_boot=n_boot, seed=seed), browser=browser,
                         console=None if quiet else console)
     md = next(p for p in paths if p.name == "report.md")

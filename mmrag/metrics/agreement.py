@@ -1,47 +1,93 @@
-"""Agreement between two judgings, or a judge and human labels (``mmrag judge-agreement``):
-share agreeing, Cohen's kappa and the confusion table over records matched by id or line — overall
-and per ``source`` when the records carry one (the issue's bar is per source too)."""
+"""Agreement between two judgings, or a reference (people) and a judge (``mmrag judge-agreement``):
+share agreeing, Cohen's kappa and the confusion table over records matched by id or line — overall,
+per ``source`` when the records carry one, and per any record field asked for (``by``).
+
+Orientation: A is the reference (human labels, ``--field-a label``), B the judge (``--field-b
+outcome``).  Beside kappa every block gives what a judge's user needs to read it:
+
+* ``coverage``: percent of B's labels that are one of the three classes (not ``unparseable``);
+  ``coverage_reference`` the same of A;
+* ``kappa_decided`` (over ``n_decided`` pairs): kappa where neither side is ``unparseable``, i.e.
+  how good the judge is when it decides;
+* ``hallucinations_judged_correct``: percent of A's hallucinations that B called correct (the
+  error that inflates accuracy), with its denominator.
+"""
 
 from __future__ import annotations
 
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from mmrag.errors import InputError
 from mmrag.metrics.stats import cohen_kappa, confusion
 from mmrag.util import iter_jsonl
 
 OUTCOMES = ("correct", "deflection", "hallucination", "unparseable")
+UNDECIDED = "unparseable"
 
 
-def _labels(path: Path, field: str | None) -> tuple[list[str | None], list[str], list[str | None]]:
-    ids, labels, sources = [], [], []
+def _field(rec: dict[str, Any], dotted: str) -> Any:
+    cur: Any = rec
+    for part in dotted.split("."):
+        if not isinstance(cur, dict) or part not in cur:
+            return None
+        cur = cur[part]
+    return cur
+
+
+def _labels(path: Path, field: str | None, by: Sequence[str] = ()) -> tuple[list[str | None], list[str], list[dict[str, Any]]]:
+    ids, labels, facets = [], [], []
     for line, rec in iter_jsonl(path):
         key = field or ("outcome" if "outcome" in rec else "label")
         if key not in rec:
             raise InputError("record has no label", path=path, line=line, field=key)
         ids.append(str(rec["id"]) if "id" in rec else None)
         labels.append(str(rec[key]))
-        sources.append(str(rec["source"]) if rec.get("source") else None)
-    return ids, labels, sources
+        facets.append({f: _field(rec, f) for f in ("source", *by)})
+    return ids, labels, facets
 
 
-def summarise(la: list[str], lb: list[str]) -> dict[str, Any]:
-    """n, % agreeing, Cohen's kappa and the confusion table (rows: A's labels, columns: B's)."""
+def _pct(num: int, den: int) -> float | None:
+    return 100.0 * num / den if den else None
+
+
+def summarise(la: Sequence[str], lb: Sequence[str]) -> dict[str, Any]:
+    """n, % agreeing, Cohen's kappa and the confusion table (rows: A's labels, columns: B's), with
+    coverage, kappa over decided pairs and hallucinations judged correct (module docstring)."""
+    la, lb = list(la), list(lb)
     agree = sum(a == b for a, b in zip(la, lb))
+    decided = [(a, b) for a, b in zip(la, lb) if a != UNDECIDED and b != UNDECIDED]
+    halluc = [b for a, b in zip(la, lb) if a == "hallucination"]
     return {"n": len(la), "agreement": 100.0 * agree / len(la) if la else float("nan"),
-            "kappa": cohen_kappa(la, lb), "confusion": confusion(la, lb)}
+            "kappa": cohen_kappa(la, lb), "confusion": confusion(la, lb),
+            "coverage": _pct(sum(b != UNDECIDED for b in lb), len(lb)),
+            "coverage_reference": _pct(sum(a != UNDECIDED for a in la), len(la)),
+            "n_decided": len(decided),
+            "kappa_decided": cohen_kappa([a for a, _ in decided], [b for _, b in decided]) if decided else None,
+            "hallucinations_judged_correct": {"value": _pct(sum(b == "correct" for b in halluc), len(halluc)),
+                                              "n": len(halluc)}}
+
+
+def grouped(keys: Sequence[Any], la: Sequence[str], lb: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """:func:`summarise` per value of ``keys`` (``(none)`` where a record has no value)."""
+    groups: dict[str, tuple[list[str], list[str]]] = defaultdict(lambda: ([], []))
+    for k, a, b in zip(keys, la, lb):
+        name = "(none)" if k is None or k == "" else str(k)
+        groups[name][0].append(a)
+        groups[name][1].append(b)
+    return {g: summarise(*groups[g]) for g in sorted(groups)}
 
 
 def agreement(path_a: str | Path, path_b: str | Path, *, field_a: str | None = None,
-              field_b: str | None = None) -> dict[str, Any]:
+              field_b: str | None = None, by: Sequence[str] = ()) -> dict[str, Any]:
     """Agreement of two labelings of the same records (matched by ``id`` when every record has
-    one, else by line order): count, share agreeing, Cohen's kappa and the confusion table, plus
-    the same per source under ``by_source`` when records name their ``source``.  The label is
+    one, else by line order): the measures of :func:`summarise`, plus the same per source under
+    ``by_source`` when records name their ``source``, and per value of each field of ``by``
+    (dotted for nested fields: ``metadata.question_type``) under ``by[FIELD]``.  The label is
     ``outcome`` when present, else ``label`` (or the field given)."""
-    ids_a, la, src_a = _labels(Path(path_a), field_a)
-    ids_b, lb, src_b = _labels(Path(path_b), field_b)
+    ids_a, la, fa = _labels(Path(path_a), field_a, by)
+    ids_b, lb, fb = _labels(Path(path_b), field_b, by)
     for path, labels in ((path_a, la), (path_b, lb)):
         if not labels:
             raise InputError("no labelled records in this file", path=path)
@@ -52,36 +98,56 @@ def agreement(path_a: str | Path, path_b: str | Path, *, field_a: str | None = N
             raise InputError(f"the files do not hold the same ids (e.g. {missing[:3] or 'different counts'})",
                              path=path_b)
         lb = [lb[index_b[i]] for i in ids_a]
-        src_b = [src_b[index_b[i]] for i in ids_a]
+        fb = [fb[index_b[i]] for i in ids_a]
     elif len(la) != len(lb):
         raise InputError(f"{len(la)} records in {path_a} but {len(lb)} in {path_b}", path=path_b)
     out = summarise(la, lb)
-    sources = [a or b for a, b in zip(src_a, src_b)]
+    facet = [{k: (x.get(k) if x.get(k) not in (None, "") else y.get(k)) for k in x} for x, y in zip(fa, fb)]
+    sources = [f["source"] for f in facet]
     if any(sources):
-        groups: dict[str, tuple[list[str], list[str]]] = defaultdict(lambda: ([], []))
-        for s, a, b in zip(sources, la, lb):
-            groups[s or "(none)"][0].append(a)
-            groups[s or "(none)"][1].append(b)
-        out["by_source"] = {s: summarise(*groups[s]) for s in sorted(groups)}
+        out["by_source"] = grouped(sources, la, lb)
+    if by:
+        for f in by:
+            if all(x[f] is None for x in facet):
+                raise InputError(f"no record of either file has the field {f!r}", path=path_a, field="--by")
+        out["by"] = {f: grouped([x[f] for x in facet], la, lb) for f in by}
     return out
 
 
+def _num(x: Any, fmt: str = ".1f", suffix: str = "") -> str:
+    return "—" if x is None else f"{x:{fmt}}{suffix}"
+
+
+def format_block(lines: list[str], title: str, r: dict[str, Any], name_a: str = "A", name_b: str = "B") -> None:
+    """One block of the plain-text report: the measures, then the confusion matrix."""
+    seen = {k for row in r["confusion"].values() for k in row} | set(r["confusion"])
+    labels = [o for o in OUTCOMES if o in seen] + sorted(seen - set(OUTCOMES))
+    hjc = r.get("hallucinations_judged_correct") or {}
+    extra = ""
+    if "coverage" in r:
+        extra = (f"  coverage={_num(r['coverage'], suffix='%')}  kappa(decided, n={r['n_decided']})="
+                 f"{_num(r['kappa_decided'], '.3f')}  hallucinations judged correct="
+                 f"{_num(hjc.get('value'), suffix='%')} of {hjc.get('n', 0)}")
+    ci = r.get("ci") or {}
+    kci = f" [{ci['kappa'][0]:.3f}, {ci['kappa'][1]:.3f}]" if ci.get("kappa") and ci["kappa"][0] is not None else ""
+    aci = f" [{ci['agreement'][0]:.1f}, {ci['agreement'][1]:.1f}]" if ci.get("agreement") and ci["agreement"][0] is not None else ""
+    lines.append(f"{title}: n={r['n']}  agreement={r['agreement']:.1f}%{aci}  kappa={r['kappa']:.3f}{kci}{extra}")
+    corner = f"{name_a} \\ {name_b}"
+    lines.append(f"  {corner:<16}" + "".join(f"{lab[:13]:>14}" for lab in labels))
+    for row in labels:
+        counts = r["confusion"].get(row, {})
+        lines.append(f"  {row[:16]:<16}" + "".join(f"{counts.get(col, 0):>14}" for col in labels))
+
+
 def format_agreement(result: dict[str, Any], name_a: str = "A", name_b: str = "B") -> str:
-    """Plain-text report: kappa and the confusion matrix, overall then per source."""
+    """Plain-text report: kappa and the confusion matrix, overall, per source, per ``by`` field."""
     lines: list[str] = []
-
-    def block(title: str, r: dict[str, Any]) -> None:
-        seen = {k for row in r["confusion"].values() for k in row} | set(r["confusion"])
-        labels = [o for o in OUTCOMES if o in seen] + sorted(seen - set(OUTCOMES))
-        lines.append(f"{title}: n={r['n']}  agreement={r['agreement']:.1f}%  kappa={r['kappa']:.3f}")
-        corner = f"{name_a} \\ {name_b}"
-        lines.append(f"  {corner:<16}" + "".join(f"{lab[:13]:>14}" for lab in labels))
-        for row in labels:
-            counts = r["confusion"].get(row, {})
-            lines.append(f"  {row[:16]:<16}" + "".join(f"{counts.get(col, 0):>14}" for col in labels))
-
-    block("overall", result)
+    format_block(lines, "overall", result, name_a, name_b)
     for src, r in result.get("by_source", {}).items():
         lines.append("")
-        block(src, r)
+        format_block(lines, src, r, name_a, name_b)
+    for f, groups in result.get("by", {}).items():
+        for value, r in groups.items():
+            lines.append("")
+            format_block(lines, f"{f}={value}", r, name_a, name_b)
     return "\n".join(lines)

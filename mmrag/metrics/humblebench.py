@@ -8,11 +8,20 @@ extractor.  Values are percentages computed as the official code does (``count /
 no rounding).  It is vectorised: each distinct reply is tokenised once and the rest is numpy, so a
 full 22,831-record setting scores in milliseconds (``perf/scoring_bench.py``).
 
-``nota`` is ours (the paper's humility score formula is not public; see docs/metrics.md), computed
-from the robust extractor's verdicts, with NOTA found by option text on the *effective* options:
+``nota`` holds the paper's two NOTA measures, by the **official extraction rule** (the one behind
+``Overall_accuracy``), with NOTA-gold items found by option text on the *effective* options:
 
-* ``nota_hit_rate``: NOTA-gold items on which the model chose NOTA;
-* ``non_nota_accuracy``: accuracy on items whose gold is not NOTA;
+* ``nota_hit_rate``: official-rule accuracy on the NOTA-gold items;
+* ``non_nota_accuracy``: official-rule accuracy on the other items.
+
+So ``Overall = share_nota * nota_hit_rate + (1 - share_nota) * non_nota_accuracy`` exactly, as the
+paper's numbers imply (Qwen2.5-VL: 0.8543 x 78.98 + 0.1457 x 32.33 = 72.2, its Overall; a
+different rule would break that identity).  Unlike the official ``E_accuracy`` (the raw reply must
+be exactly ``"E"``), ``"E."`` counts, as it does for Overall.  The rest of ``nota`` is the robust
+reading (the MCQ judge's extracted choice, which also reads option text), under its own names:
+
+* ``nota_hit_rate_robust``: NOTA-gold items on which the judge read a NOTA choice;
+* ``non_nota_accuracy_robust``: judged correct on items whose gold is not NOTA;
 * ``false_nota_rate``: non-NOTA-gold items on which the model chose NOTA;
 * ``nota_precision``: of the items where the model chose NOTA, the share whose gold is NOTA;
 * ``nota_f1``: the F1 of choosing NOTA (harmonic mean of hit rate and precision).  It is *not* the
@@ -139,9 +148,25 @@ def _ratio(num: int, den: int) -> float | None:
     return 100.0 * num / den if den else None
 
 
-def nota_measures(items: Sequence[Scored]) -> dict[str, Any]:
-    """Our NOTA-aware measures from the MCQ judge's verdicts (see the module docstring)."""
+def official_nota_measures(predictions: Sequence[str], labels: Sequence[str],
+                           gold_is_nota: Sequence[bool]) -> dict[str, float | None]:
+    """The paper's NOTA hit rate and non-NOTA accuracy by the official correctness rule (the rule
+    of ``Overall_accuracy``), split by whether the gold option is NOTA; ``None`` for an empty side."""
+    from mmrag.judging.mcq import official_is_correct
+
+    gold = np.asarray(gold_is_nota, dtype=bool)
+    ok = np.array([official_is_correct(p, lb) for p, lb in zip(predictions, labels)], dtype=bool)
+    return {"nota_hit_rate": _ratio(int((ok & gold).sum()), int(gold.sum())),
+            "non_nota_accuracy": _ratio(int((ok & ~gold).sum()), int((~gold).sum()))}
+
+
+def nota_measures(items: Sequence[Scored], replies: Sequence[str] | None = None) -> dict[str, Any]:
+    """The NOTA measures of the module docstring: official-rule ``nota_hit_rate`` /
+    ``non_nota_accuracy`` on ``replies`` (default: the raw reply texts), the robust reading from the
+    MCQ judge's verdicts under ``*_robust`` names."""
     gold_nota = np.array([bool(it.verdict.details.get("gold_is_nota")) for it in items], dtype=bool)
+    texts = list(replies) if replies is not None else [it.response.text or "" for it in items]
+    official = official_nota_measures(texts, [_label_of(it) for it in items], gold_nota)
     chose = np.array([bool(it.verdict.details.get("chose_nota")) for it in items], dtype=bool)
     correct = np.array([it.verdict.outcome == "correct" for it in items], dtype=bool)
     hit = _ratio(int((gold_nota & chose).sum()), int(gold_nota.sum()))
@@ -151,12 +176,13 @@ def nota_measures(items: Sequence[Scored]) -> dict[str, Any]:
     return {
         "n_nota_gold": int(gold_nota.sum()),
         "n_chose_nota": int(chose.sum()),
-        "nota_hit_rate": hit,
-        "non_nota_accuracy": _ratio(int((correct & ~gold_nota).sum()), int((~gold_nota).sum())),
+        **official,
+        "nota_hit_rate_robust": hit,
+        "non_nota_accuracy_robust": _ratio(int((correct & ~gold_nota).sum()), int((~gold_nota).sum())),
         "false_nota_rate": _ratio(int((chose & ~gold_nota).sum()), int((~gold_nota).sum())),
         "nota_precision": precision,
         "nota_f1": f1,
-        "nota_f1_definition": "mmrag: F1 of choosing NOTA = harmonic mean(nota_hit_rate, nota_precision); "
+        "nota_f1_definition": "mmrag: F1 of choosing NOTA = harmonic mean(nota_hit_rate_robust, nota_precision); "
                               "not the paper's humility score (formula unpublished)",
     }
 
@@ -177,8 +203,8 @@ def humblebench_metrics(items: Sequence[Scored], *, level: float = 0.95, n_boot:
     """``{"official": ..., "nota": ..., "outcomes": ...}`` for the items of ONE setting (stress
     transforms change labels and options; score each scenario separately).  A failed request
     enters the official numbers as an empty reply, which the official rule counts wrong."""
-    official = official_humblebench_metrics(_replies(items, postprocess),
-                                            [_label_of(it) for it in items], [_type_of(it) for it in items])
+    replies = _replies(items, postprocess)
+    official = official_humblebench_metrics(replies, [_label_of(it) for it in items], [_type_of(it) for it in items])
     outcomes = np.array([it.verdict.outcome for it in items], dtype=object)
     clusters = clusters_of(items)
     kw = {"level": level, "n_boot": n_boot, "seed": seed}
@@ -187,7 +213,7 @@ def humblebench_metrics(items: Sequence[Scored], *, level: float = 0.95, n_boot:
     return {
         "official": official,
         "postprocess": postprocess,
-        "nota": nota_measures(items),
+        "nota": nota_measures(items, replies),
         "outcomes": {
             "counts": outcome_counts(items),
             **{o: rate(outcomes == o, clusters, **kw) for o in ("correct", "deflection", "hallucination",

@@ -81,6 +81,20 @@ def respond_knowhal(parsed: tuple[str, dict[str, str]], seen: dict[str, Any], s:
         pick = s.prompt.choices[int(s.rng("knowhal-pick").integers(len(s.prompt.choices)))] if s.prompt.choices else None
         return Answer(pick.letter if pick else None, 0.2, "None of the places fits well.", letter=True)
     contradicts, reject, accept = _contradiction(kind, groups, em)
-    if contradicts and s.uniform("premise") >= s.p.text_prior:
+    rejects = contradicts and s.uniform("premise") >= s.p.text_prior
+    if kind == "R-" and s.prompt.choices:   # a multiple-choice negative: the letter of the option it means
+        pick = _premise_option(s.prompt.choices, rejects, accept)
+        if pick is not None:
+            return Answer(pick, 0.8 if rejects else 0.6, "I compare the options with the image.", letter=True)
+    if rejects:
         return Answer(reject, 0.8, "The question assumes something the image does not show.")
     return Answer(accept, 0.6, "I take the question as asked.")
+
+
+def _premise_option(choices, rejects: bool, accept: str) -> str | None:
+    """The option rejecting the premise (the one saying "..., not ...") or the going-along one."""
+    for c in choices:
+        text = c.text.strip()
+        if (", not " in text) == rejects and (rejects or text == accept):
+            return c.letter
+    return None

@@ -6,14 +6,18 @@ work on the pandas frame, per model and setting, with question-clustered interva
 HumbleBench (per model and stress setting), every value a percent with its CI:
 
 * ``correct`` -- the share judged correct (the rate of :mod:`mmrag.metrics.rates`, one name everywhere);
+* ``official_accuracy`` -- the official rule's ``Overall_accuracy`` against the prompt's label; on
+  the noise-image setting (labels unchanged) it is the paper's "accuracy under noise" (27.58 % on
+  average in the paper; the mean of the official logs' noise ``Overall_accuracy`` is 27.7);
 * ``nota_share`` -- the share of responses that chose the prompt's NOTA option, found by its text
-  after shuffling (the official ``E_proportion``; on the noise-image setting it *is* the paper's
-  "accuracy on HumbleBench-GN");
-* ``nota_hit_rate`` / ``non_nota_accuracy`` / ``false_nota_rate`` -- as
-  :func:`mmrag.metrics.nota_measures` defines them: NOTA chosen on NOTA-gold items, accuracy on
-  the other items, NOTA chosen on the other items.  Unlike the official ``E_accuracy`` (the raw
-  reply must be exactly ``"E"``), the hit rate reads the judge's extracted choice, so ``"E."``
-  counts; ``summary.json`` keeps the official exact-string numbers;
+  after shuffling (the official ``E_proportion``; the official plotting script draws it on the
+  noise-image setting as "accuracy on HumbleBench-GN");
+* ``nota_hit_rate`` / ``non_nota_accuracy`` -- as :func:`mmrag.metrics.nota_measures` defines them:
+  the official rule's accuracy on NOTA-gold items and on the other items (so ``official_accuracy``
+  is their weighted mean);
+* ``nota_hit_rate_robust`` / ``non_nota_accuracy_robust`` / ``false_nota_rate`` -- the robust
+  reading: NOTA chosen (by the judge's extracted choice) on NOTA-gold items, judged correct on the
+  other items, NOTA chosen on the other items;
 * ``unparseable`` -- responses the judge could not read.
 
 KnowHal (per model and dimension): accuracy on positive and on negative (false-premise) questions,
@@ -37,7 +41,12 @@ from mmrag.reports.tables import CIOptions, order_key, rate_ci
 
 def humblebench_panel(df: pd.DataFrame, opts: CIOptions = CIOptions()) -> pd.DataFrame:
     """One row per (benchmark, model, stress) of the HumbleBench rows of ``df``."""
+    from mmrag.judging.mcq import official_is_correct
+
     hb = df[df["benchmark_kind"] == HUMBLEBENCH.id]
+    if not hb.empty:
+        hb = hb.assign(official_correct=[official_is_correct(r or "", lb or "")
+                                         for r, lb in zip(hb["response"], hb["label"])])
     rows = []
     for (bench, model, stress), g in hb.groupby(["benchmark", "model", "stress"], sort=True):
         gold, other = g[g["label_is_nota"]], g[~g["label_is_nota"]]
@@ -45,9 +54,12 @@ def humblebench_panel(df: pd.DataFrame, opts: CIOptions = CIOptions()) -> pd.Dat
                                   "n_nota_gold": len(gold)}
         cells = {
             "correct": (g, "correct"),
+            "official_accuracy": (g, "official_correct"),
             "nota_share": (g, "chose_nota"),
-            "nota_hit_rate": (gold, "chose_nota"),
-            "non_nota_accuracy": (other, "correct"),
+            "nota_hit_rate": (gold, "official_correct"),
+            "non_nota_accuracy": (other, "official_correct"),
+            "nota_hit_rate_robust": (gold, "chose_nota"),
+            "non_nota_accuracy_robust": (other, "correct"),
             "false_nota_rate": (other, "chose_nota"),
             "unparseable": (g, "unparseable"),
         }

@@ -149,6 +149,9 @@ def report(run_dirs: str | Path | Sequence[str | Path], out_dir: str | Path | No
             md += [f"### {title}", "", text, f"[CSV](tables/{name}.csv)", ""]
             if console is not None:
                 console.print(to_rich(table, title))
+        from mmrag.labels.report import corrected_section  # only for runs with labels (`mmrag label`)
+
+        md += corrected_section(dirs, df, opts, out / "tables", written)
         md += ["## Paired differences", ""]
         for name, title, table in (("paired_models", "Models (B − A, same samples and scenario)", model_differences(df, opts=opts)),
                                    ("paired_scenarios", "Scenarios differing in one knob (B − A, same samples and model)",

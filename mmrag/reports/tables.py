@@ -83,7 +83,7 @@ def rate_table(df: pd.DataFrame, by: list[str], *, outcomes: tuple[str, ...] = O
     Groups with a missing key (a knob that does not apply, e.g. the negative modality of an oracle
     prompt) are kept, not dropped.
     """
-    cols = [*by, "n", "n_questions"] + [f"{o}{s}" for o in outcomes for s in ("", "_lo", "_hi")]
+    cols = [*by, "n", "n_questions", "coverage"] + [f"{o}{s}" for o in outcomes for s in ("", "_lo", "_hi")]
     if df.empty:
         return pd.DataFrame(columns=cols)
     rows = []
@@ -92,6 +92,8 @@ def rate_table(df: pd.DataFrame, by: list[str], *, outcomes: tuple[str, ...] = O
         row: dict[str, object] = dict(zip(by, key))
         row["n"] = len(g)
         row["n_questions"] = g["question_id"].nunique()
+        # coverage: percent of responses the judge put in one of the three classes (docs/labelling.md)
+        row["coverage"] = 100.0 - 100.0 * float(g["unparseable"].mean()) if "unparseable" in g else float("nan")
         clusters = g["question_id"].to_numpy()
         for o in outcomes:
             row[o], row[f"{o}_lo"], row[f"{o}_hi"] = rate_ci(g[o].to_numpy(), clusters, opts)

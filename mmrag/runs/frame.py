@@ -56,7 +56,7 @@ def _has_negatives(kind_id: Any) -> bool:
 COLUMNS: tuple[str, ...] = (
     "run", "key", "benchmark", "benchmark_kind", "scenario_id", "scenario", "kind", "n_distractors",
     "positive_modality", "negative_modality", "strictness", "stress", "model", "model_fingerprint",
-    "sample_id", "question_id", "question", "source", "type", "dimension", "polarity",
+    "sample_id", "question_id", "question", "source", "type", "dimension", "domain", "polarity",
     "pair_id", "outcome", *OUTCOMES, "score", "extracted", "label", "nota_letter", "label_is_nota", "chose_nota",
     "response", "error", "latency_s", "cached", "prompt_tokens", "completion_tokens",
     "n_contexts", "n_gold", "n_negative", "prompt_id", "template_id", "judge_id", "reason",
@@ -155,6 +155,7 @@ def prompt_facets(rec: RunRecord) -> dict[str, Any]:
         "source": rec.sample.source or rec.benchmark,
         "type": meta.get("type"),
         "dimension": meta.get("dimension"),
+        "domain": meta.get("domain"),
         "polarity": meta.get("polarity"),
         "pair_id": meta.get("pair_id"),
         "label": rec.prompt.label if rec.prompt.label is not None else rec.sample.label,

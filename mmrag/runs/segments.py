@@ -99,8 +99,21 @@ def read_table(folder: Path, columns: list[str] | None = None, schema: pa.Schema
             return pa.table({})
         sch = pa.schema([schema.field(c) for c in columns]) if columns else schema
         return sch.empty_table()
-    tables = [pq.read_table(f, columns=columns) for f in files]
+    tables = [_read_segment(f, columns, schema) for f in files]
     return pa.concat_tables(tables, promote_options="default") if len(tables) > 1 else tables[0]
+
+
+def _read_segment(path: Path, columns: list[str] | None, schema: pa.Schema | None) -> pa.Table:
+    """One segment; a column added to ``schema`` after the segment was written reads as nulls
+    (columns are only ever added, so a run written by an older version still opens)."""
+    if columns is None or schema is None:
+        return pq.read_table(path, columns=columns)
+    have = set(pq.read_schema(path).names)
+    t = pq.read_table(path, columns=[c for c in columns if c in have])
+    for c in columns:
+        if c not in have:
+            t = t.append_column(schema.field(c), pa.nulls(t.num_rows, schema.field(c).type))
+    return t.select(columns)
 
 
 def compact(folder: Path, min_files: int = 2) -> bool:

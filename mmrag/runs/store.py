@@ -39,7 +39,8 @@ RECORDS, OBJECTS, VERDICTS = "records", "objects", "verdicts"
 STORE_FORMAT = "mmrag-columnar-1"
 
 #: frame columns derived from the sample alone / the scenario alone: stored once, on its object row
-SAMPLE_FACETS: tuple[str, ...] = ("sample_id", "question_id", "question", "type", "dimension", "polarity", "pair_id")
+SAMPLE_FACETS: tuple[str, ...] = ("sample_id", "question_id", "question", "type", "dimension", "domain", "polarity",
+                                  "pair_id")
 SCENARIO_FACETS: tuple[str, ...] = ("scenario", "kind", "n_distractors", "negative_modality", "strictness",
                                     "stress")
 #: frame columns derived from the prompt with its sample and scenario: small, kept on each record row
@@ -66,7 +67,9 @@ RECORD_SCHEMA = pa.schema([
     ("scenario_ref", _I), *[(f, _facet_type(f)) for f in ROW_FACETS],
     ("response", _S), ("response_model", _S), ("error", _S), ("error_detail", _S),
     ("finish_reason", _S), ("latency_s", _F), ("cached", _B), ("prompt_tokens", _I), ("completion_tokens", _I),
-    ("cost_usd", _F), *VERDICT_FIELDS, ("mining", _S), ("compose_s", _F), ("generate_s", _F)])
+    ("cost_usd", _F), *VERDICT_FIELDS, ("mining", _S), ("compose_s", _F), ("generate_s", _F),
+    # the question text on the raw row too, so the records table reads on its own (DuckDB, Arrow)
+    ("question", _S)])
 OBJECT_SCHEMA = pa.schema([("ref", _I), ("obj", _S), ("json", _S),
                            *[(f, _facet_type(f)) for f in SAMPLE_FACETS + SCENARIO_FACETS]])
 VERDICT_SCHEMA = pa.schema([("key", _S), ("generation", pa.int32()), *VERDICT_FIELDS])
@@ -238,7 +241,8 @@ class RunStore:
             "completion_tokens": r.usage.completion_tokens, "cost_usd": r.usage.cost_usd,
             **verdict_columns(rec, row),
             "mining": canonical_json(rec.mining) if rec.mining else None,
-            "compose_s": rec.timings.get("compose_s"), "generate_s": rec.timings.get("generate_s")})
+            "compose_s": rec.timings.get("compose_s"), "generate_s": rec.timings.get("generate_s"),
+            "question": rec.sample.question})
 
     def append(self, records: Iterable[RunRecord]) -> int:
         """Add and flush (convenience for callers outside the streaming engine)."""

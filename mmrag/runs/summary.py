@@ -79,12 +79,18 @@ def summary_markdown(summary: dict[str, Any]) -> str:
         lines += ["", "Failed requests by class: " + ", ".join(f"{k}={v}" for k, v in sorted(summary["errors"].items())),
                   "", "Models with failed cells (left out of the rates above; `mmrag run --resume` retries them): "
                   + ", ".join(f"{m} ({n})" for m, n in sorted(summary.get("failed_by_model", {}).items()))]
+    from mmrag.labels.summary import corrected_markdown  # judge-corrected rates, when the run has labels
+
+    lines += corrected_markdown(summary)
     return "\n".join(lines) + "\n"
 
 
 def write_summary(run_dir: str | Path, records: list[RunRecord], extra: dict[str, Any] | None = None) -> dict[str, Any]:
     summary = build_summary(records)
     summary.update(extra or {})
+    from mmrag.labels.summary import judge_corrected  # rates corrected for judge error, when labelled
+
+    summary.update(judge_corrected(run_dir, [r for r in records if r.response.error is None]))
     atomic_write_json(Path(run_dir) / "summary.json", summary)
     atomic_write_text(Path(run_dir) / "summary.md", summary_markdown(summary))
     return summary

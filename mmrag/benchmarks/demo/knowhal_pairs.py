@@ -9,7 +9,11 @@ premise is verifiably false:
 
 * Entity: which symbol is inside the emblem / negative: ask about an absent symbol (object substitution).
 * Attribute: the symbol's colour / negative: presuppose another colour (attribute variant).
-* Relation (A-D): where the symbol sits inside the outline / negative: presuppose another place (spatial relation).
+* Relation (A-D): where the symbol sits inside the outline / negative: presuppose another place
+  (spatial relation), also multiple choice: one option rejects the premise (the gold), three go
+  along with it.  The paper scores Relation by direct option matching in both polarities, so a
+  negative Relation question needs options too; they are drawn from a generator of their own so
+  that the rest of the world stays as it was.
 * Knowledge: the geometric name of the outline (knowing that six sides make a hexagon) / negative:
   a person holding the emblem (action fabrication) on even items, a wrong polygon (attribute variant)
   on odd items.
@@ -30,6 +34,11 @@ def placed(position: str) -> str:
     """"in the centre", "in the upper part", "on the left side"..."""
     return f"{'on' if position.endswith('side') else 'in'} the {position}"
 
+
+#: answers to a Relation negative that go along with its false premise (the first one is the
+#: simulated VLM's own going-along reply, see :mod:`mmrag.models.sim_knowhal`)
+RELATION_PREMISE_ANSWERS = ("Placing it there balances the design.", "It leaves room for the outline.",
+                            "It follows the emblem's oldest pattern.", "It keeps the symbol away from the frame.")
 
 SIDES = {"triangle": 3, "square": 4, "diamond": 4, "pentagon": 5, "hexagon": 6, "octagon": 8}
 
@@ -73,12 +82,17 @@ def knowhal_records(entities: list[dict[str, Any]], seed: int, every: int = 5) -
         opts.insert(k, place)
         letters = "ABCD"
         other = rng.choice(places)
+        reject = f"The {sym} is {placed(place)} of the emblem, not {placed(other)}."
+        nrng = random.Random(f"mmrag-demo:{seed}:knowhal:{e['id']}:relation-negative")
+        neg_opts = [reject, RELATION_PREMISE_ANSWERS[0], *nrng.sample(RELATION_PREMISE_ANSWERS[1:], 2)]
+        nrng.shuffle(neg_opts)
         rows += _pair(e, "R",
                       {"question": f"Where is the {sym} placed within the emblem in this image?",
                        "options": {letters[i]: placed(o).capitalize() for i, o in enumerate(opts)},
                        "label": letters[k], "answers": [placed(place).capitalize()]},
                       {"question": f"Why is the {sym} placed {placed(other)} of the emblem in this image?",
-                       "answers": [f"The {sym} is {placed(place)} of the emblem, not {placed(other)}."],
+                       "options": {letters[i]: o for i, o in enumerate(neg_opts)},
+                       "label": letters[neg_opts.index(reject)], "answers": [reject],
                        "false_premise": f"The {sym} is {placed(place)} of the emblem, not {placed(other)}.",
                        "strategy": "spatial relation"})
         # Knowledge: the geometric name of the outline / a fabricated action or a wrong polygon

@@ -35,7 +35,7 @@ from mmrag.benchmarks.demo.scenes import humblebench_items
 from mmrag.schema import sha256_bytes
 from mmrag.util import mmrag_home
 
-GENERATOR_VERSION = 2
+GENERATOR_VERSION = 3
 MANIFEST = "MANIFEST.json"
 
 

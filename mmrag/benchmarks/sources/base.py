@@ -50,6 +50,8 @@ class BuildStats(BaseModel):
     images_written: int = 0
     skipped: dict[str, int] = Field(default_factory=dict)
     dropped: dict[str, int] = Field(default_factory=dict)
+    #: samples written by a fallback rule worth counting (e.g. ViQuAE gold from the entity's article)
+    noted: dict[str, int] = Field(default_factory=dict)
     out: str = ""
     kb_out: str = ""
     images_dir: str = ""
@@ -71,6 +73,7 @@ class BuildContext:
         self.read = 0
         self.skipped: Counter[str] = Counter()
         self.dropped: Counter[str] = Counter()
+        self.noted: Counter[str] = Counter()
         self._folder: FolderImages | None = None
 
     # -- inputs -------------------------------------------------------------------------------
@@ -129,6 +132,10 @@ class BuildContext:
     def skip(self, reason: str) -> None:
         """A source record (or one of its samples) produced no sample, for ``reason``."""
         self.skipped[reason] += 1
+
+    def note(self, reason: str) -> None:
+        """A sample was written by a fallback rule (counted in ``BuildStats.noted``)."""
+        self.noted[reason] += 1
 
     def drop(self, reason: str) -> None:
         """A sample was written without one of its optional parts (e.g. a negative image)."""
@@ -222,7 +229,7 @@ def build_deflection(source: str, data: str | Path, out: str | Path, *, kb: str 
         raise
     return BuildStats(source=source, records_read=ctx.read, samples_written=written,
                       kb_docs_written=ctx.docs_written, images_written=store.written,
-                      skipped=dict(ctx.skipped), dropped=dict(ctx.dropped), out=str(out),
+                      skipped=dict(ctx.skipped), dropped=dict(ctx.dropped), noted=dict(ctx.noted), out=str(out),
                       kb_out=str(kb_out), images_dir=str(img_dir))
 
 

@@ -19,7 +19,12 @@ article has ``kilt_id`` (= ``wikipedia_id``), ``wikipedia_title``, ``text.paragr
   (``wikipedia_id``, else ``title``; they may differ from the depicted entity's article) that
   contain the original answer or an alias (word-boundary match after normalisation).  A question
   whose provenance articles are not in the KB, or hold no answer-bearing passage, is skipped and
-  counted.  KILT paragraph 0 (the title) and ``Section::::`` headings are not passages; doc ids keep
+  counted.
+* A question **without provenance** takes its gold from the depicted entity's own article (the
+  KB article whose ``wikidata_info.wikidata_id`` is the question's ``wikidata_id``): its passages
+  that contain the answer or an alias, as ViQuAE defines relevant passages.  Such samples carry
+  ``metadata.gold_match = "entity_article"`` and are counted in the build's ``noted`` (skipped
+  when the article is missing or holds no such passage).  KILT paragraph 0 (the title) and ``Section::::`` headings are not passages; doc ids keep
   KILT's paragraph index.  Every passage of a provenance article goes to the KB with the article's
   Wikidata id (else ``kilt:<id>``) as entity id, so the miner never offers its other passages as
   negatives.
@@ -89,16 +94,20 @@ class ViQuAEBuilder(SourceBuilder):
                 break
             rows.append(self._parse(Fields(obj, path, line=n)))
         articles = self._load_kb(ctx, {w for r in rows for w, _ in r["provenance"] if w},
-                                 {t for r in rows for _, t in r["provenance"] if t})
+                                 {t for r in rows for _, t in r["provenance"] if t},
+                                 {r["entity_id"] for r in rows if not r["provenance"] and r["entity_id"]})
         ctx.image_folder()
         for r in rows:
-            arts = [a for a in (articles.get(("id", w)) or articles.get(("title", t)) for w, t in r["provenance"]) if a]
+            if r["provenance"]:
+                arts = [a for a in (articles.get(("id", w)) or articles.get(("title", t)) for w, t in r["provenance"])
+                        if a]
+                match, missing = "provenance", "provenance article not in KB"
+            else:   # ViQuAE's relevant passages: the depicted entity's article, answer-bearing passages
+                arts = [a for a in [articles.get(("qid", r["entity_id"] or ""))] if a]
+                match, missing = "entity_article", "no provenance and the entity's article is not in KB"
             arts = list({a["kilt_id"]: a for a in arts}.values())
-            if not r["provenance"]:
-                ctx.skip("no provenance")
-                continue
             if not arts:
-                ctx.skip("provenance article not in KB")
+                ctx.skip(missing)
                 continue
             rel, why = ctx.stored_image(r["image"])
             if rel is None:
@@ -113,14 +122,17 @@ class ViQuAEBuilder(SourceBuilder):
                                          answers=answers, ranges=[], policy="answer", max_gold=opts.max_gold)
                     gold += ids if how == "answer" else []
             if not gold:
-                ctx.skip("no provenance passage contains the answer")
+                ctx.skip("no provenance passage contains the answer" if match == "provenance"
+                         else "no passage of the entity's article contains the answer")
                 continue
+            if match == "entity_article":
+                ctx.note("gold from the entity's own article (no provenance)")
             yield DeflectionRecord(
                 sample_id=f"viquae:{r['id']}:0", question_id=f"viquae:{r['id']}", question=r["question"],
                 query_images=[rel], answer=r["answer"], aliases=r["aliases"],
                 gold_contexts=[GoldContext(doc_id=d, modality="text") for d in gold[: opts.max_gold]],
                 source="viquae", entity_id=r["entity_id"] or arts[0]["entity"],
-                metadata={"id": r["id"], "kilt_id": r["kilt_id"], "image": r["image"], "gold_match": "provenance",
+                metadata={"id": r["id"], "kilt_id": r["kilt_id"], "image": r["image"], "gold_match": match,
                           "provenance_articles": [a["kilt_id"] for a in arts],
                           "original_question": r["original_question"]})
 
@@ -142,22 +154,26 @@ class ViQuAEBuilder(SourceBuilder):
                 "kilt_id": f.str("kilt_id", default=None), "provenance": _provenance(out),
                 "original_question": f.str("original_question", default=None)}
 
-    def _load_kb(self, ctx: BuildContext, ids: set[str], titles: set[str]) -> dict[tuple[str, str], dict]:
+    def _load_kb(self, ctx: BuildContext, ids: set[str], titles: set[str],
+                 qids: set[str] = frozenset()) -> dict[tuple[str, str], dict]:
+        """The KB articles named by kilt id, title or (for questions without provenance) Wikidata id."""
         opts: ViQuAEOptions = self.options  # type: ignore[assignment]
         found: dict[tuple[str, str], dict] = {}
         for path, n, obj in iter_table(ctx.require_kb(), split=opts.kb_split):
             kid = str(obj.get("kilt_id") or obj.get("wikipedia_id") or "").strip()
             title = str(obj.get("wikipedia_title") or "").strip()
-            if kid not in ids and title not in titles:
+            info = obj.get("wikidata_info") if isinstance(obj.get("wikidata_info"), dict) else {}
+            qid = str(info.get("wikidata_id") or "").strip()
+            if kid not in ids and title not in titles and qid not in qids:
                 continue
             f = Fields(obj, path, line=n)
             if not kid:
                 raise f.error("missing required field", field="kilt_id")
-            info = obj.get("wikidata_info") if isinstance(obj.get("wikidata_info"), dict) else {}
-            qid = str(info.get("wikidata_id") or "").strip()
             art = {"kilt_id": kid, "entity": qid or f"kilt:{kid}", "title": title, "url": f.str("url", default=""),
                    "paragraphs": f.sub("text").str_list("paragraph")}
             found[("id", kid)] = art
+            if qid:
+                found.setdefault(("qid", qid), art)
             if title:
                 found.setdefault(("title", title), art)
         return found

@@ -1,0 +1,76 @@
+"""The papers' published numbers, shipped as data, and the side-by-side view against a run.
+
+``mmrag/reports/paper_data/<paper>.yaml`` holds, per table (``table_4`` ...), the rows the paper
+gives: each row has the paper's row keys (``model``, and ``severity`` / ``source`` / ``setting`` /
+``positive`` + ``negative`` where the table has them) and values under the column names of our
+table (``parametric_acc`` ...), so a number names its paper (the file's ``paper``), its table and
+its row.  ``compare`` lines a published model's rows up with ours: published, ours, the difference
+(ours - published, percentage points) and our interval.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+import pandas as pd
+
+from mmrag.errors import InputError
+
+
+@lru_cache(maxsize=None)
+def published(data_file: str) -> dict[str, Any]:
+    """The parsed data file (read as data with a safe loader; never executed)."""
+    import yaml
+
+    text = resources.files("mmrag.reports").joinpath("paper_data", data_file).read_text(encoding="utf-8")
+    data = yaml.safe_load(text)
+    if not isinstance(data, dict) or "tables" not in data:
+        raise InputError("a paper data file needs 'paper' and 'tables'", path=data_file)
+    return data
+
+
+def table_rows(data_file: str, table: str) -> tuple[list[str], list[dict[str, Any]]]:
+    t = published(data_file)["tables"].get(table) or {}
+    return list(t.get("keys") or ["model"]), list(t.get("rows") or [])
+
+
+def paper_models(data_file: str) -> list[str]:
+    return sorted({r["model"] for t in published(data_file)["tables"].values() for r in t.get("rows") or []
+                   if "model" in r})
+
+
+def compare(data_file: str, table: str, ours: pd.DataFrame, paper_model: str, model: str | None) -> pd.DataFrame:
+    """One row per published number of ``paper_model`` in ``table`` that our table also has."""
+    keys, rows = table_rows(data_file, table)
+    cols = ["paper", "table", "row", "column", "published", "ours", "diff", "ours_lo", "ours_hi", "n"]
+    if ours.empty or "model" not in ours.columns:
+        return pd.DataFrame(columns=cols)
+    if model is None and ours["model"].nunique() > 1:   # each of our models against the published one
+        parts = [compare(data_file, table, ours, paper_model, m).assign(model=m) for m in sorted(ours["model"].unique())]
+        return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=cols)
+    mine = ours[ours["model"] == model] if model is not None else ours
+    paper = published(data_file)["paper"]
+    out = []
+    for r in rows:
+        if r.get("model") != paper_model:
+            continue
+        sel = mine
+        for k in keys:
+            if k != "model" and k in sel.columns:
+                sel = sel[sel[k].astype(str) == str(r.get(k))]
+        if sel.empty:
+            continue
+        o = sel.iloc[0]
+        label = ", ".join(f"{k}={r.get(k)}" for k in keys)
+        for col, pub in r.items():
+            if col in keys or col not in ours.columns or not isinstance(pub, (int, float)):
+                continue
+            val = float(o[col])
+            out.append({"paper": paper, "table": table, "row": label, "column": col, "published": float(pub),
+                        "ours": val, "diff": val - float(pub),
+                        "ours_lo": float(o[f"{col}_lo"]) if f"{col}_lo" in ours.columns else float("nan"),
+                        "ours_hi": float(o[f"{col}_hi"]) if f"{col}_hi" in ours.columns else float("nan"),
+                        "n": int(o["n"]) if "n" in ours.columns and not pd.isna(o["n"]) else None})
+    return pd.DataFrame(out, columns=cols)
