@@ -74,9 +74,10 @@ def numbers(reference: str, reply: str, question: str) -> Conflict | None:
     said = _new(list(quantities(reply)), question)
     text = digits_for_words(reply)
     for q in said:   # an amount of a dimension the reference states, which none of its numbers is
-        if q.dim == "count" or _APPROX.search(text[max(0, q.start - 12):q.start]):
-            continue
         same = [r for r in ref if r.dim == q.dim]
+        if q.dim == "count" or (_APPROX.search(text[max(0, q.start - 12):q.start])
+                                and any(close(r, q, 0.15) for r in same)):   # "about 8,850" restated roughly
+            continue
         if same and not any(close(r, q) for r in same) and not any(r.number == q.number and r.dim != q.dim
                                                                    for r in ref):
             return Conflict("amount", f"{q.number:g} ({q.dim}) where the reference has "
@@ -96,7 +97,7 @@ def numbers(reference: str, reply: str, question: str) -> Conflict | None:
     for v in shared:   # the reply gives v the noun the reference binds to another of its numbers
         ours = pb[v] - rb[v]
         elsewhere = [w for w in rb if w != v and ours & rb[w]]
-        if ours and elsewhere and not pb[v] & rb[v] and rb[v]:
+        if ours and elsewhere and not pb[v] & rb[v] and rb[v] and not rb[v] & set(stems(reply)):
             return Conflict("attribution", f"{v:g} given to {'/'.join(sorted(ours))}, the reference's is "
                             f"{'/'.join(sorted(rb[v]))}")
     return None
@@ -129,7 +130,7 @@ def closed_member(reference: str, reply: str, question: str) -> Conflict | None:
     for cls in sorted({closed_class(t) for t in ref} - {None}):
         gold = {t for t in ref if closed_class(t) == cls}
         other = {t for t in said if closed_class(t) == cls and t not in q} - gold
-        if other:
+        if other and not gold & set(said):
             return Conflict("class", f"{'/'.join(sorted(other))} where the reference has {'/'.join(sorted(gold))}")
     return None
 
@@ -217,6 +218,11 @@ def rival(references: list[str], reply: str, question: str) -> Conflict | None:
         hits = [any(f" {ref} " in f" {norm(i)} " for ref in refs) for i in items]
         others = [i for i, h in zip(items, hits) if not h and len(i.split()) <= 3 and not set(words(i)) & NEGATORS
                   and set(words(i)) - set(words(question)) - STOPWORDS]
+        # a rival is a candidate of the reference's kind: a name for a name, a number for a number
+        kind = (lambda i: bool(re.search(r"\d", i))) if re.search(r"\d", " ".join(references)) else \
+            (lambda i: bool(re.search(r"(?:^|\s)[A-Z]", i))) if any(r[:1].isupper() for r in references) else \
+            (lambda i: len(i.split()) <= 2)
+        others = [i for i in others if kind(i)]
         if any(hits) and others:
             return Conflict("rival", f"{others[0]!r} beside the reference")
     return None
@@ -231,15 +237,15 @@ def exchanged(reference: str, reply: str, question: str) -> Conflict | None:
     white back and a blue belly" for "a blue back and a white belly"; "the chanterelle is
     poisonous while the jack-o'-lantern is edible")."""
     q = set(stems(question))
-    ref = list(dict.fromkeys(w for w in content_stems(reference) if w not in q))
-    said = list(dict.fromkeys(w for w in content_stems(reply) if w not in q))
+    ref = list(dict.fromkeys(content_stems(reference)))
+    said = list(dict.fromkeys(content_stems(reply)))
     shared = [w for w in ref if w in said]
     if len(shared) < 3:
         return None
     theirs, ours = shared, sorted(shared, key=said.index)
     kept = {theirs[b.a + i] for b in SequenceMatcher(None, theirs, ours, autojunk=False).get_matching_blocks()
             for i in range(b.size)}
-    moved = [w for w in shared if w not in kept]
+    moved = [w for w in shared if w not in kept and w not in q]   # the question's words only anchor
     for i, a in enumerate(moved):
         for b in moved[i + 1:]:
             anchors = [k for k in theirs if k in kept and theirs.index(a) < theirs.index(k) < theirs.index(b)]

@@ -18,6 +18,7 @@ A failed request is ``unparseable`` naming its error class; an empty reply is ``
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -101,7 +102,7 @@ class OpenAnswerJudge:
             s.key_recall = m.details.get("key_recall")
             if m.status == "gives" and s.refusal == "foreign":
                 s.refusal = None   # a reply in another language that names the reference answers
-        if refs and (m is None or m.kind not in _OFFICIAL_ONLY) and s.refusal not in ("bare", "foreign"):
+        if refs and (m is None or m.kind not in _OFFICIAL_ONLY) and s.refusal not in ("bare", "explained", "foreign"):
             s.conflicts = conflicts(refs, answer, sample.question)
         asked = set(stems(sample.question))
         s.candidate = bool(set(content_stems(answer)) - asked)
@@ -111,7 +112,8 @@ class OpenAnswerJudge:
         s.hedged = bool(set(words(answer)) & {"or", "maybe", "perhaps", "probably", "possibly", "might"})
         said = words(answer)
         figure_only = any(c.isdigit() for r in refs for c in r) and not any(w[:1].isdigit() for w in said)
-        s.vague = s.match != "gives" and (bool(set(said) & vague_words()) or (figure_only and len(said) <= 5))
+        s.vague = s.match != "gives" and (bool(set(said) & vague_words()) or (figure_only and len(said) <= 5)
+                                          or bool(re.search(r"\b\d{2,4}s\b|\bcentur(?:y|ies)\b", answer)))
         s.foreign = len(words(fin.answer)) >= 5 and language_of(fin.answer) is not None
         return s, m
 

@@ -84,7 +84,7 @@ REFUSAL_PATTERNS: tuple[tuple[str, str], ...] = (
 
 _SAYS = (r"(?:mentions?|says?|states?|gives?|names?|shows?|identif(?:y|ies)|lets? (?:me|us)|tells?|indicates?|"
          r"specif(?:y|ies)|appears?|lists?|records?|describes?|covers?|includes?|contains?|reveals?|explains?|"
-         r"draws?|links?|reaches|gets to)")
+         r"draws?|links?|reaches|gets to|makes?)")
 #: refusals in the model's own words: the evidence is silent, covers something else, or the part
 #: asked about is out of view (a reply that says so and offers no candidate has not attempted)
 IMPLICIT_PATTERNS: tuple[tuple[str, str], ...] = (
@@ -112,7 +112,7 @@ IMPLICIT_PATTERNS: tuple[tuple[str, str], ...] = (
                      r"\bnot (?:something|anything) (?:the|that|this|i)\b"),
     ("cannot_judge", r"\b(?:can ?not|can't|cant|could ?not|couldn't|unable to|not able to)\s+" + _GAP +
                      r"(?:judge|count|give|pin|narrow|make|read|see|compare|name|place|work out|measure|date|"
-                     r"attribute|estimate|distinguish|spot|locate|recogni[sz]e|rule)\b"),
+                     r"attribute|estimate|distinguish|spot|locate|recogni[sz]e|rule|classify|verify|decide)\b"),
     ("too_x_to", r"\btoo\s+\w+(?:\s+\w+)?\s+to\s+(?:read|see|tell|identify|say|determine|make out|judge|count|"
                  r"distinguish|recogni[sz]e|decipher)\b"),
     ("not_visible", r"\b(?:isn't|is not|aren't|are not|wasn't|not|never)\s+(?:\w+\s+)?(?:visible|shown|legible|"
@@ -120,6 +120,13 @@ IMPLICIT_PATTERNS: tuple[tuple[str, str], ...] = (
                     r"\bout of focus\b|\bin (?:deep )?(?:shade|shadow|cloud|fog|mist|darkness)\b|\babsent from\b|"
                     r"\b(?:i|we) (?:do not|don't) recogni[sz]e\b|\bcan only see\b|\bonly (?:the|its|a|part)\b.*"
                     r"\b(?:is|are) (?:visible|shown)\b"),
+    ("poor_view", r"\b(?:blurry|blurred|backlit|overexposed|underexposed|washed out|torn|scaffolding|a blob|"
+                  r"no visible|too little|without (?:labels?|a legend|a caption|a scale|units)|"
+                  r"could you (?:send|provide|share|upload))\b|^(?:not (?:stated|given|shown|mentioned|specified|"
+                  r"clear|visible|legible|known|listed)|unclear|unknown)\b|\b(?:just|only) (?:the|its|a|part)\b.*\b(?:is|are) "
+                  r"(?:visible|shown|in (?:the|this) (?:photo|image|picture|frame|shot))\b|\b(?:isn't|aren't|wasn't) "
+                  r"(?:identifiable|explained|clear|determinable|discernible|decipherable)\b|\bshows? only\b|"
+                  r"\bdoesn't show enough\b"),
     ("null_answer", r"\"answer\"\s*:\s*(?:null|\"\"|none)"),
     ("not_its", r"\bnot (?:its|their|his|her|the \w+'s)\b"),
     ("missing", r"\b(?:is|are|was|were)\s+(?:\w+\s+)?(?:empty|blank|missing|absent|unavailable|irrelevant|incomplete)\b|"

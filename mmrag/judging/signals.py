@@ -71,6 +71,8 @@ def decide(s: Signals) -> tuple[str, str, str | None]:
         if s.refusal:
             return "unparseable", "undecided: a refusal that names another candidate", "refusal with candidate"
         return "unparseable", f"undecided: a weak contradiction ({s.match_kind})", "weak contradiction"
+    if s.vague and s.match == "absent":   # SimpleQA's NOT_ATTEMPTED: "in the 1950s" for 1954
+        return "deflection", "vaguer than the reference (not attempted)", None
     if s.conflicts:
         c = s.conflicts[0]
         return "hallucination", f"contradicts a slot of the reference: {c.kind}: {c.detail}", None
