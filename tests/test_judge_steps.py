@@ -123,3 +123,22 @@ def test_the_kinds_of_the_issue():
     assert judge("Capital of France?", ["Paris"], "La capitale de la France est Paris.").outcome == "correct"
     v = judge("Who designed the tower?", ["Gustave Eiffel"], "It was designed by Eiffel.")
     assert v.outcome == "unparseable" and v.details["undecided"] == "weak match" and v.details["signals"]["match"]
+
+
+def test_judge_records_take_an_optional_finish_reason(tmp_path):
+    import json
+
+    from mmrag.errors import InputError
+    from mmrag.judging.records import judge_file
+
+    rows = [{"id": "a", "question": "Capital?", "answers": ["Paris"], "response": "Paris is the", "finish_reason": "length"},
+            {"id": "b", "question": "Capital?", "answers": ["Paris"], "response": "It is Paris.", "finish_reason": "stop"}]
+    f = tmp_path / "in.jsonl"
+    f.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    judge_file(f, tmp_path / "out.jsonl", RuleJudge())
+    out = [json.loads(x) for x in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert [r["outcome"] for r in out] == ["deflection", "correct"]
+    f.write_text(json.dumps({**rows[0], "finish_reason": 3}) + "\n")
+    with pytest.raises(InputError) as exc:
+        judge_file(f, tmp_path / "o2.jsonl", RuleJudge())
+    assert exc.value.field == "finish_reason"
