@@ -106,6 +106,11 @@ class OpenAnswerJudge:
             s.conflicts = conflicts(refs, answer, sample.question)
         asked = set(stems(sample.question))
         s.candidate = bool(set(content_stems(answer)) - asked)
+        if refs and not any(is_sentence(r) for r in refs):
+            theirs = {w for r in refs for w in content_stems(r)} - asked
+            ours = set(content_stems(answer)) - asked
+            s.overlap = bool(theirs & ours) or any(len(a) >= 5 and len(b) >= 5 and a[:5] == b[:5]
+                                                   for a in theirs for b in ours)
         if refs and any(is_sentence(r) for r in refs):
             told = asked | {t for r in refs for t in stems(r)}
             s.novel = len({w for w in content_stems(answer) if w not in told and not w[:1].isdigit() and len(w) > 2})

@@ -37,6 +37,7 @@ class Signals:
     vague: bool = False              # vaguer-than-gold words (regions, bounds, rough amounts)
     foreign: bool = False            # the reply is in another language
     novel: int = 0                   # content words of the answer neither reference nor question holds
+    overlap: bool = False            # a short reference's word (or its first five letters) in the answer
 
     def record(self) -> dict:
         return asdict(self)
@@ -88,4 +89,6 @@ def decide(s: Signals) -> tuple[str, str, str | None]:
         return "unparseable", "undecided: no reference, no candidate, no refusal", "nothing asserted"
     if s.match_kind == "key phrase" and not s.match_certain:
         return "unparseable", "undecided: part of the reference's key phrase", "partial key phrase"
+    if s.overlap:   # "moon jelly" for moon jellyfish, "Great Gray Owl": a variant or a sibling?
+        return "unparseable", "undecided: shares words with the reference but does not name it", "partial name"
     return "hallucination", "asserts an answer without the reference", None
