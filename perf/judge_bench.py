@@ -1,58 +1,84 @@
-"""Cost of the rule judge with and without its MiniLM deflection detector, side by side.
+"""Items/s of the rule judge against an older judge from a git tag, side by side in one run.
 
-Judges the tuning replies (tests/data/hand_labelled.jsonl + judge_tuning.jsonl, 331 distinct
-items; ``--repeats`` copies them, and the copies are then served by the per-process embedding memo,
-as repeated replies are in a real run) with ``RuleJudge`` twice in one process: rules only
-(``OpenAnswerConfig(semantic=False)``, the peer: what the judge cost before issue 12) and the full
-judge (sentence embeddings batched per ``judge_many``).  Prints items/s of each and the
-ratio; the encoder load is timed apart.
+    python perf/judge_bench.py [--tag judge-rule14] [--repeats N] [--files NAME ...]
+
+Judges the tuning replies (``tests/labels/hand_labelled.jsonl``, ``judge_tuning.jsonl``,
+``judge_tuning2.jsonl``: 501 items; ``--repeats`` copies them) with this checkout's ``RuleJudge``
+and with the ``mmrag`` package of ``--tag`` (``git archive TAG mmrag`` into a temporary folder),
+each in its own subprocess with that folder first on ``PYTHONPATH``, so neither judge's imports or
+caches warm the other.  Each worker first judges 40 other replies (``judge_tuning3.jsonl``; the older
+judge loads MiniLM and its classifiers there; that warm-up is reported apart), then times
+``judge_many`` over the whole batch.
+Prints items/s of both and the ratio.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import subprocess
+import sys
+import tempfile
 import time
 from pathlib import Path
 
-from mmrag.judging import RuleJudge
-from mmrag.judging.open_answer import OpenAnswerConfig
-from mmrag.judging.records import record_to_item
-
-DATA = Path(__file__).resolve().parent.parent / "tests" / "data"
+ROOT = Path(__file__).resolve().parent.parent
+LABELS = ROOT / "tests" / "labels"
+FILES = ("hand_labelled", "judge_tuning", "judge_tuning2")
 
 
-def items(repeats: int):
-    out = []
-    for name in ("hand_labelled.jsonl", "judge_tuning.jsonl", "judge_tuning2.jsonl"):
-        path = DATA / name
-        out += [record_to_item(json.loads(x), path, i) for i, x in enumerate(path.read_text().splitlines(), 1)]
-    return out * repeats
+def worker(files: list[str], repeats: int) -> dict:
+    from mmrag.judging import RuleJudge
+    from mmrag.judging.records import record_to_item
+
+    batch = []
+    for name in files:
+        path = LABELS / f"{name}.jsonl"
+        batch += [record_to_item(json.loads(x), path, i) for i, x in enumerate(path.read_text().splitlines(), 1)
+                  if x.strip()]
+    batch *= repeats
+    warm_path = LABELS / "judge_tuning3.jsonl"
+    warm = [record_to_item(json.loads(x), warm_path, i) for i, x in enumerate(warm_path.read_text().splitlines()[:40], 1)]
+    judge = RuleJudge()
+    t0 = time.perf_counter()
+    judge.judge_many(warm)
+    load = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    judge.judge_many(batch)
+    took = time.perf_counter() - t0
+    return {"judge": judge.judge_id, "items": len(batch), "seconds": took, "items_per_s": len(batch) / took,
+            "load_s": load}
+
+
+def run(pythonpath: Path, files: list[str], repeats: int) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(pythonpath), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+           "TOKENIZERS_PARALLELISM": "false"}
+    out = subprocess.run([sys.executable, __file__, "--worker", "--repeats", str(repeats), "--files", *files],
+                         env=env, capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tag", default="judge-rule14")
     ap.add_argument("--repeats", type=int, default=1)
+    ap.add_argument("--files", nargs="+", default=list(FILES))
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
-    batch = items(args.repeats)
-    rules_only = RuleJudge(OpenAnswerConfig(semantic=False))
-    t0 = time.perf_counter()
-    rules_only.judge_many(batch)
-    t_rules = time.perf_counter() - t0
-    full = RuleJudge()
-    t0 = time.perf_counter()
-    bank = full.open.rules.semantic.bank  # load MiniLM and the classifier outside the timing: the
-    bank.prototypes()                     # rules now settle batch[0] without them, so judging it
-    bank.encoder.encode_text(["warm-up"])  # no longer loads them (the memo is not touched here)
-    full.judge_many([batch[0]])
-    t_load = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    full.judge_many(batch)
-    t_full = time.perf_counter() - t0
-    print(f"items: {len(batch)}")
-    print(f"rules only (peer):     {t_rules:7.2f} s  {len(batch) / t_rules:8.0f} items/s")
-    print(f"rules + MiniLM:        {t_full:7.2f} s  {len(batch) / t_full:8.0f} items/s   (encoder load {t_load:.1f} s)")
-    print(f"ratio (full / rules):  {t_full / t_rules:.1f}x the time")
+    if args.worker:
+        print(json.dumps(worker(args.files, args.repeats)))
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", args.tag, "mmrag"], capture_output=True,
+                                 check=True).stdout
+        subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
+        old = run(Path(tmp), args.files, args.repeats)
+    new = run(ROOT, args.files, args.repeats)
+    for r in (old, new):
+        print(f"{r['judge']:<10} {r['items']:>6} items  {r['seconds']:7.2f} s  {r['items_per_s']:8.0f} items/s"
+              f"   (warm-up, loads included: {r['load_s']:.1f} s)")
+    print(f"ratio ({new['judge']} / {old['judge']} items/s): {new['items_per_s'] / old['items_per_s']:.1f}x")
 
 
 if __name__ == "__main__":

@@ -41,9 +41,13 @@ def records(run_dir: Path) -> list[dict]:
 
 
 def test_judge_command_rule_plus_llm_caches_and_counts_failures(home, tmp_path, key, capsys):
-    rows = [{"id": "a", "source": "viquae", "question": "Which city is this?", "answers": ["Lyon"],
-             "response": "It is a pleasant riverside town."},                        # undecided by rules
-            {"id": "b", "source": "viquae", "question": "Which city is this?", "answers": ["Lyon"], "response": "Lyon"}]
+    rows = [{"id": "a", "source": "viquae", "question": "Who designed the tower?", "answers": ["Gustave Eiffel"],
+             "response": "It was designed by Eiffel."},                       # undecided by the rules: sent
+            {"id": "b", "source": "viquae", "question": "Which city is this?", "answers": ["Lyon"], "response": "Lyon"},
+            {"id": "c", "source": "viquae", "question": "Which city is this?", "answers": ["Lyon"],
+             "response": "Lille."},                                            # decided (another city): kept
+            {"id": "d", "source": "viquae", "question": "Which city is this?", "answers": ["Lyon"],
+             "response": "The passages do not say."}]                           # decided (a refusal): kept
     f = tmp_path / "in.jsonl"
     f.write_text("".join(json.dumps(r) + "\n" for r in rows))
     with LoopbackServer(answer="B") as srv:
@@ -51,10 +55,11 @@ def test_judge_command_rule_plus_llm_caches_and_counts_failures(home, tmp_path, 
                 "--judge-base-url", srv.url]
         assert main(args) == 0
         first = json.loads(capsys.readouterr().out)
-        assert first["judged_by_llm"] == 1 and first["counts"] == {"hallucination": 1, "correct": 1}
+        assert first["judged_by_llm"] == 1
+        assert first["counts"] == {"hallucination": 2, "correct": 1, "deflection": 1}
         sent = graded(srv)
         assert len(sent) == 1 and sent[0].headers["authorization"] == f"Bearer {key}"
-        assert "Predicted answer: It is a pleasant riverside town." in last_user_text(sent[0].body)
+        assert "Predicted answer: It was designed by Eiffel." in last_user_text(sent[0].body)
         assert main(args) == 0                                      # second pass: served from the cache
         again = json.loads(capsys.readouterr().out)
         assert len(graded(srv)) == 1 and again["judge_cached"] == 1

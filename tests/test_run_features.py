@@ -23,7 +23,7 @@ from loopback_server import LoopbackServer, last_user_text
 import mmrag
 from mmrag.cli import main
 
-GUESS = "Perhaps it is Zelborn."
+GUESS = "Es ist wahrscheinlich das alte Rathaus am Marktplatz."   # another language: the rules abstain
 SWEEP = Path(mmrag.__file__).parent / "configs" / "sweeps" / "distractor-curve.yaml"
 
 
@@ -73,7 +73,7 @@ def test_score_rejudges_saved_responses_without_model_calls(demo, tmp_path, caps
     knows = {q: next(s.answers[0] for s in first if s.question == q) for q in unique[::2]}
 
     def model(body: dict) -> str:
-        return knows.get(question_of(body), GUESS)   # an unsupported guess: rules cannot decide it
+        return knows.get(question_of(body), GUESS)   # a reply the rules cannot settle (undecided)
 
     with LoopbackServer(responder=model) as srv, LoopbackServer(answer="A") as grader:
         out = tmp_path / "run"
@@ -101,7 +101,7 @@ def test_score_rejudges_saved_responses_without_model_calls(demo, tmp_path, caps
         for key in undecided:
             v = after[key]["verdict"]
             assert v["outcome"] == "correct" and v["details"]["judged_by"] == "llm"
-            assert v["details"]["rule_outcome"] == "hallucination" and v["details"]["judge_reply"] == "A"
+            assert v["details"]["rule_outcome"] == "unparseable" and v["details"]["judge_reply"] == "A"
         for key, outcome in decided.items():
             assert after[key]["verdict"]["outcome"] == outcome
             assert after[key]["verdict"]["details"]["judged_by"] == "rules"

@@ -8,9 +8,12 @@ Public names are re-exported here; judges register in :data:`JUDGES` under their
 * ``mcq``       :class:`MCQJudge` (HumbleBench)
 * ``knowhal``   :class:`KnowHalJudge` (``llm=`` optional: open negatives by LLM when given)
 
-Inside the rule judge, each source's answer rule is a registered object
-(:data:`ANSWER_RULES`: ``webqa``, ``evqa``, ``infoseek``, ``knowhal``/``vqa``, ``default``) and
-whole-judge sources (KnowHal) are in :data:`SOURCE_JUDGES`.
+The rule judge (``rule@15``) is a pipeline of small steps: final answer and truncation
+(:mod:`.final`), refusal (:mod:`.refusal`), the source's answer rule (:data:`ANSWER_RULES`:
+``webqa``, ``evqa``, ``infoseek``, ``knowhal``/``vqa``, ``default``), slot contradictions
+(:mod:`.contradict`) and the decision from typed signals (:mod:`.signals`), which abstains
+(``unparseable``, reason ``undecided: ...``) where the signals cannot settle a reply.  Whole-judge
+sources (KnowHal) are in :data:`SOURCE_JUDGES`.
 
 ``make_judge(mode, llm=None)`` builds one by name; unknown names raise an InputError listing the
 known ones.
@@ -19,19 +22,20 @@ known ones.
 from __future__ import annotations
 
 from mmrag.errors import InputError
-from mmrag.judging.answer_rules import ANSWER_RULES, AnswerContext, Match, rule_for
 from mmrag.judging.base import JUDGES, Judge
-from mmrag.judging.deflection import REFUSAL_PATTERNS, DeflectionDetector, is_deflection
 from mmrag.judging.knowhal import KnowHalJudge
 from mmrag.judging.llm import LLMJudge, parse_grade
 from mmrag.judging.mcq import (MCQJudge, extract_choice, nota_letter, official_extract, official_is_correct,
                                official_tokenize, parse_inline_options)
-from mmrag.judging.modes import SOURCE_JUDGES, RuleJudge, RuleThenLLMJudge, judge_many
+from mmrag.judging.modes import JUDGE_ID, SOURCE_JUDGES, RuleJudge, RuleThenLLMJudge, judge_many, undecided
 from mmrag.judging.normalize import vqa_normalize, vqa_soft_accuracy
 from mmrag.judging.numeric import numeric_match
-from mmrag.judging.open_answer import OpenAnswerConfig, OpenAnswerJudge
 from mmrag.judging.numwords import digits_for_words
+from mmrag.judging.open_answer import OpenAnswerConfig, OpenAnswerJudge
 from mmrag.judging.premise import PremiseRejectionDetector, rejects_premise
+from mmrag.judging.refusal import REFUSAL_PATTERNS, DeflectionDetector, is_deflection
+from mmrag.judging.rules import ANSWER_RULES, AnswerContext, Match, rule_for
+from mmrag.judging.signals import Signals, decide
 from mmrag.judging.webqa import WebQARule
 
 
@@ -64,7 +68,7 @@ def make_judge(mode: str, llm=None, **options) -> Judge:
 
 
 __all__ = [
-    "JUDGES", "Judge", "make_judge", "judge_many",
+    "JUDGES", "JUDGE_ID", "Judge", "make_judge", "judge_many", "undecided", "Signals", "decide",
     "RuleJudge", "RuleThenLLMJudge", "LLMJudge", "MCQJudge", "KnowHalJudge", "OpenAnswerJudge",
     "OpenAnswerConfig", "DeflectionDetector", "PremiseRejectionDetector", "REFUSAL_PATTERNS",
     "vqa_normalize", "vqa_soft_accuracy", "extract_choice", "official_is_correct", "official_extract",

@@ -11,8 +11,9 @@ Following the paper's setup (papers/001, "Evaluation"):
 * open-ended negative (false-premise) questions are correct when the reply rejects the premise.
   With an LLM judge (the paper uses GPT-4o-mini) the LLM decides with the premise prompt and the
   rule call is kept beside it (``details["rule_outcome"]``, ``details["llm_outcome"]``); without
-  one, the rules decide: a refusal (patterns, then the semantic detector) is a deflection, a
-  denial of the premise (:mod:`mmrag.judging.premise`) is correct, anything else accepts it.
+  one, the rules decide: a reply that neither affirms nor rejects the premise ("I can't tell what
+  flavour it is") is a deflection, a denial of the premise (:mod:`mmrag.judging.premise`) is
+  correct, a reply cut off before it says either is a deflection, anything else accepts it.
 
 ``Sample.metadata`` carries ``polarity`` (positive | negative), ``dimension`` (E | A | R | K),
 ``pair_id`` and, for negatives, ``false_premise``.
@@ -24,6 +25,7 @@ from typing import Sequence
 
 from mmrag.judging.llm import LLMJudge
 from mmrag.judging.mcq import MCQJudge, effective_choices
+from mmrag.judging.final import cut_off, final_answer
 from mmrag.judging.open_answer import OpenAnswerJudge, error_verdict
 from mmrag.judging.premise import DEFAULT_PREMISE_DETECTOR, PremiseRejectionDetector
 from mmrag.judging.normalize import accuracy_from_matches, contains_phrase, vqa_normalize
@@ -54,13 +56,13 @@ class KnowHalJudge:
         self.mcq = mcq or MCQJudge()
         self.open = open_judge or OpenAnswerJudge()
         self.llm = LLMJudge(llm, llm_settings, kind="premise") if llm is not None else None
-        self.judge_id = "knowhal@2" + (f"+{self.llm.judge_id}" if self.llm else "+rules")
+        self.judge_id = "knowhal@3" + (f"+{self.llm.judge_id}" if self.llm else "+rules")
 
     def judge(self, sample: Sample, prompt: Prompt, response: Response) -> Verdict:
         return self.judge_many([(sample, prompt, response)])[0]
 
     def judge_many(self, items: Sequence[tuple[Sample, Prompt, Response]]) -> list[Verdict]:
-        out: list[Verdict] = self.open.rules.batched(lambda it: self._rules(*it), items)
+        out: list[Verdict] = [self._rules(*it) for it in items]
         to_llm: list[int] = []
         for i, v in enumerate(out):
             if self.llm is not None and v.details.get("llm_eligible"):
@@ -101,18 +103,12 @@ class KnowHalJudge:
         return v
 
     def _negative(self, sample: Sample, response: Response, base: dict) -> Verdict:
-        a = self.premise.analyse(response.text)
+        a = self.premise.analyse(final_answer(response.text).answer, sample.question)
         call, pattern = a.call, a.pattern
-        if call == "accepts" and self.open.rules.semantic is not None:
-            sem = self.open.rules.semantic.analyse(response.text, sample.question)
-            if sem.deflects:
-                call, pattern = "neither", "semantic refusal"
+        if call == "accepts" and cut_off(response.text, response.finish_reason):
+            call, pattern = "neither", "cut off"
         outcome = _PREMISE_TO_OUTCOME[call]
         return Verdict(outcome=outcome, judge_id=self.judge_id, score=1.0 if outcome == "correct" else 0.0,
                        reason=f"premise {call}" + (f" ({pattern})" if pattern else ""),
                        details={**base, "premise_call": call, "premise_pattern": pattern, "rule_outcome": outcome,
-                                "llm_eligible": True,
-                                # premise calls by pattern missed both ways on held-out replies ("The
-                                # lighthouse is too far away to identify" accepts the lighthouse):
-                                # every negative goes to the combiner / LLM
-                                "decided": False})
+                                "llm_eligible": True, "decided": True})

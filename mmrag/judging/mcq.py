@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Sequence
 
-from mmrag.judging.deflection import DEFAULT_DETECTOR, DeflectionDetector
+from mmrag.judging.refusal import DEFAULT_DETECTOR, DeflectionDetector
 from mmrag.schema import Choice, Prompt, Response, Sample, Verdict, is_nota_text
 
 OFFICIAL_CHOICES: tuple[str, ...] = ("A", "B", "C", "D", "E")
@@ -222,7 +222,7 @@ class MCQJudge:
     a refusal = deflection; no single letter = unparseable.
     """
 
-    judge_id = "rule-mcq@1"
+    judge_id = "rule-mcq@2"
 
     def __init__(self, detector: DeflectionDetector | None = None) -> None:
         self.detector = detector or DEFAULT_DETECTOR
@@ -248,7 +248,7 @@ class MCQJudge:
         if analysis.is_deflection:
             ext = extract_choice(analysis.answer_text, choices) if analysis.content else None
             if ext is None or ext.letter is None:
-                details.update({"decided": not analysis.explained, "chose_nota": False,
+                details.update({"decided": True, "chose_nota": False,
                                 "refusal_patterns": [n for n, _ in analysis.refusals]})
                 return Verdict(outcome="deflection", judge_id=self.judge_id, reason="refusal",
                                score=0.0, details=details)
@@ -258,14 +258,15 @@ class MCQJudge:
                         "chose_nota": ext.letter is not None and ext.letter == nota})
         if ext.letter is None and len(ext.candidates) > 1:
             # "B or C": a hedge between options commits to none of them -- wrong (SimpleQA's rule for
-            # hedged answers); undecided, so rule+llm and the combiner may still read it
-            details["decided"] = False
+            # hedged answers and the labelling guide's "two options at once")
+            details["decided"] = True
             return Verdict(outcome="hallucination", judge_id=self.judge_id, score=0.0, details=details,
                            reason=f"hedges between options {', '.join(ext.candidates)} ({ext.method})")
         if ext.letter is None:
-            details["decided"] = False
+            empty = not text.strip()
+            details.update({"decided": empty, "undecided": None if empty else "no single option"})
             return Verdict(outcome="unparseable", judge_id=self.judge_id, score=None, details=details,
-                           reason="empty reply" if not text.strip() else f"no single option ({ext.method})")
+                           reason="empty reply" if empty else f"undecided: no single option ({ext.method})")
         details["decided"] = True
         correct = ext.letter == label
         reason = (f"chose {ext.letter}" + (" (None of the above)" if details["chose_nota"] else "")

@@ -4,9 +4,9 @@
 options (the prompt's effective options, else the sample's) goes to :class:`MCQJudge`; an item
 whose ``Sample.source`` has a whole judge registered in :data:`SOURCE_JUDGES` (KnowHal: polarity
 decides between answer rules and premise rules) goes to it; any other to the open-answer rules,
-which pick the source's answer rule from :data:`mmrag.judging.answer_rules.ANSWER_RULES`.
-:class:`RuleThenLLMJudge` keeps every rule verdict with ``details["decided"] == True`` and sends
-the rest to the LLM judge in one batch; the final verdict records both (``details["rule_outcome"]``,
+which pick the source's answer rule from :data:`mmrag.judging.rules.ANSWER_RULES`.
+:class:`RuleThenLLMJudge` keeps every rule verdict and sends only the undecided ones (outcome
+``unparseable`` with a typed ``details["undecided"]`` cause) to the LLM judge in one batch; the final verdict records both (``details["rule_outcome"]``,
 ``details["judged_by"]``).
 """
 
@@ -22,6 +22,9 @@ from mmrag.schema import Prompt, Response, Sample, Verdict
 
 Item = tuple[Sample, Prompt, Response]
 
+#: the rule judge's id (docs/judging.md): ``rule@15`` is the abstaining pipeline
+JUDGE_ID = "rule@15"
+
 #: source tag -> factory(open_judge, mcq_judge) of a judge that handles that source's open items
 SOURCE_JUDGES: Registry = Registry("source judge", group="mmrag.source_judges")
 
@@ -36,20 +39,16 @@ SOURCE_JUDGES.register("knowhal", _knowhal)
 
 
 class RuleJudge:
-    """Rules only: multiple choice by option extraction, open answers by the source's rules."""
+    """Rules only: multiple choice by option extraction, open answers by the pipeline of
+    :mod:`mmrag.judging.open_answer`.  One id for the manifest and every verdict (the rule set that
+    spoke is ``details["rule_set"]``); the id changes with every change of behaviour."""
 
-    judge_id = "rule@14"
+    judge_id = JUDGE_ID
 
     def __init__(self, config: OpenAnswerConfig | None = None) -> None:
         self.open = OpenAnswerJudge(config)
         self.mcq = MCQJudge()
         self._by_source: dict[str, object] = {}
-        self._combiner = None
-        cfg = self.open.rules.config
-        if cfg.combiner and cfg.semantic:
-            from mmrag.judging.combiner import shipped_combiner
-
-            self._combiner = shipped_combiner(cfg.combiner_confidence)
 
     def route(self, sample: Sample, prompt: Prompt):
         choices, label = effective_choices(sample, prompt)
@@ -62,32 +61,19 @@ class RuleJudge:
         return self.open
 
     def judge(self, sample: Sample, prompt: Prompt, response: Response) -> Verdict:
-        return self.judge_many([(sample, prompt, response)])[0]
+        verdict = self.route(sample, prompt).judge(sample, prompt, response)
+        verdict.details.setdefault("rule_set", verdict.judge_id)
+        verdict.judge_id = self.judge_id
+        return verdict
 
     def judge_many(self, items: Sequence[Item]) -> list[Verdict]:
-        return self.open.rules.batched(self._judge_one, items)
+        return [self.judge(*it) for it in items]
 
-    def _judge_one(self, item: Item) -> Verdict:
-        """The routed rule verdict, then the learned combiner for an undecided one.  At an item's
-        first embedding miss (rules or combiner) every text the combiner will read is asked for
-        too, so a batched call still encodes at most twice."""
-        from mmrag.judging.semantic import NeedEmbeddings
 
-        bank = self.open.rules.semantic.bank if self.open.rules.semantic is not None else None
-        try:
-            verdict = self.route(item[0], item[1]).judge(*item)
-            # one id for the manifest and every verdict; which rule set spoke stays in details
-            verdict.details.setdefault("rule_set", verdict.judge_id)
-            verdict.judge_id = self.judge_id
-            if self._combiner is None:
-                return verdict
-            return self._combiner.refine(item, verdict, bank)
-        except NeedEmbeddings:
-            if self._combiner is not None and bank is not None:
-                from mmrag.judging.combiner import embed_texts, view_of
-
-                bank.also_need(embed_texts(view_of(*item)))
-            raise
+def undecided(verdict: Verdict) -> bool:
+    """Whether the rules abstained on a reply that a reader could still judge (the only replies
+    ``rule+llm`` sends to the LLM; failed requests and empty replies are not among them)."""
+    return verdict.outcome == "unparseable" and bool(verdict.details.get("undecided"))
 
 
 class RuleThenLLMJudge:
@@ -103,12 +89,12 @@ class RuleThenLLMJudge:
 
     def judge_many(self, items: Sequence[Item]) -> list[Verdict]:
         verdicts = judge_many(self.rules, items)
-        undecided = [i for i, v in enumerate(verdicts) if not v.details.get("decided", True)]
+        undecided_at = [i for i, v in enumerate(verdicts) if undecided(v)]
         for v in verdicts:
             v.details.setdefault("judged_by", "rules")
-        if undecided:
-            llm_verdicts = self.llm.judge_many([items[i] for i in undecided])
-            for i, lv in zip(undecided, llm_verdicts):
+        if undecided_at:
+            llm_verdicts = self.llm.judge_many([items[i] for i in undecided_at])
+            for i, lv in zip(undecided_at, llm_verdicts):
                 rule = verdicts[i]
                 lv.details.update({"rule_outcome": rule.outcome, "rule_reason": rule.reason, "judged_by": "llm",
                                    **{k: rule.details[k] for k in ("official_correct", "official_extracted")

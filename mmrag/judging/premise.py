@@ -15,13 +15,14 @@ import re
 from dataclasses import dataclass
 from typing import Iterable, Literal
 
-from mmrag.judging.deflection import DEFAULT_DETECTOR, DeflectionDetector, clean_text
+from mmrag.judging.lexicon import clean, stem, stems
+from mmrag.judging.refusal import DEFAULT_DETECTOR, EXPLICIT_DETECTOR, DeflectionDetector
 
 PremiseCall = Literal["rejects", "accepts", "neither"]
 
 #: (name, regex) on cleaned (lower-cased, straight-quoted) text.
 REJECTION_PATTERNS: tuple[tuple[str, str], ...] = (
-    ("there_is_no", r"\bthere\s+(?:is|are|was|were|'s)\s+(?:no|not any|not an?|nothing)\b"),
+    ("there_is_no", r"\bthere(?:\s+(?:is|are|was|were)|'s|\s+'s)\s+(?:no|not any|not an?|nothing|none)\b"),
     ("there_isnt", r"\bthere\s+(?:isn't|aren't|wasn't|weren't)\b"),
     ("no_x_visible", r"\bno\s+(?:\S+\s+){0,3}?(?:is|are|can be|could be)\s+(?:visible|present|shown|seen|"
                      r"depicted|found|pictured)\b"),
@@ -30,7 +31,12 @@ REJECTION_PATTERNS: tuple[tuple[str, str], ...] = (
     ("dont_see", r"\b(?:i|we)\s+(?:do not|don't|cannot|can't|can not)\s+see\s+(?:any|an?|the)\b"),
     ("does_not_have", r"\b(?:does not|doesn't|do not|don't|did not|didn't)\s+(?:have|show|contain|include|"
                       r"appear|depict|feature|wear|hold|exist)\b"),
-    ("is_not", r"\b(?:is|are|was|were)\s+not\s+(?:an?\s+|the\s+)?\w+|\b(?:isn't|aren't|wasn't|weren't)\b"),
+    ("is_not", r"\b(?:is|are|was|were)\s+not\s+(?:an?\s+|the\s+)?\w+|\b(?:isn't|aren't|wasn't|weren't)\b|"
+               r"\w'(?:re|s) not\b"),
+    ("echo_denial", r"^(?:it|they|he|she|that|this|there)\s+(?:doesn't|does not|don't|do not|didn't|did not|can't|"
+                    r"cannot|won't|isn't|aren't|wasn't|weren't)\b(?!\s+(?:say|show|mention|tell|specify|give))"),
+    ("not_the_case", r"\bnot (?:the case|so|true|correct|right)\b|\bpremise is (?:off|wrong|mistaken|false)\b|"
+                     r"^nothing\b|^none\b"),
     ("no_such", r"\bno\s+such\b|\bdoes(?: not|n't) exist\b|\bnon-?existent\b"),
     ("premise_words", r"\b(?:false|incorrect|mistaken|wrong|inaccurate|flawed)\s+(?:premise|assumption|"
                       r"presupposition)\b|\bpremise\s+(?:is|seems|appears)\s+(?:false|incorrect|wrong)\b|"
@@ -48,6 +54,10 @@ REJECTION_PATTERNS: tuple[tuple[str, str], ...] = (
 )
 
 
+#: a reply opening with the premised object or a possessive ("The kayak is...", "Its name...")
+_PRESUPPOSES = re.compile(r"^(?:(?:his|her|its|their)\s+\w+|the\s+(\w+)'s\s+\w+)\b")
+
+
 @dataclass
 class PremiseAnalysis:
     call: PremiseCall
@@ -61,21 +71,34 @@ class PremiseRejectionDetector:
     def __init__(self, patterns: Iterable[tuple[str, str]] = REJECTION_PATTERNS,
                  deflection: DeflectionDetector | None = None) -> None:
         self.patterns = [(n, re.compile(rx)) for n, rx in patterns]
-        self.deflection = deflection or DEFAULT_DETECTOR
+        self.deflection = deflection or EXPLICIT_DETECTOR
+        self.implicit = DEFAULT_DETECTOR
 
-    def analyse(self, text: str) -> PremiseAnalysis:
-        cleaned = clean_text(text)
+    def analyse(self, text: str, question: str = "") -> PremiseAnalysis:
+        cleaned = " ".join(clean(text).lower().split())
         if not cleaned:
             return PremiseAnalysis("neither", None, None)
         # a pure refusal first: "the image does not provide enough detail" declines, it does not
-        # deny the premised object
+        # deny the premised object -- unless it declines a detail of the premised object ("The
+        # lighthouse is too far away to identify", "His name isn't visible"): that affirms it
         if self.deflection.is_deflection(text):
-            return PremiseAnalysis("neither", "refusal", cleaned)
+            return self._declined(cleaned, question)
+        if _PRESUPPOSES.match(cleaned) and self.implicit.is_deflection(text):
+            return self._declined(cleaned, question)   # "His name isn't visible": the driver is affirmed
         for clause in re.split(r"(?<=[.!?;])\s+|,\s+", cleaned):
             for name, rx in self.patterns:
                 if rx.search(clause):
                     return PremiseAnalysis("rejects", name, clause)
+        if self.implicit.is_deflection(text):   # "I can't tell what flavour it is": neither
+            return self._declined(cleaned, question)
         return PremiseAnalysis("accepts", None, None)
+
+    @staticmethod
+    def _declined(cleaned: str, question: str) -> PremiseAnalysis:
+        m = _PRESUPPOSES.match(cleaned)
+        if m and (m.group(1) is None or stem(m.group(1)) in stems(question)):
+            return PremiseAnalysis("accepts", "declines a detail of the premised object", cleaned)
+        return PremiseAnalysis("neither", "refusal", cleaned)
 
 
 DEFAULT_PREMISE_DETECTOR = PremiseRejectionDetector()

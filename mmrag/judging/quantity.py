@@ -1,182 +1,194 @@
-"""Quantities with units: "two meters" = "2 m" = "200 cm", "24 months" = "2 years", "$12M" = "12 million".
+"""Amounts with units, converted with ``pint``: "two meters" = "2 m" = "200 cm", "75 °F" = 24 °C.
 
-References and replies state the same amount in different units or scales; comparing bare digits
-calls "70 mm" wrong against "7 cm".  :func:`quantities` reads every number (digits or words, via
-:func:`mmrag.judging.numwords.digits_for_words`) with the unit or scale word right after it (a
-hyphen allowed: "two-year") and converts it to the dimension's base unit with the table in
-``data/units.json``.  The rule (:func:`compare`) speaks only when reference and reply both state a
-quantity of the same dimension: one of the reply's within ``tolerance`` (relative) of one of the
-reference's -> gives, none -> contradicts.  Anything else is left to the other rules.
+References and replies state one amount in different units; comparing bare digits calls "70 mm"
+wrong against "7 cm", and comparing digits only calls "1,200 feet" right against 1,200 metres.
+:func:`quantities` reads every number (digits or words, scale words applied by
+:func:`mmrag.judging.numwords.digits_for_words`) with the unit right after it, and pint converts it
+to base units.  A unit is a word pint knows whose dimension is not a bare count, read only when it
+is a known abbreviation or a word of three letters or more (so "in" is never inches, "a" never
+ampere); percentages and currencies are units of their own that never convert.
 """
 
 from __future__ import annotations
 
-import json
 import re
+from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import Path
 
+from mmrag.judging.lexicon import STOPWORDS
 from mmrag.judging.numwords import digits_for_words
 
-UNITS_PATH = Path(__file__).parent / "data" / "units.json"
-_Q = re.compile(r"(?<![\w.])\$?(\d[\d,]*(?:\.\d+)?)\s*-?\s*([a-zA-Z%]+(?:/[a-z]\b)?\d?)?")
-_TEMP = re.compile(r"(?<![\w.])(-?\d[\d,]*(?:\.\d+)?)\s*(°\s*[CFcf]\b|degrees? (?:celsius|fahrenheit)|celsius|fahrenheit|kelvin)", re.I)
-
-
-@lru_cache(maxsize=1)
-def _data() -> dict:
-    """``data/units.json``, read once for the unit table, the scale words and the temperatures."""
-    return json.loads(UNITS_PATH.read_text(encoding="utf-8"))
-
-
-@lru_cache(maxsize=1)
-def _table() -> tuple[dict[str, tuple[str, float]], dict[str, float]]:
-    data = _data()
-    return {k: (v[0], float(v[1])) for k, v in data["units"].items()}, {k: float(v) for k, v in data["scales"].items()}
-
-
-def _unit(word: str) -> tuple[str, float] | None:
-    units, _ = _table()
-    w = word.lower()
-    for cand in (w, w[:-1] if w.endswith("s") else w, w[:-2] if w.endswith("es") else w,
-                 "century" if w == "centuries" else w):
-        if cand in units:
-            return units[cand]
-    return None
-
-
-@lru_cache(maxsize=16384)
-def quantities(text: str) -> tuple[tuple[str, float], ...]:
-    """(dimension, value in base units) of each number in ``text``; a number without a unit has
-    dimension "count" (scale words applied: "12 million" -> 12e6); a temperature is in degrees
-    Celsius ("75 °F" -> 23.9)."""
-    _, scales = _table()
-    t = digits_for_words(text)
-    out: list[tuple[str, float]] = []
-    temps = _temperatures_at(t)
-    for m in _Q.finditer(t):
-        if m.start(1) in temps:
-            out.append(("temperature", temps[m.start(1)]))
-            continue
-        try:
-            value = float(m.group(1).replace(",", ""))
-        except ValueError:
-            continue
-        word = (m.group(2) or "")
-        rest = t[m.end():]
-        if word.lower() in scales and not (word.lower() == "m" and not t[m.start():m.start() + 1] == "$"
-                                           and not re.match(r"\s*(?:dollars|euros|\$)", rest)):
-            value *= scales[word.lower()]
-            nxt = re.match(r"\s*([a-zA-Z]+)", rest)
-            word = nxt.group(1) if nxt else ""
-        if word.lower() == "square":   # "300 square miles": the length unit squared
-            nxt = re.match(r"\s*([a-zA-Z]+)", t[m.end():])
-            side = _unit(nxt.group(1)) if nxt else None
-            u = ("area", side[1] ** 2) if side and side[0] == "length" else None
-        else:
-            u = _unit(word) if word else None
-        out.append((u[0], value * u[1]) if u else ("count", value))
-    return tuple(out)
-
-
-@lru_cache(maxsize=1)
-def _temperature() -> dict[str, tuple[float, float]]:
-    return {k: (float(v[0]), float(v[1])) for k, v in _data().get("temperature", {}).items()}
-
-
-def _temperatures_at(text: str) -> dict[int, float]:
-    """Degrees Celsius of each temperature in ``text``, by the offset where its number starts."""
-    temps, out = _temperature(), {}
-    for m in _TEMP.finditer(text):
-        key = re.sub(r"\s+|degrees?", "", m.group(2).lower())
-        if key in temps:
-            factor, offset = temps[key]
-            digits = m.start(1) + m.group(1).startswith("-")   # where the unsigned number starts
-            out[digits] = (float(m.group(1).replace(",", "")) + offset) * factor
-    return out
-
-
-_ASKED = re.compile(r"\bin\s+((?:square\s+)?[a-z]+)", re.I)
-
-
-def asked_unit(question: str) -> tuple[str, float] | None:
-    """The unit a question asks for ("... in metres?", "in square kilometres"), as (dimension,
-    factor to the base unit), or None."""
-    for m in _ASKED.finditer(question):
-        parts = m.group(1).lower().split()
-        u = _unit(parts[-1])
-        if u and parts[0] == "square" and u[0] == "length":
-            return "area", u[1] ** 2
-        if u and len(parts) == 1:
-            return u
-    return None
-
-
-def unit_alternatives(text: str, question: str = "") -> list[float]:
-    """Every number of ``text`` that carries a unit, restated in each unit of its dimension
-    ("24 cm" -> 0.00024 km ... 240 mm ... 9.45 in; "85.6 °F" -> 29.8 (Celsius), 85.6, 302.9).
-    Why: InfoSeek's numeric golds carry no unit, and a reply may state the amount in another one
-    ("1,949 feet" for 594 [m]); a restatement inside the gold range is a (weaker) match."""
-    units, _ = _table()
-    asked = asked_unit(question) if question else None
-    if asked:
-        # the question names the unit: the reply's amount restated in that unit only, and only
-        # when the reply used another one ("1.2 m" asked in metres is 1.2, never 3.9 feet)
-        return [base / asked[1] for dim, base in _with_units(text) if dim == asked[0]]
-    out: list[float] = []
-    for dim, base in _with_units(text):
-        out.extend(base / f for d, f in set(units.values()) if d == dim)
-    for c in _temperatures_at(text).values():
-        out.extend((c, c * 1.8 + 32, c + 273.15))
-    return out
-
-
-def _with_units(text: str) -> list[tuple[str, float]]:
-    """The quantities of ``text`` that carry a convertible unit (not bare counts, not percentages):
-    a number without a unit is read as given in the asked unit already (the official rule)."""
-    return [q for q in quantities(text) if q[0] not in ("count", "percent")]
-
-
-#: degrees Celsius two temperatures may differ by and agree: a whole-degree Fahrenheit restatement
-#: of a Celsius value (24 °C is 75.2 °F; "75 °F" is 23.9 °C) is off by up to 0.3 °C
+_NUM = re.compile(r"(?<![\w.])([$\u20ac\u00a3\u00a5]|US\$|Rs\.?\s?)?(-?\d[\d,]*(?:\.\d+)?)\s*-?\s*"
+                  r"(%|°\s*[CFcf]\b|degrees?\s+(?:celsius|fahrenheit)|[A-Za-z]+(?:/[A-Za-z]+|\s+per\s+[a-z]+)?)?")
+_ABBREVIATIONS = frozenset("km cm mm m nm kg g mg lb lbs oz ft mi mph kph kmh ml l kw mw gw w hp ha min sec hr hrs "
+                           "kwh mwh gb mb tb kb".split())
+#: words pint knows that are rarely units in a reply ("a gray cat", "3 points", "two stones")
+_NOT_UNITS = frozenset("gray grey rad bar bars point points stone stones pound pounds mile_ mark marks".split())
+_CURRENCY = {"$": "usd", "us$": "usd", "\u20ac": "eur", "\u00a3": "gbp", "\u00a5": "jpy", "rs": "inr", "rs.": "inr",
+             "dollar": "usd", "dollars": "usd", "euro": "eur", "euros": "eur", "pound": "gbp", "pounds": "gbp",
+             "usd": "usd", "eur": "eur", "gbp": "gbp", "yen": "jpy", "rupees": "inr", "cents": "usd/100",
+             "cent": "usd/100", "pence": "gbp/100", "p": None}
+#: relative tolerance between two amounts of one dimension; degrees Celsius for temperatures (a
+#: whole-degree Fahrenheit restatement of a Celsius value is off by up to 0.3 °C)
+TOLERANCE = 0.02
 TEMPERATURE_SLACK = 0.6
 
 
-def _close(a: float, b: float, tolerance: float, dim: str = "") -> bool:
-    if dim == "temperature":   # relative closeness means nothing on a scale with an arbitrary zero
-        return abs(a - b) <= TEMPERATURE_SLACK
-    return abs(a - b) <= tolerance * max(abs(a), abs(b), 1e-12)
+@dataclass(frozen=True)
+class Quantity:
+    value: float     # in base units (temperature: degrees Celsius; currency: the currency unit)
+    dim: str         # pint dimensionality, "percent", "currency:usd", "temperature" or "count"
+    number: float    # the number as written
+    start: int
 
 
-def _with_sums(qs: list[tuple[str, float]]) -> list[tuple[str, float]]:
-    """The quantities and the sum of each two neighbours of one dimension: "3 hours 15 minutes" is
-    also 195 minutes, "1 m 80" is not read (no unit on the second part)."""
-    return qs + [(a[0], a[1] + b[1]) for a, b in zip(qs, qs[1:]) if a[0] == b[0] == "time"]
+@lru_cache(maxsize=1)
+def _ureg():
+    import pint
+
+    return pint.UnitRegistry()
 
 
-def compare(reference: str, reply: str, tolerance: float = 0.02) -> str | None:
-    """"gives" / "contradicts" when both state a quantity with a unit of one dimension, else None."""
-    ref = _with_sums([q for q in quantities(reference) if q[0] != "count"])
-    said = _with_sums([q for q in quantities(reply) if q[0] != "count"])
-    dims = {d for d, _ in ref} & {d for d, _ in said}
+@lru_cache(maxsize=4096)
+def _unit(word: str) -> tuple[str, float] | None:
+    """(dimension, factor to base units) of a unit word, or None."""
+    w = word.lower().strip()
+    if w in _NOT_UNITS or (w in STOPWORDS) or (len(w) < 3 and w not in _ABBREVIATIONS):
+        return None
+    w = re.sub(r"\s+per\s+", "/", w).replace("kph", "km/h").replace("kmh", "km/h")
+    try:
+        q = _ureg().Quantity(1.0, w).to_base_units()
+    except Exception:  # pint raises several classes for an unknown or odd unit word
+        return None
+    dim = str(q.dimensionality)
+    return None if dim == "dimensionless" else (dim, float(q.magnitude))
+
+
+def _temperature(number: float, word: str) -> float | None:
+    w = word.lower().replace(" ", "").replace("degrees", "").replace("degree", "")
+    unit = {"°c": "degC", "celsius": "degC", "°f": "degF", "fahrenheit": "degF", "kelvin": "kelvin"}.get(w)
+    if unit is None:
+        return None
+    return float(_ureg().Quantity(number, unit).to("degC").magnitude)
+
+
+@lru_cache(maxsize=16384)
+def quantities(text: str) -> tuple[Quantity, ...]:
+    t = digits_for_words(text)
+    out: list[Quantity] = []
+    ends: list[int | None] = []
+    for m in _NUM.finditer(t):
+        try:
+            number = float(m.group(2).replace(",", ""))
+        except ValueError:
+            continue
+        symbol, word = (m.group(1) or "").strip().lower(), (m.group(3) or "")
+        if symbol:
+            out.append(Quantity(number, f"currency:{_CURRENCY.get(symbol, symbol)}", number, m.start()))
+            ends.append(None)
+            continue
+        if word == "%" or word.lower() in ("percent", "per cent", "pc"):
+            out.append(Quantity(number, "percent", number, m.start()))
+            ends.append(None)
+            continue
+        cur = _CURRENCY.get(word.lower())
+        if cur:
+            base, _, cents = cur.partition("/")
+            out.append(Quantity(number / (100 if cents else 1), f"currency:{base}", number, m.start()))
+            ends.append(None)
+            continue
+        celsius = _temperature(number, word) if word else None
+        if celsius is not None:
+            out.append(Quantity(celsius, "temperature", number, m.start()))
+            ends.append(None)
+            continue
+        unit = _unit(word) if word and word.lower() != "kelvin" else None
+        got = (Quantity(number * unit[1], unit[0], number, m.start()) if unit
+               else Quantity(number, "count", number, m.start()))
+        prev = out[-1] if out else None
+        if (got.dim == "[time]" and prev is not None and prev.dim == "[time]" and ends[-1] is not None
+                and re.fullmatch(r"[\s,]*(?:and)?\s*", t[ends[-1]:m.start()])):
+            # "1 hour and 25 minutes" is one amount (85 minutes), not two
+            out[-1] = Quantity(prev.value + got.value, "[time]", prev.number, prev.start)
+            ends[-1] = m.end()
+            continue
+        out.append(got)
+        ends.append(m.end() if got.dim == "[time]" else None)
+    return tuple(out)
+
+
+def close(a: Quantity, b: Quantity, tolerance: float = TOLERANCE) -> bool:
+    if a.dim != b.dim:
+        return False
+    if a.dim == "temperature":   # relative closeness means nothing on a scale with an arbitrary zero
+        return abs(a.value - b.value) <= TEMPERATURE_SLACK
+    return abs(a.value - b.value) <= tolerance * max(abs(a.value), abs(b.value), 1e-12)
+
+
+def with_units(text: str) -> list[Quantity]:
+    return [q for q in quantities(text) if q.dim != "count"]
+
+
+def compare(reference: str, reply: str, tolerance: float = TOLERANCE) -> str | None:
+    """"gives" when the reply states one of the reference's amounts (after conversion),
+    "contradicts" when both state amounts of one dimension and none agrees, else None."""
+    ref, said = with_units(reference), with_units(reply)
+    dims = {q.dim for q in ref} & {q.dim for q in said}
     if not dims:
         return None
-    for d in dims:
-        for _, a in (q for q in ref if q[0] == d):
-            for _, b in (q for q in said if q[0] == d):
-                if _close(a, b, tolerance, d):
-                    return "gives"
+    if any(close(a, b, tolerance) for a in ref for b in said):
+        return "gives"
     return "contradicts"
 
 
-def unmatched(reference: str, reply: str, tolerance: float = 0.02) -> bool:
-    """Whether the reply states a quantity of the reference's dimensions that none of the
-    reference's is ("12 metres, or possibly 18.8 metres" for 18.8 m; "every 10 minutes, first tram
-    at 07:30" beside a 20-minute interval): a hedge or a second, wrong claim beside the right one."""
-    ref = [q for q in quantities(reference) if q[0] != "count"]
-    dims = {d for d, _ in ref}
-    return any(not any(_close(a, b, tolerance, d) for e, a in ref if e == d)
-               for d, b in quantities(reply) if d in dims)
+_ASKED = re.compile(r"\bin\s+((?:square\s+|cubic\s+)?[a-z]+(?:/[a-z]+| per [a-z]+)?)\s*[?.]?\s*$", re.I)
 
 
-__all__ = ["asked_unit", "quantities", "compare", "unit_alternatives", "unmatched"]
+def asked_unit(question: str) -> tuple[str, float] | None:
+    """The unit a question asks for ("... in metres?", "in km/h"), as (dimension, factor), or None."""
+    m = _ASKED.search(question.strip())
+    if not m:
+        return None
+    word = m.group(1).lower()
+    if word.startswith(("square ", "cubic ")):
+        power, base = (2 if word.startswith("square") else 3), _unit(word.split()[1])
+        return (f"{base[0]} ** {power}" if base else None, base[1] ** power) if base else None
+    return _unit(word)
+
+
+def in_asked_unit(text: str, question: str) -> list[float] | None:
+    """The reply's amounts restated in the unit the question asks for, when the question names one
+    and the reply states amounts of that dimension; None otherwise."""
+    asked = asked_unit(question)
+    if not asked:
+        return None
+    said = [q for q in with_units(text) if q.dim == asked[0] or q.dim.replace("[length] ** 2", "[length] ** 2") == asked[0]]
+    return [q.value / asked[1] for q in said] or None
+
+
+def unit_alternatives(text: str) -> list[float]:
+    """Each amount of ``text`` with a convertible unit restated in the common units of its
+    dimension (InfoSeek's numeric golds carry no unit: "1,949 feet" may be read in metres)."""
+    common = ("m", "km", "cm", "ft", "mi", "kg", "g", "lb", "t", "s", "min", "h", "day", "year", "m**2", "km**2",
+              "ha", "acre", "km/h", "mph", "m/s", "L", "mL")
+    out: list[float] = []
+    for q in with_units(text):
+        if q.dim == "temperature":
+            out += [q.value, q.value * 1.8 + 32, q.value + 273.15]
+            continue
+        for u in common:
+            got = _unit(u) if u not in ("t", "s", "h", "L") else None
+            factor = got[1] if got else None
+            if got is None:
+                try:
+                    qq = _ureg().Quantity(1.0, u).to_base_units()
+                    got, factor = (str(qq.dimensionality), float(qq.magnitude)), float(qq.magnitude)
+                except Exception:  # an odd unit name in this pint version
+                    continue
+            if got[0] == q.dim:
+                out.append(q.value / factor)
+    return out
+
+
+__all__ = ["Quantity", "quantities", "close", "compare", "with_units", "unit_alternatives", "asked_unit",
+           "in_asked_unit"]

@@ -8,7 +8,8 @@ Input records (one JSON object per line):
   ``response`` (str or null, required);
 * optional: ``id``, ``question_id``, ``choices`` (a list of ``{"letter", "text"}``, a list of
   "A. text" strings, or a ``{"A": "text"}`` mapping), ``numeric_ranges`` ([[lo, hi], ...]),
-  ``error`` (the error class of a failed request), ``source`` (routes the record to that source's
+  ``error`` (the error class of a failed request), ``finish_reason`` (``length`` marks a reply cut
+  off at the token limit: never correct), ``source`` (routes the record to that source's
   answer rule: ``webqa``, ``evqa``, ``infoseek``, ``viquae``, ``mmdocrag``, ``mragbench``,
   ``knowhal``, ``humblebench``), ``question_type`` (WebQA's ``Qcate``, E-VQA's question type,
   KnowHal's dimension ``Entity|Attribute|Relation|Knowledge``), ``metadata`` (KnowHal:
@@ -69,6 +70,9 @@ def record_to_item(rec: dict[str, Any], path: Path, line: int) -> tuple[Sample, 
     if error is not None and error not in _ERRORS:
         raise InputError(f"unknown error class {error!r}; one of {', '.join(_ERRORS)}", path=path, line=line,
                          field="error")
+    finish = rec.get("finish_reason")
+    if finish is not None and not isinstance(finish, str):
+        raise InputError("must be a string or null", path=path, line=line, field="finish_reason")
     choices = _choices(rec.get("choices"), path, line)
     label = None
     if choices:
@@ -107,7 +111,7 @@ def record_to_item(rec: dict[str, Any], path: Path, line: int) -> tuple[Sample, 
                     choices=choices, label=label, source=source, metadata=metadata)
     prompt = Prompt(sample_id=sid, choices=choices, label=label,
                     messages=[Message(role="user", content=[ContentPart(type="text", text=rec["question"])])])
-    response = Response(prompt_id=prompt.id, text=rec["response"] or "", error=error)
+    response = Response(prompt_id=prompt.id, text=rec["response"] or "", error=error, finish_reason=finish)
     return sample, prompt, response
 
 

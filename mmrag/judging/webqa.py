@@ -11,7 +11,7 @@ since the release does not publish ``Keywords_A``.
 The official score is a graded F1 or recall; a verdict needs a line, and ours is SimpleQA's: a reply
 is correct when it carries *all* the reference's category words and at most as many others
 (recall 1, precision >= 0.5), contradicts when its category words miss the reference entirely, and
-is left undecided (``decided=False``) in between.  ``choose`` questions ("Which is taller, X or Y?")
+is left undecided (``certain=False``) in between.  ``choose`` questions ("Which is taller, X or Y?")
 compare which alternative the reply and the reference name first.  A category whose words a reply
 does not use falls back to the bag-of-words rule, so a paraphrase still has its chance.
 """
@@ -24,9 +24,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Callable
 
-from mmrag.judging.answer_rules import ANSWER_RULES, AnswerContext, GenericRule, Match
-from mmrag.judging.keyphrase import NEGATORS, STOPWORDS, key_phrase, stem, words
-from mmrag.judging.slots import direction
+from mmrag.judging.lexicon import NEGATORS, STOPWORDS, direction, stem, words
+from mmrag.judging.rules import ANSWER_RULES, AnswerContext, GenericRule, Match, key_phrase
 
 VOCAB_PATH = Path(__file__).parent / "data" / "webqa_vocab.json"
 _NUM = re.compile(r"^\d+(?:\.\d+)?$")
@@ -75,12 +74,12 @@ class WebQARule(GenericRule):
         recall, precision = len(hit) / len(gold), len(hit) / len(said)
         details = {"gold_words": sorted(gold), "reply_words": sorted(said)}
         if recall == 1.0 and precision >= 0.5:
-            return Match("gives", " ".join(sorted(hit)), f"reply's {what} match the reference", details=details)
+            return Match("gives", " ".join(sorted(hit)), f"reply's {what} match the reference", kind="category", details=details)
         if not hit:
             return Match("contradicts", " ".join(sorted(said)), f"reply's {what} differ from the reference",
-                         details=details)
+                         kind="category", details=details)
         return Match("contradicts", " ".join(sorted(said)), f"reply's {what} only partly match the reference",
-                     decided=False, details=details)
+                     certain=False, details=details)
 
     def _domain(self, ctx: AnswerContext, reply: str, cat: str) -> Match | None:
         domain = self.vocab[cat]
@@ -104,10 +103,10 @@ class WebQARule(GenericRule):
             # "Yellow with white centres" for "white flowers with yellow centres": the words match, the
             # attribution does not (the reply leads with another part's colour); the combiner decides
             return Match("contradicts", " ".join(said), f"reply's {cat} words are the reference's in another "
-                         "attribution", decided=False, details=details)
+                         "attribution", certain=False, details=details)
         if said == [gold[0]] and len(gold) > 1:
             # "White." for "white canvas over a red lattice frame": the colour asked about, the rest left out
-            return Match("gives", said[0], f"reply gives the reference's first {cat} word only", decided=False,
+            return Match("gives", said[0], f"reply gives the reference's first {cat} word only", certain=False,
                          details=details)
         m.details.update(details)
         return m
@@ -121,7 +120,7 @@ class WebQARule(GenericRule):
         return self._overlap(gold, said, "numbers")
 
     def _yes_no(self, ctx: AnswerContext, reply: str, cat: str) -> Match | None:
-        return self.yes_no_rule([a for a in ctx.answers if a], reply, ctx.question)
+        return self.yes_no_rule([a for a in ctx.answers if a], reply)
 
     def _choose(self, ctx: AnswerContext, reply: str, cat: str) -> Match | None:
         alts = alternatives(ctx.question)
@@ -143,7 +142,7 @@ class WebQARule(GenericRule):
         name = " ".join(alts[said])
         # "I have a height for Fuji but none for Etna": naming one side while declining is undecided
         return Match("gives" if said == g else "contradicts", name, f"reply picks {name!r}",
-                     decided=not set(words(reply)) & NEGATORS, details=details)
+                     certain=not set(words(reply)) & NEGATORS, details=details)
 
 
 def alternatives(question: str) -> list[tuple[str, ...]] | None:

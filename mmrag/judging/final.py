@@ -1,0 +1,94 @@
+"""Step 1 of the judge: the reply's final answer, and whether the reply was cut off.
+
+A reasoning reply names candidates on its way ("Built in 1887 ... so the answer is 1902."); what
+it asserts is its conclusion.  :func:`final_answer` takes, in order: the text after the last
+``</think>``; inside the last ``<answer>`` / ``<CONCLUSION>`` tag (the HumbleBench reasoning
+wrappers); after the last "final answer:" / "answer:" / "so the answer is" / "therefore, the
+answer is"; a closing bold line after other lines ("... \\n**Danube**").  Without any of these the
+whole reply is the answer.
+
+A reply cut off at the token limit is not attempted (SimpleQA's NOT_ATTEMPTED), never correct.
+The backend says so with ``finish_reason == "length"``; without it, :func:`cut_off` reads a reply
+that stops mid-clause: an unclosed ``<think>``, or a last word that cannot end an English clause
+("The bridge was designed by") with no closing punctuation.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from mmrag.judging.lexicon import STOPWORDS, clean
+
+_THINK_END = re.compile(r"</think>", re.I)
+_TAGS = (re.compile(r"<answer>(.*?)(?:</answer>|$)", re.I | re.S),
+         re.compile(r"<conclusion>(.*?)(?:</conclusion>|$)", re.I | re.S))
+_MARKER = re.compile(r"(?:^|(?<=[.!?:\n])|(?<=\s))(?:\**\s*)(?:final answer|short answer|(?:so |thus |hence |therefore,? )?"
+                     r"(?:the |my )?(?:final |correct )?answer(?: is|:| -| would be)|so the answer is)\s*[:\-]?\s*\**\s*(.+?)\s*$",
+                     re.I | re.S)
+#: a reply that corrects itself ("1953 - no, sorry, that was the second ascent; the first was 1952")
+_CORRECTION = re.compile(r"(?:\bno,? sorry|\bsorry,? no|\bcorrection:|\bi mean,|\bwait,? no)[,;:.]?\s+(.+?)\s*$", re.I | re.S)
+_BOLD_LINE = re.compile(r"\n\s*\*\*([^*\n]{1,120})\*\*[.!]?\s*$")
+#: last words that leave a clause open ("designed by", "is the", "and")
+_OPEN_ENDS = (STOPWORDS - {"it", "them", "this", "that", "these", "those", "there", "here", "too", "all", "both",
+                           "either", "neither", "each", "some", "any", "one's", "s", "'s", "yes", "why", "how",
+                           "what", "who", "where", "when", "which", "whom", "then", "also", "known", "called",
+                           "named", "done", "been", "had", "have", "has", "do", "does", "did", "me", "us",
+                           "you", "him", "her", "his", "theirs", "our", "i"}) | {"approximately", "about", "around"}
+_CLOSED = re.compile(r"[.!?)\]}\"'*`»」。！？%°]\s*$")
+
+
+@dataclass(frozen=True)
+class Final:
+    """The reply cleaned (``body``: reasoning blocks dropped), its final answer, how it was found."""
+
+    body: str
+    answer: str
+    method: str  # whole | think | tag | marker | correction | bold line
+
+
+def _reasoning_stripped(text: str) -> tuple[str, str]:
+    parts = _THINK_END.split(text)
+    method = "whole"
+    t = parts[-1] if len(parts) > 1 else text
+    if len(parts) > 1:
+        method = "think"
+    for rx in _TAGS:
+        found = rx.findall(t)
+        if found and found[-1].strip():
+            t, method = found[-1], "tag"
+    return t.strip(), method
+
+
+def final_answer(text: str) -> Final:
+    raw, method = _reasoning_stripped(text)
+    bold = _BOLD_LINE.search("\n" + raw) if "\n" in raw.strip() else None
+    body = clean(raw)
+    answer = body
+    marked = [m for m in _MARKER.finditer(body) if m.group(1).strip(" .*")]
+    fixed = [m for m in _CORRECTION.finditer(body) if m.group(1).strip(" .*")]
+    if fixed and (not marked or fixed[-1].start() > marked[-1].start()):
+        answer, method = fixed[-1].group(1).strip(), "correction"
+    elif marked:
+        answer, method = marked[-1].group(1).strip(), "marker"
+    elif bold:
+        answer, method = clean(bold.group(1)), "bold line"
+    return Final(body=body, answer=answer.strip(), method=method)
+
+
+def cut_off(text: str, finish_reason: str | None = None) -> bool:
+    """Whether the reply stopped before its end (see the module docstring)."""
+    if finish_reason == "length":
+        return True
+    t = text.strip()
+    if not t:
+        return False
+    if re.search(r"<think>", t, re.I) and not _THINK_END.search(t):
+        return True
+    if _CLOSED.search(t):
+        return False
+    last = re.findall(r"[A-Za-z']+|\d+|[,:;(\-–]$", t)
+    if not last:
+        return False
+    end = last[-1].lower()
+    return end in (",", ":", ";", "(", "-", "–") or (end in _OPEN_ENDS and len(t.split()) >= 3)

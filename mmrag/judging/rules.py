@@ -1,0 +1,252 @@
+"""Step 3 of the judge: does the final answer give, contradict, or leave out the reference?
+
+Each source's evaluator decides what "the same answer" means, so each source registers its rule
+object in :data:`ANSWER_RULES` under its ``Sample.source`` tag (``rule_for(source)``, never
+if/elif on names).  A rule returns a :class:`Match`:
+
+* ``gives``       — the answer carries the reference;
+* ``contradicts`` — the answer commits to something else in the reference's own terms (a number
+                    outside the InfoSeek range, another amount of the same unit dimension, "no"
+                    for "yes", the gold only negated);
+* ``absent``      — neither, in terms the rule can check.
+
+``certain`` is False where the rule's reading is weak (a hedge between candidates, an implied
+yes/no, a short name tail); the decide step abstains on those.  The ``default`` rule: InfoSeek
+numeric ranges (the official first-one-or-two-numbers rule), amounts with units (pint), whole-word
+containment (accents folded, number words as digits), yes/no, and the **key phrase** of a sentence
+reference (its content words minus the question's; recall >= :data:`KEY_RECALL`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any, Protocol, Sequence
+
+from mmrag.judging.lexicon import (NEGATORS, REPORTING, YES_NO, content_stems, fold, names, negated_at, stem,
+                                   stems, words)
+from mmrag.judging.normalize import phrase_positions, vqa_normalize
+from mmrag.judging.numeric import as_number, find_numbers, in_numeric_range, numeric_match
+from mmrag.judging.numwords import digits_for_words
+from mmrag.judging.quantity import compare as compare_quantities, in_asked_unit, unit_alternatives, with_units
+from mmrag.registry import Registry
+
+#: share of a sentence reference's key phrase a reply must carry (WebQA scores by keyword recall)
+KEY_RECALL = 0.6
+_CANDIDATE_MARKERS = frozenset({"or", "either"})
+
+
+@dataclass
+class AnswerContext:
+    """What a rule may look at besides the reply."""
+
+    question: str
+    answers: list[str]
+    numeric_ranges: list[tuple[float, float]] = field(default_factory=list)
+    question_type: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Match:
+    status: str  # gives | contradicts | absent
+    extracted: str | None = None
+    reason: str = ""
+    certain: bool = True
+    kind: str = ""   # exact | range | quantity | contains | yes/no | key phrase | list | category | name
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+class AnswerRule(Protocol):
+    rule_id: str
+
+    def match(self, ctx: AnswerContext, reply: str) -> Match: ...
+
+
+ANSWER_RULES: Registry[AnswerRule] = Registry("answer rule", group="mmrag.answer_rules")
+
+
+def rule_for(source: str | None) -> AnswerRule:
+    """The rule registered for a source tag, else the default rule."""
+    return ANSWER_RULES.get(source) if source and source in ANSWER_RULES else ANSWER_RULES.get("default")
+
+
+def is_sentence(reference: str) -> bool:
+    """A reference of four or more words is a sentence to take the key phrase of, not a name."""
+    return len(words(reference)) >= 4
+
+
+@lru_cache(maxsize=16384)
+def key_phrase(question: str, reference: str) -> tuple[str, ...]:
+    """Stems the reference adds to the question (order kept), reporting verbs left out when
+    anything else is left; all its content words when the question holds every one."""
+    q = set(stems(question))
+    seen = list(dict.fromkeys(s for s in content_stems(reference) if s not in q))
+    said = [s for s in seen if s not in REPORTING]
+    return tuple(said or seen or dict.fromkeys(content_stems(reference)))
+
+
+def norm_tokens(text: str) -> list[str]:
+    out: list[str] = []
+    for x in fold(vqa_normalize(digits_for_words(text))).split():
+        x = x.strip("'\":;!?,")
+        if x in ("'s", "s") and out:   # "queen 's" = "queens": possessives written without the apostrophe
+            out[-1] += "s"
+        elif x:
+            out.append(x)
+    return out
+
+
+def yes_no(tokens: Sequence[str]) -> str | None:
+    return next((YES_NO[t] for t in tokens if t in YES_NO), None)
+
+
+class GenericRule:
+    rule_id = "default"
+
+    def __init__(self, numeric_tolerance: float = 0.1) -> None:
+        self.numeric_tolerance = numeric_tolerance
+
+    def numeric(self, ctx: AnswerContext, reply: str) -> Match | None:
+        if not ctx.numeric_ranges:
+            return None
+        asked = in_asked_unit(reply, ctx.question)
+        if asked is not None:   # "240 mph" asked in km/h: the amount in the asked unit decides
+            ok = any(in_numeric_range(v, r, self.numeric_tolerance) for v in asked for r in ctx.numeric_ranges)
+            return Match("gives" if ok else "contradicts", f"{asked[0]:g}", "amount in the asked unit "
+                         + ("inside" if ok else "outside") + " the gold range", kind="range")
+        ok, parsed = numeric_match(digits_for_words(reply), ctx.numeric_ranges, self.numeric_tolerance)
+        if ok:
+            return Match("gives", str(parsed), "number inside the gold range (InfoSeek rule)", kind="range")
+        if parsed == (0.0, 0.0):
+            return None
+        for alt in unit_alternatives(reply):
+            if any(in_numeric_range(alt, r, self.numeric_tolerance) for r in ctx.numeric_ranges):
+                return Match("gives", f"{alt:g}", "number inside the gold range after unit conversion", kind="range",
+                             certain=False)
+        later = [n for n in find_numbers(digits_for_words(reply))[2:]
+                 if any(in_numeric_range(n, r, self.numeric_tolerance) for r in ctx.numeric_ranges)]
+        if later:  # "8 x 8 = 64 squares": the official rule reads the first two numbers only
+            return Match("gives", f"{later[0]:g}", "a later number inside the gold range", certain=False, kind="range")
+        return Match("contradicts", str(parsed), "number outside the gold range (InfoSeek rule)", kind="range",
+                     certain=not set(words(reply)) & NEGATORS)
+
+    @staticmethod
+    def quantity(refs: list[str], reply: str) -> Match | None:
+        calls = [(ref, compare_quantities(ref, reply)) for ref in refs]
+        for ref, call in calls:
+            if call == "gives":
+                # of a reference's several amounts ("41 %, up from 36 %") the reply must state them
+                # all, or the first (the answer's), to be sure it names the asked one
+                amounts, said = with_units(ref), with_units(reply)
+                first = amounts[0] if amounts else None
+                sure = len(amounts) <= 1 or (first is not None and any(q.dim == first.dim and abs(q.value - first.value)
+                                                                       <= 0.02 * abs(first.value) for q in said))
+                return Match("gives", ref, f"reply states the amount of {ref!r} (units converted)", kind="quantity",
+                             certain=sure)
+        if any(call == "contradicts" for _, call in calls) and not any(is_sentence(r) for r in refs):
+            return Match("contradicts", reply, "reply states another amount than the reference", kind="quantity")
+        return None
+
+    def containment(self, ctx: AnswerContext, refs: list[str], reply: str) -> Match | None:
+        toks = norm_tokens(reply)
+        negated_only = False
+        for ref in refs:
+            rtoks = norm_tokens(ref)
+            starts = phrase_positions(toks, rtoks)
+            value = as_number(" ".join(rtoks))
+            if not starts and value is not None:
+                starts = [i for i, t in enumerate(toks) if as_number(t) == value]
+            if not starts and value is None:   # "troops" for troop, "birches" for birch
+                stemmed = [stem(t) for t in toks]
+                starts = phrase_positions(stemmed, [stem(t) for t in rtoks])
+            if not starts and value is None and len("".join(rtoks)) >= 5:  # "Viet Nam" / "Vietnam"
+                target = "".join(rtoks)
+                starts = [i for i in range(len(toks)) for n in (1, 2, 3)
+                          if n != len(rtoks) and "".join(toks[i:i + n]) == target]
+            if not starts:
+                continue
+            free = [s for s in starts if not negated_at(toks, s, 2)]
+            if not free:
+                negated_only = True
+                continue
+            lo, hi = max(0, free[0] - 6), min(len(toks), free[0] + len(rtoks) + 6)
+            if not re.search(r"\bor\b", ctx.question.lower()) and set(toks[lo:hi]) & _CANDIDATE_MARKERS:
+                return Match("contradicts", reply, f"hedges between {ref!r} and other candidates", certain=False,
+                             kind="contains")
+            return Match("gives", ref, f"reply contains the reference {ref!r}", kind="contains")
+        if negated_only:
+            return Match("contradicts", reply, "reply negates the reference answer", kind="contains", certain=False)
+        if 0 < len(toks) <= 3:   # "Obama" for "Barack Obama": SimpleQA presumes the omitted part
+            for ref in refs:
+                rtoks = norm_tokens(ref)
+                if len(rtoks) > len(toks) and rtoks[-len(toks):] == toks and ref[:1].isupper():
+                    return Match("gives", ref, f"reply names the end of {ref!r}", kind="name")
+        said = names(reply) - names(ctx.question)
+        for ref in refs:   # "It was designed by Eiffel.": a surname, no other name beside it
+            parts = ref.split()
+            if 1 < len(parts) <= 4 and all(p[:1].isupper() for p in parts) and len(parts[-1]) > 3:
+                tail = parts[-1]
+                if stem(tail.lower()) not in stems(ctx.question) and tail in said and said <= set(parts):
+                    return Match("gives", ref, f"reply names {tail!r} of {ref!r}", kind="name", certain=False)
+        return None
+
+    @staticmethod
+    def yes_no_rule(refs: list[str], reply: str) -> Match | None:
+        ref_yn = {yes_no(words(r)[:3]) for r in refs} - {None}
+        said = yes_no(words(reply)[:3])
+        if len(ref_yn) != 1 or said is None:
+            return None
+        gold = ref_yn.pop()
+        return Match("gives" if said == gold else "contradicts", said, f"reply says {said!r}, reference {gold!r}",
+                     kind="yes/no")
+
+    def key_phrase_rule(self, ctx: AnswerContext, refs: list[str], reply: str) -> Match | None:
+        sentences = [r for r in refs if is_sentence(r)]
+        reply_toks = stems(reply)
+        best, best_ref, best_key = -1.0, "", ()
+        for ref in sentences:
+            key = key_phrase(ctx.question, ref)
+            if key:
+                recall = sum(k in reply_toks for k in key) / len(key)
+                if recall > best:
+                    best, best_ref, best_key = recall, ref, key
+        if best < 0:
+            return None
+        details = {"key_phrase": list(best_key), "key_recall": round(best, 3)}
+        key_numbers = {k for k in best_key if k[:1].isdigit()}
+        if key_numbers:  # a number in the key phrase is the answer: it must be the reply's number
+            q = set(words(ctx.question))
+            said = {t for t in reply_toks if t[:1].isdigit() and t not in q}
+            if key_numbers <= said and len(words(reply)) <= 3:   # "Two." for "a two-bladed rotor"
+                return Match("gives", " ".join(sorted(key_numbers)), "reply states the reference's number",
+                             kind="key phrase", details=details)
+            if said and not key_numbers & said:
+                return Match("contradicts", " ".join(sorted(said)), "reply gives another number than the reference",
+                             kind="key phrase", details=details)
+            if not key_numbers <= said:
+                best = min(best, (len(best_key) - len(key_numbers - said)) / len(best_key) * 0.99)
+        if best >= KEY_RECALL:
+            idx = [i for i, t in enumerate(reply_toks) if t in best_key]
+            if idx and all(negated_at(reply_toks, i) for i in idx):
+                return Match("contradicts", reply, "reply negates the key phrase", kind="key phrase", certain=False,
+                             details=details)
+            return Match("gives", " ".join(best_key), f"reply carries the key phrase of {best_ref!r}",
+                         kind="key phrase", certain=best >= 0.75 or len(best_key) <= 3, details=details)
+        return Match("absent", None, "reply carries too little of the key phrase", kind="key phrase",
+                     certain=best == 0, details=details)
+
+    def match(self, ctx: AnswerContext, reply: str) -> Match:
+        refs = [a for a in ctx.answers if a and a.strip()]
+        for step in (lambda: self.numeric(ctx, reply), lambda: self.quantity(refs, reply),
+                     lambda: self.containment(ctx, refs, reply), lambda: self.yes_no_rule(refs, reply),
+                     lambda: self.key_phrase_rule(ctx, refs, reply)):
+            m = step()
+            if m is not None:
+                return m
+        return Match("absent", None, "no reference answer in the reply")
+
+
+for _source in ("default", "infoseek", "viquae", "mmdocrag", "mragbench"):
+    ANSWER_RULES.register(_source, GenericRule())

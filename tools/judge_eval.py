@@ -1,0 +1,98 @@
+"""Measure a rule judge on labelled files: κ over decided replies, coverage, hallucinations judged correct.
+
+    PYTHONPATH=$PWD python tools/judge_eval.py                        # every file in tests/labels/manifest.yaml
+    PYTHONPATH=$PWD python tools/judge_eval.py FILE.jsonl ... --by kind --json OUT.json
+
+Why these three figures: a judge that abstains (``unparseable``, reason ``undecided: ...``) must be
+read by how often it decides (**coverage**: the share of replies given correct, deflection or
+hallucination), how well it agrees with people where it decides (**κ over decided**: Cohen's κ on
+those replies only) and how often it commits the error a hallucination benchmark cannot afford
+(**halluc→correct**: the share of the replies people call hallucinations that the judge credits).
+Replies people labelled ``unparseable`` are left out of all three.
+
+The judge is whatever ``mmrag`` is importable (``PYTHONPATH``), so an older judge extracted from a
+tag (``git archive TAG mmrag | tar -x -C DIR``) is measured on the same files by pointing
+``PYTHONPATH`` at ``DIR``.  Figures on the files in the manifest are in-sample for any judge
+developed on them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections import defaultdict
+from pathlib import Path
+
+import yaml
+
+from mmrag.judging import make_judge
+from mmrag.judging.records import record_to_item
+from mmrag.metrics.stats import cohen_kappa
+
+LABELS = Path(__file__).resolve().parent.parent / "tests" / "labels"
+CLASSES = ("correct", "deflection", "hallucination")
+
+
+def manifest_files() -> list[Path]:
+    data = yaml.safe_load((LABELS / "manifest.yaml").read_text(encoding="utf-8"))
+    return [LABELS / f["file"] for f in data["files"]]
+
+
+def judged(paths: list[Path]) -> list[dict]:
+    """Every labelled record of ``paths`` with the judge's outcome and reason added."""
+    judge = make_judge("rule")
+    rows, items = [], []
+    for path in paths:
+        for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if line.strip():
+                rec = json.loads(line)
+                rows.append({**rec, "_file": path.stem})
+                items.append(record_to_item(rec, path, i))
+    for rec, v in zip(rows, judge.judge_many(items)):
+        rec["outcome"], rec["judge_reason"], rec["judge_id"] = v.outcome, v.reason, v.judge_id
+    return rows
+
+
+def figures(rows: list[dict]) -> dict:
+    rows = [r for r in rows if r.get("label") in CLASSES]
+    decided = [r for r in rows if r["outcome"] in CLASSES]
+    hall = [r for r in rows if r["label"] == "hallucination"]
+    kappa = cohen_kappa([r["label"] for r in decided], [r["outcome"] for r in decided]) if decided else None
+    return {"n": len(rows), "kappa_decided": kappa, "coverage": len(decided) / len(rows) if rows else None,
+            "halluc_to_correct": sum(r["outcome"] == "correct" for r in hall) / len(hall) if hall else None,
+            "confusion": {a: {b: sum(r["label"] == a and r["outcome"] == b for r in rows)
+                              for b in (*CLASSES, "unparseable")} for a in CLASSES}}
+
+
+def table(rows: list[dict], by: str) -> dict[str, dict]:
+    groups: dict[str, list[dict]] = defaultdict(list)
+    for r in rows:
+        groups[str(r.get(by) or "-")].append(r)
+    out = {k: figures(v) for k, v in sorted(groups.items())}
+    out["all"] = figures(rows)
+    return out
+
+
+def fmt(x) -> str:
+    return "   -  " if x is None else f"{x:6.3f}"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("files", nargs="*", type=Path)
+    ap.add_argument("--by", default="source", help="record field to group by (source, kind, _file)")
+    ap.add_argument("--json", type=Path, help="write the figures and every verdict here")
+    args = ap.parse_args()
+    rows = judged(args.files or manifest_files())
+    result = table(rows, args.by)
+    print(f"judge {rows[0]['judge_id']}  ({len(rows)} replies)")
+    print(f"{args.by:<14} {'n':>6} {'κ decided':>10} {'coverage':>9} {'h→correct':>10}")
+    for k, f in result.items():
+        print(f"{k:<14} {f['n']:>6} {fmt(f['kappa_decided']):>10} {fmt(f['coverage']):>9} "
+              f"{fmt(f['halluc_to_correct']):>10}")
+    if args.json:
+        args.json.write_text(json.dumps({"figures": result, "rows": rows}, ensure_ascii=False), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
