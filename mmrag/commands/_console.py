@@ -70,15 +70,24 @@ def progress_bar() -> Iterator[Progress]:
 
 
 def results_table(summary: dict[str, Any], title: str = "Results") -> Table:
-    t = Table(title=title)
+    """Rates per benchmark, scenario and model.  Long model names get short unique labels
+    (:func:`mmrag.reports.render.short_labels`), spelled out in a legend under the table, and the
+    model column is never squeezed below its longest label."""
+    from mmrag.reports.render import label_legend, short_labels
+
+    labels = short_labels(g["model"] for g in summary["groups"])
+    t = Table(title=title, caption=label_legend(labels) or None, caption_justify="left")
     for col in ("benchmark", "scenario", "model", "n"):
-        t.add_column(col, justify="right" if col == "n" else "left")
+        # the other columns wrap (at spaces first) where rich would cut them to "orac…"
+        wide = {"min_width": max(map(len, labels.values()), default=5), "no_wrap": True} if col == "model" else {}
+        t.add_column(col, justify="right" if col == "n" else "left", overflow="fold", **wide)
     for rate in RATES:
-        t.add_column(rate.header, justify="right")
+        t.add_column(rate.header, justify="right", overflow="fold", min_width=5)
     for g in summary["groups"]:
         r = g["rates"]
         scen = scenario_label(g["scenario"])
-        t.add_row(g["benchmark"], scen, g["model"], str(g["n"]), *("—" if r[x.id] is None else f"{r[x.id]:.1f}" for x in RATES))
+        t.add_row(g["benchmark"], scen, labels[str(g["model"])], str(g["n"]),
+                  *("—" if r[x.id] is None else f"{r[x.id]:.1f}" for x in RATES))
     return t
 
 

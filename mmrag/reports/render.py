@@ -85,14 +85,61 @@ def to_markdown(df: pd.DataFrame) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: characters of the longest model label in a terminal table (longer names are shortened)
+LABEL_WIDTH = 24
+_JOINTS = frozenset(" :=,/-_@|")
+
+
+def short_labels(names, width: int = LABEL_WIDTH) -> dict[str, str]:
+    """A short label per name, unique among ``names``: the name itself when it fits in ``width``,
+    else its head, ``…`` and the shortest tail (extended back to a joint such as ``=``, ``-``,
+    ``/``) that no other name shares.  ``sim-vlm:text_prior=0.1,vision=0.8`` and ``…=0.9,…``
+    become ``sim-vlm:t…0.1,vision=0.8`` and ``sim-vlm:t…0.9,vision=0.8``, never the same
+    ``sim-vlm:text_prior…`` that a squeezed terminal column made of both.  A label ``H…T`` is
+    used only when no other name starts with ``H`` and ends with ``T``; names that cannot be told
+    apart that way keep their full text."""
+    names = list(dict.fromkeys(str(n) for n in names))
+    out = {n: n for n in names if len(n) <= width}
+    long = [n for n in names if len(n) > width]
+    for n in long:
+        others = [o for o in names if o != n]
+        for tail in range(1, width - 1):
+            for longer in range(tail, width - 1):   # whole tokens where they fit: "…70B-Instruct"
+                if n[-longer - 1] in _JOINTS or n[-longer] in _JOINTS:
+                    tail = longer
+                    break
+            head, end = n[:width - 1 - tail], n[-tail:]
+            # "H…T" is ambiguous when another name also starts with H and ends with T
+            if not any(o.startswith(head) and o.endswith(end) for o in others):
+                out[n] = f"{head}…{end}"
+                break
+        else:
+            out[n] = n
+    if len(set(out.values())) < len(out):   # pathological names: plain numbers are always unique
+        out = {n: (n if len(n) <= width else f"model {i + 1}") for i, n in enumerate(names)}
+    return out
+
+
+def label_legend(labels: dict[str, str]) -> str:
+    """``short = full`` for every shortened name, one a line ('' when nothing was shortened)."""
+    return "\n".join(f"{short} = {full}" for full, short in labels.items() if short != full)
+
+
 def to_rich(df: pd.DataFrame, title: str = ""):
-    """A :class:`rich.table.Table` for the terminal."""
+    """A :class:`rich.table.Table` for the terminal; long model names get short unique labels,
+    spelled out under the table."""
     from rich.table import Table
 
     d = display_frame(df)
-    t = Table(title=title or None, show_lines=False)
+    labels = short_labels(d["model"]) if "model" in d.columns else {}
+    if labels:
+        d = d.assign(model=d["model"].map(labels))
+    t = Table(title=title or None, show_lines=False, caption=label_legend(labels) or None, caption_justify="left")
     for c in d.columns:
-        t.add_column(_HEADERS.get(str(c), str(c)), justify="right" if _numeric(df[c]) else "left", overflow="fold")
+        wide = {"min_width": max(map(len, labels.values()), default=0), "no_wrap": True} if c == "model" else {}
+        # every other column wraps (at spaces first) rather than cutting its text to "corr…"
+        t.add_column(_HEADERS.get(str(c), str(c)), justify="right" if _numeric(df[c]) else "left", overflow="fold",
+                     **wide)
     for _, row in d.iterrows():
         t.add_row(*[str(v) for v in row])
     return t
