@@ -20,14 +20,22 @@ console = Console(width=None if sys.stdout.isatty() else 140)
 err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 140)
 
 
+def run_rate(task) -> float | None:
+    """Items per second measured over the whole task (completed / elapsed), not rich's estimate
+    over the last seconds: the figure a user quotes is the run's, and a burst of cache hits at the
+    end must not inflate it."""
+    elapsed = task.finished_time if task.finished else task.elapsed
+    return task.completed / elapsed if elapsed and elapsed >= 1.0 and task.completed else None
+
+
 class _RateColumn(TextColumn):
     def __init__(self) -> None:
         super().__init__("")
 
     def render(self, task):  # noqa: D401 - rich API
-        speed = task.finished_speed or task.speed
         from rich.text import Text
 
+        speed = run_rate(task)
         return Text(f"{speed:6.1f}/s" if speed else "   -  /s", style="progress.data.speed")
 
 
@@ -60,6 +68,8 @@ class TimeColumn(TextColumn):
 
 @contextmanager
 def progress_bar() -> Iterator[Progress]:
+    """The command's live display on stderr: the cell bar, index and encoder bars, and the status
+    lines of slow steps (:func:`mmrag.indices.progress.status`) printed above them."""
     with Progress(SpinnerColumn(), TextColumn("[progress.description]{task.description}"), BarColumn(),
                   MofNCompleteColumn(), TaskProgressColumn(), _RateColumn(), TimeColumn(),
                   console=err_console, transient=False) as p:
