@@ -5,7 +5,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Any, Iterator
 
-from rich.console import Console
+from rich.console import Console, RenderableType
 from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TaskProgressColumn,
                            TextColumn)
 from rich.table import Table
@@ -79,14 +79,14 @@ def progress_bar() -> Iterator[Progress]:
             yield p
 
 
-def results_table(summary: dict[str, Any], title: str = "Results") -> Table:
+def results_table(summary: dict[str, Any], title: str = "Results") -> RenderableType:
     """Rates per benchmark, scenario and model.  Long model names get short unique labels
     (:func:`mmrag.reports.render.short_labels`), spelled out in a legend under the table, and the
     model column is never squeezed below its longest label."""
-    from mmrag.reports.render import label_legend, short_labels
+    from mmrag.reports.render import short_labels, with_legend
 
     labels = short_labels(g["model"] for g in summary["groups"])
-    t = Table(title=title, caption=label_legend(labels) or None, caption_justify="left")
+    t = Table(title=title)
     for col in ("benchmark", "scenario", "model", "n"):
         # the other columns wrap (at spaces first) where rich would cut them to "orac…"
         wide = {"min_width": max(map(len, labels.values()), default=5), "no_wrap": True} if col == "model" else {}
@@ -98,7 +98,7 @@ def results_table(summary: dict[str, Any], title: str = "Results") -> Table:
         scen = scenario_label(g["scenario"])
         t.add_row(g["benchmark"], scen, labels[str(g["model"])], str(g["n"]),
                   *("—" if r[x.id] is None else f"{r[x.id]:.1f}" for x in RATES))
-    return t
+    return with_legend(t, labels)
 
 
 def choices(values) -> str:

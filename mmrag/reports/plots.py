@@ -33,6 +33,8 @@ legend entries, never free text over the data.
 from __future__ import annotations
 
 import itertools
+import math
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -118,6 +120,13 @@ def dodge(i: int, n: int, step: float) -> float:
     return (i - (n - 1) / 2) * step
 
 
+def series_label(kind: str, model: str, failed: dict[str, int], width: int = 44) -> str:
+    """``kind · model`` wrapped to ``width`` characters, with the model's failure mark."""
+    text = "\n".join(textwrap.wrap(f"{kind} · {model}", width)) or f"{kind} · {model}"
+    n = failed.get(str(model), 0)
+    return f"{text}\n(FAILED: {n} request{'s' if n != 1 else ''})" if n else text
+
+
 def draw_distractor_curve(df: pd.DataFrame, opts: CIOptions = CIOptions()) -> DrawnFigure:
     """One panel per outcome; a line per model and kind with an error bar (the 95 % CI) on every
     point, a kind with a single distractor count included; series are dodged a little along x."""
@@ -129,8 +138,12 @@ def draw_distractor_curve(df: pd.DataFrame, opts: CIOptions = CIOptions()) -> Dr
     gap = min((b - a for a, b in zip(xs, xs[1:])), default=1)
     series = [(m, k) for m in models for k in kinds]
     step = min(0.06 * max(1.0, float(xs[-1] - xs[0])) if xs else 0.1, 0.5 * gap / max(1, len(series)))
+    labels = {(m, k): series_label(k, m, failed) for m, k in series}
+    widest = max((len(line) for t in labels.values() for line in t.split("\n")), default=0)
+    ncol = max(1, min(len(series), 3 if widest <= 40 else 2))
+    legend_h = 0.17 * math.ceil(len(series) / ncol) * max((t.count("\n") + 1 for t in labels.values()), default=1)
     with rc_context(STYLE):
-        fig = Figure(figsize=(10, 3.4), layout="constrained")
+        fig = Figure(figsize=(10, 3.2 + legend_h), layout="constrained")
         axes = fig.subplots(1, len(CURVE_OUTCOMES), sharex=True)
         for ax, outcome in zip(axes, CURVE_OUTCOMES):
             for si, (model, kind) in enumerate(series):
@@ -141,14 +154,14 @@ def draw_distractor_curve(df: pd.DataFrame, opts: CIOptions = CIOptions()) -> Dr
                 x = s["n_distractors"].astype(float) + dodge(si, len(series), step)
                 ax.errorbar(x, s["rate"].astype(float), yerr=_yerr(s), ls=("-", "--", ":", "-.")[ki % 4],
                             marker="osD^"[ki % 4], ms=4, capsize=2, elinewidth=0.8, color=color_of(mi),
-                            label=f"{kind} · {model_label(model, failed, 40)}")
+                            label=labels[(model, kind)])
             ax.set_title(OUTCOME_LABELS[outcome])
             ax.set_xlabel("distractors (0 = oracle)")
             ax.set_ylim(0, 100)
             ax.set_xticks(xs)
         axes[0].set_ylabel("% of all responses (95% CI)")
-        handles, labels = axes[0].get_legend_handles_labels()
-        fig.legend(handles, labels, loc="outside lower center", ncol=min(2, len(labels)), frameon=False)
+        handles, texts = axes[0].get_legend_handles_labels()
+        fig.legend(handles, texts, loc="outside lower center", ncol=ncol, frameon=False)
     return drawn(fig, data)
 
 

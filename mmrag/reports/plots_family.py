@@ -31,14 +31,18 @@ _STRESS_ORDER = ("common", "noise_image", "nota_only", "shuffle_options", "cauti
 
 
 def wrap_name(name: str, width: int = 12) -> str:
-    """``noise_image+forced_grounding_prompt`` -> lines of at most ``width`` characters, broken after
-    ``_``, ``+`` or ``-`` (a word longer than ``width`` keeps its line)."""
+    """A tick label in lines of at most ``width`` characters: a new line for each setting of a
+    combination (``noise_image+forced_grounding_prompt``, ``noise_image__cautious_prompt``), and
+    within a setting after ``_`` or ``-`` (a word longer than ``width`` keeps its own line)."""
     lines: list[str] = []
-    for part in re.findall(r"[^_+\-]+[_+\-]*", str(name)) or [str(name)]:
-        if lines and len(lines[-1]) + len(part) <= width:
-            lines[-1] += part
-        else:
-            lines.append(part)
+    settings = re.split(r"(?<=\+)|(?=__)", str(name))
+    for setting in filter(None, settings):
+        start = len(lines)
+        for part in re.findall(r"[^_\-]+[_\-]*|[_\-]+", setting) or [setting]:
+            if len(lines) > start and len(lines[-1]) + len(part) <= width:
+                lines[-1] += part
+            else:
+                lines.append(part)
     return "\n".join(lines)
 
 
@@ -77,7 +81,7 @@ def draw_humblebench_stress(df: pd.DataFrame, opts: CIOptions = CIOptions()) -> 
     models = sorted(t["model"].unique())
     with rc_context(STYLE):
         widest = max((len(line) for s in stresses for line in wrap_name(s).split("\n")), default=8)
-        fig = Figure(figsize=(max(7.0, 2 * len(stresses) * max(0.9, 0.07 * widest + 0.15) + 1.0), 5.8),
+        fig = Figure(figsize=(max(7.0, 2 * len(stresses) * max(0.85, 0.065 * widest + 0.1) + 1.0), 5.8),
                      layout="constrained")
         axes = fig.subplots(2, 2, sharex=True).ravel()
         for ax, (metric, title) in zip(axes, HB_METRICS):
