@@ -1,6 +1,9 @@
 """``mmrag demo`` end to end, cold and warm, beside the MiniLM work it cannot avoid.
 
-Usage: ``.venv/bin/python perf/demo_bench.py [--quick] [--limit N] [--repeats N]``
+Usage: ``.venv/bin/python perf/demo_bench.py [--quick] [--limit N] [--repeats N] [--checkout DIR] [--keep DIR]``
+
+``--checkout DIR`` times another checkout's ``mmrag`` (the "before" of a change) with this
+interpreter; ``--keep DIR`` copies the cold run directory there, to compare records.
 
 - **cold**: a fresh ``MMRAG_HOME`` (no demo world, no indices, no response cache), the command a
   new user types, in its own process (interpreter start and imports included);
@@ -64,8 +67,8 @@ def _child(cmd: list[str], env: dict[str, str]) -> tuple[float, float, subproces
     return wall, cpu, proc
 
 
-def demo(home: Path, out: Path, limit: int | None) -> tuple[float, float, dict]:
-    env = {**os.environ, **OFFLINE, "MMRAG_HOME": str(home), "PYTHONPATH": str(ROOT)}
+def demo(home: Path, out: Path, limit: int | None, checkout: Path = ROOT) -> tuple[float, float, dict]:
+    env = {**os.environ, **OFFLINE, "MMRAG_HOME": str(home), "PYTHONPATH": str(checkout)}
     cmd = [sys.executable, "-m", "mmrag.cli", "demo", "--out", str(out)] + (["--limit", str(limit)] if limit else [])
     wall, cpu, _ = _child(cmd, env)
     manifest = json.loads((out / "manifest.json").read_text())
@@ -103,19 +106,26 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="--limit 100, one repeat")
     ap.add_argument("--limit", type=int, default=None, help="samples of the demo benchmark (default: all 810)")
     ap.add_argument("--repeats", type=int, default=1, help="cold runs (each on its own fresh home); best is kept")
+    ap.add_argument("--checkout", type=Path, default=ROOT, help="the mmrag checkout to time (default: this one)")
+    ap.add_argument("--keep", type=Path, default=None, help="copy the cold run directory here")
     args = ap.parse_args()
     limit = 100 if args.quick and args.limit is None else args.limit
     load0 = os.getloadavg()
+    print(f"checkout: {args.checkout}")
     print(f"machine: {os.cpu_count()} CPUs, load average {load0[0]:.1f} / {load0[1]:.1f} / {load0[2]:.1f}")
     with tempfile.TemporaryDirectory(prefix="mmrag-demo-bench-") as tmp:
         best = None
         for i in range(max(1, args.repeats)):
             home = Path(tmp) / f"home{i}"
-            cold = demo(home, home / "cold", limit)
+            cold = demo(home, home / "cold", limit, args.checkout)
             if best is None or cold[0] < best[1][0]:
                 best = (home, cold)
         home, (cold_wall, cold_cpu, cold_manifest) = best
-        warm_wall, warm_cpu, warm_manifest = demo(home, home / "warm", limit)
+        warm_wall, warm_cpu, warm_manifest = demo(home, home / "warm", limit, args.checkout)
+        if args.keep is not None:
+            import shutil
+
+            shutil.copytree(home / "cold", args.keep, dirs_exist_ok=True)
         texts = embedded_texts(home, home / "cold")
         spec = Path(tmp) / "texts.json"
         spec.write_text(json.dumps(texts))
