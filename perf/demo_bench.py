@@ -144,7 +144,7 @@ def main() -> None:
     print(f"{'mmrag demo, warm (world, indices, responses cached)':44} {warm_wall:8.1f} {warm_cpu:8.1f}")
     print(f"{'reference: import + load MiniLM + encode them':44} {ref_wall:8.1f} {ref_cpu:8.1f}"
           f"   (import {ref['import_s']:.1f}, load {ref['load_s']:.1f}, encode {ref['encode_s']:.1f})")
-    print(f"cold stages (engine, s): " + ", ".join(f"{k}={v:.1f}" for k, v in stages.items()))
+    print("cold stages (engine, s): " + ", ".join(f"{k}={v:.1f}" for k, v in stages.items()))
     print(f"ratio cold / reference: wall {cold_wall / ref_wall:.2f}x, CPU {cold_cpu / ref_cpu:.2f}x; "
           f"warm / reference: wall {warm_wall / ref_wall:.2f}x")
     load1 = os.getloadavg()
