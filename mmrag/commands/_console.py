@@ -89,8 +89,9 @@ def results_table(summary: dict[str, Any], title: str = "Results") -> Renderable
     t = Table(title=title)
     for col in ("benchmark", "scenario", "model", "n"):
         # the other columns wrap (at spaces first) where rich would cut them to "orac…"
-        wide = {"min_width": max(map(len, labels.values()), default=5), "no_wrap": True} if col == "model" else {}
-        t.add_column(col, justify="right" if col == "n" else "left", overflow="fold", **wide)
+        is_model = col == "model"
+        t.add_column(col, justify="right" if col == "n" else "left", overflow="fold", no_wrap=is_model,
+                     min_width=max(map(len, labels.values()), default=5) if is_model else None)
     for rate in RATES:
         t.add_column(rate.header, justify="right", overflow="fold", min_width=5)
     for g in summary["groups"]:

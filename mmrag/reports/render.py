@@ -158,10 +158,11 @@ def to_rich(df: pd.DataFrame, title: str = ""):
         d = d.assign(model=d["model"].map(labels))
     t = Table(title=title or None, show_lines=False)
     for c in d.columns:
-        wide = {"min_width": max(map(len, labels.values()), default=0), "no_wrap": True} if c == "model" else {}
-        # every other column wraps (at spaces first) rather than cutting its text to "corr…"
+        # the model column keeps its labels whole; every other one wraps (at spaces first) rather
+        # than cutting its text to "corr…"
+        is_model = c == "model"
         t.add_column(_HEADERS.get(str(c), str(c)), justify="right" if _numeric(df[c]) else "left", overflow="fold",
-                     **wide)
+                     no_wrap=is_model, min_width=max(map(len, labels.values()), default=0) if is_model else None)
     for _, row in d.iterrows():
         t.add_row(*[str(v) for v in row])
     return with_legend(t, labels)
