@@ -5,7 +5,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Any, Iterator
 
-from rich.console import Console
+from rich.console import Console, RenderableType
 from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TaskProgressColumn,
                            TextColumn)
 from rich.table import Table
@@ -20,14 +20,22 @@ console = Console(width=None if sys.stdout.isatty() else 140)
 err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 140)
 
 
+def run_rate(task) -> float | None:
+    """Items per second measured over the whole task (completed / elapsed), not rich's estimate
+    over the last seconds: the figure a user quotes is the run's, and a burst of cache hits at the
+    end must not inflate it."""
+    elapsed = task.finished_time if task.finished else task.elapsed
+    return task.completed / elapsed if elapsed and elapsed >= 1.0 and task.completed else None
+
+
 class _RateColumn(TextColumn):
     def __init__(self) -> None:
         super().__init__("")
 
     def render(self, task):  # noqa: D401 - rich API
-        speed = task.finished_speed or task.speed
         from rich.text import Text
 
+        speed = run_rate(task)
         return Text(f"{speed:6.1f}/s" if speed else "   -  /s", style="progress.data.speed")
 
 
@@ -60,6 +68,8 @@ class TimeColumn(TextColumn):
 
 @contextmanager
 def progress_bar() -> Iterator[Progress]:
+    """The command's live display on stderr: the cell bar, index and encoder bars, and the status
+    lines of slow steps (:func:`mmrag.indices.progress.status`) printed above them."""
     with Progress(SpinnerColumn(), TextColumn("[progress.description]{task.description}"), BarColumn(),
                   MofNCompleteColumn(), TaskProgressColumn(), _RateColumn(), TimeColumn(),
                   console=err_console, transient=False) as p:
@@ -69,17 +79,27 @@ def progress_bar() -> Iterator[Progress]:
             yield p
 
 
-def results_table(summary: dict[str, Any], title: str = "Results") -> Table:
+def results_table(summary: dict[str, Any], title: str = "Results") -> RenderableType:
+    """Rates per benchmark, scenario and model.  Long model names get short unique labels
+    (:func:`mmrag.reports.render.short_labels`), spelled out in a legend under the table, and the
+    model column is never squeezed below its longest label."""
+    from mmrag.reports.render import short_labels, with_legend
+
+    labels = short_labels(g["model"] for g in summary["groups"])
     t = Table(title=title)
     for col in ("benchmark", "scenario", "model", "n"):
-        t.add_column(col, justify="right" if col == "n" else "left")
+        # the other columns wrap (at spaces first) where rich would cut them to "orac…"
+        is_model = col == "model"
+        t.add_column(col, justify="right" if col == "n" else "left", overflow="fold", no_wrap=is_model,
+                     min_width=max(map(len, labels.values()), default=5) if is_model else None)
     for rate in RATES:
-        t.add_column(rate.header, justify="right")
+        t.add_column(rate.header, justify="right", overflow="fold", min_width=5)
     for g in summary["groups"]:
         r = g["rates"]
         scen = scenario_label(g["scenario"])
-        t.add_row(g["benchmark"], scen, g["model"], str(g["n"]), *("—" if r[x.id] is None else f"{r[x.id]:.1f}" for x in RATES))
-    return t
+        t.add_row(g["benchmark"], scen, labels[str(g["model"])], str(g["n"]),
+                  *("—" if r[x.id] is None else f"{r[x.id]:.1f}" for x in RATES))
+    return with_legend(t, labels)
 
 
 def choices(values) -> str:

@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Literal, Optional
 
 import typer
+from rich.text import Text
 
-from mmrag.commands._console import choices, console, progress_bar, refuse_extra_flags, results_table
+from mmrag.commands._console import choices, console, err_console, progress_bar, refuse_extra_flags, results_table
 from mmrag.commands._engine import ADDRESS, ENGINE, ENGINE_FLAGS, REPLICAS, engine_scope
 from mmrag.commands._generation import GEN_KWARGS, TEMPERATURE, TOP_P, generation
 from mmrag.commands.judge import JudgeBaseUrlOpt, JudgeKeyEnvOpt, JudgeModelOpt, judge_config
@@ -163,6 +164,7 @@ def run_and_print(config: RunConfig, out: Path, title: str = "Results", retry_fa
     from mmrag.util import disk_full
 
     t0 = time.perf_counter()
+    err_console.print(Text.assemble(("run directory: ", "bold"), str(out)), highlight=False)
     try:
         with progress_bar() as progress:
             result = execute(config, out, argv=sys.argv, progress=progress, retry_failed=retry_failed)

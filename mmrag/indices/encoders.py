@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import threading
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -23,6 +24,22 @@ from mmrag.indices.progress import progress_bar
 from mmrag.schema import ImageRef
 
 _HASH_CACHE: dict[tuple[str, int, float], str] = {}
+_MODELS: dict[tuple[str, str], Any] = {}
+_MODELS_LOCK = threading.Lock()
+
+
+def shared_sentence_transformer(folder: str | Path, device: str) -> Any:
+    """One loaded SentenceTransformer per (folder, device) in a process: the demo's index encoder,
+    the context reader and a MiniLM judge all use the packaged MiniLM, and each load costs a
+    second or more of a cold run.  Encoding is stateless, so sharing the instance changes no
+    vector."""
+    key = (str(Path(folder).resolve()), str(device))
+    with _MODELS_LOCK:
+        if key not in _MODELS:
+            from sentence_transformers import SentenceTransformer
+
+            _MODELS[key] = SentenceTransformer(key[0], device=device)
+        return _MODELS[key]
 
 
 def resolve_device(device: str | None) -> str:
@@ -151,9 +168,7 @@ class SentenceTransformerEncoder:
     @property
     def model(self):
         if self._model is None:
-            from sentence_transformers import SentenceTransformer
-
-            self._model = SentenceTransformer(str(self._folder), device=self.device)
+            self._model = shared_sentence_transformer(self._folder, self.device)
         return self._model
 
     def _dim_from_model(self) -> int:

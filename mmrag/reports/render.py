@@ -85,17 +85,87 @@ def to_markdown(df: pd.DataFrame) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: characters of the longest model label in a terminal table (longer names are shortened)
+LABEL_WIDTH = 24
+_JOINTS = frozenset(" :=,/-_@|")
+
+
+def short_labels(names, width: int = LABEL_WIDTH) -> dict[str, str]:
+    """A short label per name, unique among ``names``: the name itself when it fits in ``width``;
+    else the shortest head that no other name shares, cut at a joint (``=``, ``,``, ``-``, ``/``
+    ...) and ended with ``…``; else a head, ``…`` and the shortest tail that tells it apart.
+
+    ``sim-vlm:text_prior=0.1,strictness_gain=0.5`` and ``…=0.9,…`` become
+    ``sim-vlm:text_prior=0.1…`` and ``sim-vlm:text_prior=0.9…``, never the one
+    ``sim-vlm:text_prior…`` that a squeezed terminal column made of both.  A label ``H…T`` is
+    used only when no other name starts with ``H`` and ends with ``T``; names that cannot be told
+    apart within ``width`` keep their full text."""
+    names = list(dict.fromkeys(str(n) for n in names))
+    out = {n: n for n in names if len(n) <= width}
+    for n in (n for n in names if len(n) > width):
+        others = [o for o in names if o != n]
+        out[n] = _head_label(n, others, width) or _head_tail_label(n, others, width) or n
+    return out
+
+
+def _head_label(n: str, others: list[str], width: int) -> str | None:
+    for h in range(1, width):
+        if n[h] not in _JOINTS and n[h - 1] not in _JOINTS:
+            continue   # whole tokens: "…=0.1…", never "…=0.…"
+        if not any(o.startswith(n[:h]) and len(o) > h for o in others):
+            return n[:h] + "…"
+    return None
+
+
+def _head_tail_label(n: str, others: list[str], width: int) -> str | None:
+    for tail in range(1, width - 1):
+        for longer in range(tail, width - 1):   # whole tokens where they fit: "…70B-Instruct"
+            if n[-longer - 1] in _JOINTS or n[-longer] in _JOINTS:
+                tail = longer
+                break
+        head, end = n[:width - 1 - tail], n[-tail:]
+        # "H…T" is ambiguous when another name also starts with H and ends with T
+        if not any(o.startswith(head) and o.endswith(end) for o in others):
+            return f"{head}…{end}"
+    return None
+
+
+def label_legend(labels: dict[str, str]) -> str:
+    """``short = full`` for every shortened name, one a line ('' when nothing was shortened)."""
+    return "\n".join(f"{short} = {full}" for full, short in labels.items() if short != full)
+
+
+def with_legend(table, labels: dict[str, str]):
+    """The table, followed by the legend of its shortened labels (unwrapped, whatever the table's
+    width), as one renderable."""
+    legend = label_legend(labels)
+    if not legend:
+        return table
+    from rich.console import Group
+    from rich.text import Text
+
+    return Group(table, Text(legend, no_wrap=True, overflow="ignore"))
+
+
 def to_rich(df: pd.DataFrame, title: str = ""):
-    """A :class:`rich.table.Table` for the terminal."""
+    """A :class:`rich.table.Table` for the terminal; long model names get short unique labels,
+    spelled out under the table."""
     from rich.table import Table
 
     d = display_frame(df)
+    labels = short_labels(d["model"]) if "model" in d.columns else {}
+    if labels:
+        d = d.assign(model=d["model"].map(labels))
     t = Table(title=title or None, show_lines=False)
     for c in d.columns:
-        t.add_column(_HEADERS.get(str(c), str(c)), justify="right" if _numeric(df[c]) else "left", overflow="fold")
+        # the model column keeps its labels whole; every other one wraps (at spaces first) rather
+        # than cutting its text to "corr…"
+        is_model = c == "model"
+        t.add_column(_HEADERS.get(str(c), str(c)), justify="right" if _numeric(df[c]) else "left", overflow="fold",
+                     no_wrap=is_model, min_width=max(map(len, labels.values()), default=0) if is_model else None)
     for _, row in d.iterrows():
         t.add_row(*[str(v) for v in row])
-    return t
+    return with_legend(t, labels)
 
 
 def write_csv(df: pd.DataFrame, path: str | Path) -> Path:

@@ -20,6 +20,7 @@ from mmrag.indices.build import build_index, document_fits
 from mmrag.indices.faiss_index import load_index
 from mmrag.indices.features import ColorLayoutImageEncoder, FusionEncoder
 from mmrag.indices.manifest import kb_content_hash
+from mmrag.indices.progress import status
 from mmrag.retrieval.dense import DenseRetriever
 from mmrag.retrieval.miner import IndexMiner
 from mmrag.retrieval.store import InMemoryDocStore
@@ -85,6 +86,7 @@ def build_world_miner(documents: Iterable[Document], cache_dir: str | Path, text
         try:
             index = load_index(out, enc, kb_hash=kb_hash, verify="size")
         except InputError:
+            status(f"building the {kind} index over {len(docs):,} documents (kept for the next run)")
             build_index(docs, enc, kind, factory=factory, out=out, progress=progress)
             index = load_index(out, enc, kb_hash=kb_hash, verify="size")
         retrievers[kind] = DenseRetriever(index, enc)

@@ -166,8 +166,8 @@ def _execute(config: RunConfig, run_dir: Path, held: list[RunLock], argv: list[s
         lanes = _lanes(models, config, config.settings or GenerationSettings())
         cells, not_applicable, skipped, total = plan_cells(plans, lanes, store, retry_failed)
         n_todo = sum(len(need) for _, todo in cells for _, _, need in todo)
-        task = progress.add_task(f"{n_todo} cells x {len(lanes)} model(s)", total=n_todo) \
-            if progress is not None and n_todo else None
+        task = progress.add_task(f"{n_todo} cells ({len(lanes)} model{'s' if len(lanes) != 1 else ''})",
+                                 total=n_todo) if progress is not None and n_todo else None
         pipe = Pipeline(cells, lanes, judges, store, flush_every=config.flush_every,
                         flush_seconds=config.flush_seconds, max_failed=config.max_failures * max(total, 1),
                         progress=progress, task=task, judge_in_thread=config.judge.model is not None)

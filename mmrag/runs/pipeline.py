@@ -39,6 +39,11 @@ from mmrag.judging import judge_many
 from mmrag.runs.records import RunRecord, record_key
 from mmrag.schema import Response, Verdict
 
+#: cells the producer composes before letting the lanes run: a local model (the context reader,
+#: a transformers VLM) then gets batches of up to this many prompts instead of a handful, and
+#: embeds them in one pass (MiniLM costs several times more CPU per text in batches of five)
+YIELD_EVERY = 32
+
 
 @dataclass
 class Lane:
@@ -166,7 +171,7 @@ class Pipeline:
                     sid = spec_ids[id(spec)]
                     for lane, ord_, key in lanes:
                         await lane.queue.put(Item(plan, sample, spec, prompt, ord_, dt, key, sid))
-                    if i % 8 == 7:
+                    if i % YIELD_EVERY == YIELD_EVERY - 1:
                         await asyncio.sleep(0)
         except BaseException as exc:
             self._stop(exc)

@@ -9,6 +9,7 @@ from typing import Any
 
 from mmrag.benchmarks import get_family, load_benchmark
 from mmrag.errors import InputError
+from mmrag.indices.progress import status
 from mmrag.runs.config import BenchmarkRef, RunConfig
 from mmrag.schema import Prompt, Sample
 from mmrag.scenarios.spec import ScenarioSpec
@@ -100,6 +101,7 @@ def build_miner(docs: list, config: RunConfig, progress: bool | None = None):
         return miner
     retrievers = dict(miner.retrievers)
     for kind, spec in config.retrieval.retrievers.items():
+        status(f"loading the {kind} retriever {spec if isinstance(spec, str) else spec.get('name', '')} over {len(docs):,} documents")
         retrievers[kind] = create_retriever(spec, documents=docs, store=miner.store)
     return IndexMiner(miner.store, retrievers)
 
@@ -120,6 +122,7 @@ def prepare_benchmarks(config: RunConfig, progress: Any = None) -> list[Benchmar
     specs = all_specs(config)
     plans = []
     for ref in config.benchmarks:
+        status(f"loading benchmark {ref.name}" + (f" from {ref.source}" if ref.source else ""))
         bench = load_benchmark(ref.name, ref.source, **ref.options)
         fitting = [s for s in specs if s.kind in get_family(bench.kind).scenario_kinds]
         if not fitting:

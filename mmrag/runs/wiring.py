@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from mmrag.indices.progress import status
 from mmrag.models.base import ModelSpec
 from mmrag.runs.config import RunConfig
 
@@ -31,4 +32,5 @@ def make_judge(benchmark_kind: str, config: RunConfig):
 
     llm = make_model(config.judge.model, config) if config.judge.model is not None else None
     name = get_family(benchmark_kind).judge_name(config.judge.mode)
+    status(f"loading the judge {name}" + (f" ({config.judge.model.label})" if llm is not None else ""))
     return _make(name, llm=llm)

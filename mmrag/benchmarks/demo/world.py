@@ -32,6 +32,7 @@ from mmrag.benchmarks.demo.entities import make_entities
 from mmrag.benchmarks.demo.knowhal_pairs import knowhal_records
 from mmrag.benchmarks.demo.questions import deflection_records, image_path, kb_records
 from mmrag.benchmarks.demo.scenes import humblebench_items
+from mmrag.indices.progress import status
 from mmrag.schema import sha256_bytes
 from mmrag.util import mmrag_home
 
@@ -120,6 +121,7 @@ def ensure_world(seed: int = 0, root: Path | None = None) -> Path:
     if target.exists():  # an incomplete leftover (no manifest): not ours to trust
         shutil.rmtree(target, ignore_errors=True)
     tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}."))
+    status(f"generating the demo world (seed {seed}, kept for the next run)")
     try:
         generate_world(seed, tmp)
         try:
