@@ -1,7 +1,7 @@
 """The cost of the checked JSONL reader, against the bare stdlib loop, in one script.
 
 ``mmrag.util.iter_jsonl`` reads bytes, decodes each line as strict UTF-8, parses it, and walks the
-object for NaN/Infinity and lone surrogates (issue 17).  The peer is the loop it replaced:
+object for NaN/Infinity and lone surrogates.  The peer is the loop it replaced:
 ``for line in open(path, encoding="utf-8"): json.loads(line)`` with an object check.  Records are
 DeflectionBench-shaped (question, answers, gold contexts, numeric ranges, metadata), ~600 bytes
 each.  Best of N repeats; prints both rates and the ratio.  Usage:

@@ -29,6 +29,7 @@ import os
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -131,7 +132,8 @@ def main() -> None:
     ap.add_argument("--li-queries", type=int, default=200, help="queries through llama-index (one per call)")
     ap.add_argument("--simple-n", type=int, default=100_000)
     ap.add_argument("--simple-queries", type=int, default=5)
-    ap.add_argument("--workdir", default="/tmp/mmrag_retrieval_bench")
+    ap.add_argument("--workdir", default=str(Path(tempfile.gettempdir()) / "mmrag_retrieval_bench"),
+                    help="where the vectors and the index are written (default: under the system temp folder)")
     ap.add_argument("--keep", action="store_true", help="keep the vector file and index")
     ap.add_argument("--_build", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--data", help=argparse.SUPPRESS)

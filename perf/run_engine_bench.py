@@ -47,7 +47,7 @@ BENCH = "demo"
 SCENARIOS = {"demo": [{"kind": "parametric"}, {"kind": "oracle"}],
              "demo-humblebench": [{"kind": "humblebench", "stress": list(s)} for s in
                                   ((), ("nota_only",), ("shuffle_options",), ("cautious_prompt",))]}
-CODE = ROOT   # the checkout whose `mmrag run` is measured (--peer: another one, e.g. main before this engine)
+CODE = ROOT   # the checkout whose `mmrag run` is measured (--peer DIR: another checkout, for a side-by-side)
 PEER = False
 
 
@@ -145,7 +145,8 @@ def main() -> None:
     ap.add_argument("--home", default=None, help="MMRAG_HOME to reuse (the demo world is generated once)")
     ap.add_argument("--benchmark", default="demo", choices=sorted(SCENARIOS),
                     help="demo: open answers (rules + MiniLM detector); demo-humblebench: MCQ option matching")
-    ap.add_argument("--peer", default=None, help="measure `mmrag run` of another checkout (e.g. /work/main)")
+    ap.add_argument("--peer", default=None, metavar="DIR",
+                    help="measure `mmrag run` of another checkout DIR (e.g. the main branch's)")
     a = ap.parse_args()
     global CODE, PEER, BENCH
     BENCH = a.benchmark

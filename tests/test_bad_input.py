@@ -1,7 +1,7 @@
 """Bad input: one clear error naming the file, line, field or option; a non-zero exit; nothing half-written.
 
-Each case is a command line plus what the error must name, listed BY NAME in :data:`CASES` (issue 17:
-a dropped case must fail, not skip — ``test_every_case_is_defined`` checks that each named case
+Each case is a command line plus what the error must name, listed BY NAME in :data:`CASES` (a
+dropped case must fail, not skip — ``test_every_case_is_defined`` checks that each named case
 exists).  Cases run in-process through ``mmrag.cli.main`` (the console script's code path).
 Fixture writers live in ``tests/bad_inputs.py``.
 """
@@ -16,7 +16,7 @@ from bad_inputs import build_cases
 
 from mmrag.cli import main
 
-#: every bad input the suite guarantees a clear error for (issue 17 items 3-5, 9-11 among them)
+#: every bad input the suite guarantees a clear error for
 CASES = (
     # configs and flags
     "config misspelt field", "config invalid yaml", "config missing", "config wrong type",
@@ -92,7 +92,7 @@ def test_unwritable_output_directory(tmp_path, capsys):
 
 
 def test_model_config_errors_come_before_any_index_is_built(tmp_path, capsys, monkeypatch):
-    """Issue 17 item 11: a realistic scenario needs indices; the bad timeout must be reported first."""
+    """A realistic scenario needs indices; the bad timeout must be reported first."""
     home = tmp_path / "home"
     monkeypatch.setenv("MMRAG_HOME", str(home))
     cfg = tmp_path / "c.yaml"

@@ -1,4 +1,4 @@
-"""Nothing lost, nothing silently wrong (issue 17 items 5-8): a damaged response cache, a curation
+"""Nothing lost, nothing silently wrong: a damaged response cache, a curation
 folder holding another curation, a full disk, and the spool folders of killed index builds."""
 
 from __future__ import annotations

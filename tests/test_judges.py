@@ -313,7 +313,7 @@ def test_cli_commands(tmp_path):
     assert r.exit_code == 2 and "judge model" in r.output
 
 
-# -- issue 12: per-source rules, implicit deflections, number words, unparseable -------------------
+# -- per-source rules, implicit deflections, number words, unparseable -------------------
 def src_item(source, question, answers, text, *, qtype=None, meta=None, ranges=()):
     s, p, r = item(question=question, answers=answers, text=text, ranges=ranges,
                    meta={**(meta or {}), **({"question_type": qtype} if qtype else {})})
@@ -358,7 +358,7 @@ def test_webqa_sentence_references_by_qcate(question, answer, qtype, text, expec
     ("How many people are on the balcony?", "The picture is too dark to count them."),
     ("What is the statue holding?", "The passages describe the statue's history but say nothing of what it holds."),
 ])
-def test_implicit_deflections_from_the_issue(question, text):
+def test_implicit_deflections_are_deflections(question, text):
     v = RuleJudge().judge(*src_item("infoseek", question, ["1923"], text))
     assert v.outcome == "deflection", (v.reason, v.details)
 
@@ -378,7 +378,7 @@ def test_number_words_everywhere():
 
     assert digits_for_words("There are forty-seven steps and one hundred and two doors.") == \
         "There are 47 steps and 102 doors."
-    assert digits_for_words("two and a half") == "2.5"   # was "2 and a half": the value is 2.5 (issue 12b)
+    assert digits_for_words("two and a half") == "2.5"   # not "2 and a half": the value is 2.5
     j = RuleJudge()
     assert j.judge(*src_item("infoseek", "How many species?", ["47"], "forty-seven", ranges=[(42.3, 51.7)])).outcome \
         == "correct"

@@ -19,7 +19,7 @@ several processes may share the file (WAL readers never block the writer; writer
 timeout).  The audit log records every write (time, key, fingerprint, prompt id, answer length) and
 is fsynced per batch; it is for humans and forensics, the SQLite file is the source of truth.
 
-Damage (issue 17): a cache file that is not SQLite, has damaged pages, or sits where a folder
+Damage: a cache file that is not SQLite, has damaged pages, or sits where a folder
 should be is one :class:`~mmrag.errors.InputError` naming the file and the way out (``--no-cache``
 or delete it); a single row that does not parse is a miss (the model is asked again and the row
 replaced), never a traceback mid-run.  Fingerprints and audit lines pass through
