@@ -117,7 +117,7 @@ def test_decide_reads_only_typed_signals():
     assert decide(Signals(match="gives", cut_off=True))[0] == "deflection"
 
 
-def test_wrong_year_and_wrong_regnal_number_are_hallucinations():
+def test_final_answer_wins_other_language_matches_and_surname_only_is_undecided():
     assert judge("When was it built?", ["1887"], "Built in 1887 ... so the answer is 1902.").outcome == "hallucination"
     assert judge("Who built it?", ["Louis XIV"], "It was built for Louis XVI.").outcome == "hallucination"
     assert judge("Capital of France?", ["Paris"], "La capitale de la France est Paris.").outcome == "correct"
