@@ -6,7 +6,8 @@ Public names: :class:`Query`, :class:`Hit`, :class:`Retriever`, :class:`DocStore
 :func:`create_retriever`, :class:`DenseRetriever`, :class:`BM25Retriever`,
 :class:`HybridRetriever`, :class:`CachedRetriever`, :class:`InMemoryDocStore`,
 :class:`IndexMiner`, :func:`build_world_miner`, :func:`evaluate_retrieval`; and, when
-llama-index is installed, :class:`LlamaIndexRetriever` / :func:`as_llamaindex_retriever`
+llama-index is installed, :class:`LlamaIndexRetriever` / :func:`as_llamaindex_retriever` /
+:func:`as_llamaindex_embedding`
 (imported on first use, so mmrag works without the llamaindex extra).
 """
 
@@ -23,7 +24,7 @@ from mmrag.retrieval.plugins import create_retriever, register_retriever
 from mmrag.retrieval.store import InMemoryDocStore
 from mmrag.retrieval.world import build_world_miner
 
-_LAZY = {"LlamaIndexRetriever", "as_llamaindex_retriever"}
+_LAZY = {"LlamaIndexRetriever", "as_llamaindex_retriever", "as_llamaindex_embedding"}
 
 
 def __getattr__(name: str) -> Any:
@@ -38,4 +39,5 @@ __all__ = [
     "Query", "Hit", "Retriever", "DocStore", "MiningResult", "NegativeMiner", "RETRIEVERS", "register_retriever",
     "create_retriever", "DenseRetriever", "BM25Retriever", "HybridRetriever", "CachedRetriever", "InMemoryDocStore",
     "IndexMiner", "build_world_miner", "evaluate_retrieval", "LlamaIndexRetriever", "as_llamaindex_retriever",
+    "as_llamaindex_embedding",
 ]

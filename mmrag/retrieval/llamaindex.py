@@ -10,6 +10,10 @@
 * :func:`as_llamaindex_retriever` exposes an mmrag retriever (any index, BM25, hybrid, plug-in)
   to llama-index as a ``BaseRetriever`` returning ``NodeWithScore`` (``TextNode`` for text
   documents, ``ImageNode`` for documents with an image), usable in a ``RetrieverQueryEngine``.
+* :func:`as_llamaindex_embedding` exposes an mmrag text encoder (``encode_text``; e.g. the packaged
+  MiniLM, ``SentenceTransformerEncoder()``) as a llama-index ``BaseEmbedding``, so a llama-index
+  ``VectorStoreIndex`` embeds with the same local model as mmrag's own indices and never calls an
+  embedding service.
 
 Both work offline: nothing here calls an LLM or an embedding service (set ``Settings.llm = None``
 and a local ``embed_model`` for the rest of a llama-index pipeline).
@@ -19,6 +23,9 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from pydantic import PrivateAttr
+
+from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import ImageNode, NodeWithScore, QueryBundle, TextNode
 
@@ -77,3 +84,37 @@ class MmragLlamaIndexRetriever(BaseRetriever):
 
 def as_llamaindex_retriever(retriever: Retriever, store: DocStore, k: int = 10, **kwargs: Any) -> BaseRetriever:
     return MmragLlamaIndexRetriever(retriever, store, k=k, **kwargs)
+
+
+class MmragEmbedding(BaseEmbedding):
+    """A llama-index embedding model answering from an mmrag encoder's ``encode_text``.
+
+    Queries and documents are embedded the same way (MiniLM-style symmetric encoders), as
+    L2-normalised float vectors; llama-index batches documents by ``embed_batch_size``."""
+
+    _encoder: Any = PrivateAttr()
+
+    def __init__(self, encoder: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("model_name", str(getattr(encoder, "fingerprint", type(encoder).__name__)))
+        super().__init__(**kwargs)
+        self._encoder = encoder
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "MmragEmbedding"
+
+    def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
+        return [[float(x) for x in row] for row in self._encoder.encode_text(list(texts))]
+
+    def _get_text_embedding(self, text: str) -> list[float]:
+        return self._get_text_embeddings([text])[0]
+
+    def _get_query_embedding(self, query: str) -> list[float]:
+        return self._get_text_embedding(query)
+
+    async def _aget_query_embedding(self, query: str) -> list[float]:
+        return self._get_query_embedding(query)
+
+
+def as_llamaindex_embedding(encoder: Any, **kwargs: Any) -> BaseEmbedding:
+    return MmragEmbedding(encoder, **kwargs)
