@@ -189,6 +189,10 @@ def test_03_custom_retriever(notebook_env):
     for m in res["mining"].values():
         assert m["found"] == 2.0  # no shortfall on a 2,100-document knowledge base
         assert m["same_section"] >= 0.8  # both miners find template look-alikes of the gold passage
+    li = res["llamaindex"]  # a llama-index VectorStoreIndex on the MiniLM embedding adapter
+    assert li["fingerprint"].startswith("llamaindex:") and li["found"] == 2.0
+    assert li["quality"]["n"] == res["n_samples"]
+    assert abs(li["quality"]["recall@10"] - quality["dense MiniLM"]["recall@10"]) <= 0.1
     rows = res["evaluation"]
     assert {(r["miner"], r["scenario"]) for r in rows} == {(m, s) for m in ("keyword", "dense")
                                                           for s in ("realistic", "adversarial")}
