@@ -1,7 +1,7 @@
 """Will every configured backend accept every input?  Checked before the run directory exists.
 
 Why: an input the loader accepts can still be refused by a backend — a TIFF query image cannot
-travel as an OpenAI-style data URL — and today that stops a run half-way, hours in.  Each model
+travel as an OpenAI-style data URL — and found at send time it would stop a run half-way, hours in.  Each model
 declares the image types it takes (:attr:`Capabilities.image_formats`, None = whatever PIL
 decodes); this module sniffs the magic bytes of every distinct image a run will send (sample
 images and knowledge-base images) and reports the first refusal naming the image, the record and

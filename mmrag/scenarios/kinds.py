@@ -1,7 +1,7 @@
 """Scenario kinds as registered objects: what a kind shows, which knobs it reads, its paper order.
 
-A scenario kind used to be a string restated in a dozen places (``if kind in (...)`` over kind
-names).  Here each kind is one :class:`ScenarioKind` that owns its id, its label, whether
+A kind is an object rather than a name string, so that no stage restates the kinds in an
+``if kind in (...)`` over names.  Each kind is one :class:`ScenarioKind` that owns its id, its label, whether
 its prompts carry gold evidence and/or hard negatives, the spec fields it reads (every other knob is
 reset on construction, so two specs that show the same prompts share one id), its applicability
 rule, its prompt builder and its place in the paper's order (parametric, oracle, realistic,
