@@ -22,28 +22,9 @@ from llama_index.vector_stores.faiss import FaissVectorStore  # noqa: E402
 
 from mmrag.indices import SentenceTransformerEncoder  # noqa: E402
 from mmrag.retrieval import (BM25Retriever, CachedRetriever, HybridRetriever, InMemoryDocStore,  # noqa: E402
-                             LlamaIndexRetriever, Query, as_llamaindex_retriever, build_world_miner)
+                             LlamaIndexRetriever, Query, as_llamaindex_embedding, as_llamaindex_retriever,
+                             build_world_miner)
 from retrieval_world import make_world, name  # noqa: E402
-
-
-class MiniLMEmbedding(BaseEmbedding):
-    """A llama-index embedding over mmrag's MiniLM encoder (no network)."""
-
-    def __init__(self, encoder, **kw):
-        super().__init__(model_name="minilm-local", **kw)
-        self._enc = encoder
-
-    def _get_query_embedding(self, query):
-        return self._enc.encode_text([query])[0].tolist()
-
-    def _get_text_embedding(self, text):
-        return self._enc.encode_text([text])[0].tolist()
-
-    def _get_text_embeddings(self, texts):
-        return self._enc.encode_text(texts).tolist()
-
-    async def _aget_query_embedding(self, query):
-        return self._get_query_embedding(query)
 
 
 @pytest.fixture(scope="module")
@@ -52,8 +33,21 @@ def setup(tmp_path_factory):
     docs, samples = make_world(root / "w", 12)
     enc = SentenceTransformerEncoder()
     Settings.llm = None
-    Settings.embed_model = MiniLMEmbedding(enc)
+    Settings.embed_model = as_llamaindex_embedding(enc)
     return docs, samples, enc, root
+
+
+def test_embedding_adapter_gives_the_encoders_vectors(setup):
+    docs, _, enc, _ = setup
+    embed = Settings.embed_model
+    assert isinstance(embed, BaseEmbedding) and embed.model_name == enc.fingerprint
+    texts = [d.text for d in docs if d.modality == "text"][:3]
+    want = enc.encode_text(texts)
+    got = embed.get_text_embedding_batch(texts)
+    assert len(got) == 3 and all(len(v) == enc.dim for v in got)
+    assert max(abs(a - b) for row, ref in zip(got, want) for a, b in zip(row, ref)) < 1e-5
+    q = embed.get_query_embedding(texts[0])
+    assert sum(a * b for a, b in zip(q, want[0])) > 0.999   # queries embed like documents
 
 
 def test_llamaindex_faiss_store_as_mmrag_retriever(setup, tmp_path):
