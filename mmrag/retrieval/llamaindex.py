@@ -23,11 +23,10 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from pydantic import PrivateAttr
-
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import ImageNode, NodeWithScore, QueryBundle, TextNode
+from pydantic import PrivateAttr
 
 from mmrag.retrieval.base import DocStore, Hit, Query, Retriever
 from mmrag.schema import Document, ImageRef
