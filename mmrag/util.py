@@ -102,6 +102,21 @@ def invalid_value(obj: Any, where: str = "") -> tuple[str, str] | None:
     return None
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def valid_text(text: Any) -> Any:
+    """``text`` with every lone surrogate (a ``\\ud800`` escape a server sent: valid JSON, but not
+    encodable as UTF-8, so the tokenizer, the cache and Parquet all refuse it) replaced by U+FFFD.
+
+    Why at the client boundary: text from a server is data nobody checked; replacing what cannot be
+    encoded keeps the reply (and the run) going, the way a decoder's ``errors="replace"`` does.
+    Anything that is not a string is returned as it is."""
+    if not isinstance(text, str) or text.isascii():
+        return text
+    return _LONE_SURROGATE.sub("\ufffd", text)
+
+
 def nonfinite_field(obj: Any) -> str | None:
     """The dotted location of the first NaN/Infinity (or unwritable string) in ``obj``, else None."""
     bad = invalid_value(obj)

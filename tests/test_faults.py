@@ -1,0 +1,116 @@
+"""No fault becomes a measurement: a dead judge, gating model or cluster fails the command with one
+line and a non-zero exit; ``--resume`` redoes exactly the failed work; hostile bytes from a server
+and hostile files are made valid or refused clearly."""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+
+import pytest
+import yaml
+from loopback_server import Action, LoopbackServer
+
+from mmrag.cli import main
+from mmrag.runs import read_records
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _yaml(path: Path, data: dict) -> Path:
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def _openai(url: str, name: str = "m") -> dict:
+    return {"backend": "openai", "model": name, "base_url": url,
+            "options": {"max_retries": 0, "backoff_initial": 0.01, "backoff_max": 0.02}}
+
+
+def _stderr_line(capsys, needle: str) -> str:
+    err = capsys.readouterr().err
+    assert "Traceback" not in err, err[-3000:]
+    lines = [ln for ln in err.splitlines() if needle in ln]
+    assert len(lines) == 1, err[-3000:]
+    return lines[0]
+
+
+# -- a dead LLM judge ------------------------------------------------------------------------------
+def test_dead_llm_judge_fails_the_run_and_resume_rejudges_exactly_those(tmp_path, capsys, module_home):
+    judge_port = _free_port()
+    with LoopbackServer(answer="Quellmar") as model_srv:
+        cfg = _yaml(tmp_path / "run.yaml", {
+            "benchmarks": [{"name": "demo"}], "limit": 6, "scenarios": [{"kind": "parametric"}],
+            "cache": {"enabled": False}, "models": [_openai(model_srv.url)],
+            "judge": {"mode": "llm", "model": _openai(f"http://127.0.0.1:{judge_port}/v1", "j")}})
+        run = tmp_path / "run"
+        assert main(["run", "--config", str(cfg), "--out", str(run)]) == 1
+        line = _stderr_line(capsys, "run failed")
+        assert "judge_connection" in line and "error budget" in line
+        manifest = json.loads((run / "manifest.json").read_text())
+        assert manifest["status"] == "failed" and manifest["counts"]["failed"] >= 1
+        assert manifest["counts"]["judge_failed"] == manifest["counts"]["failed"]
+        recs = read_records(run)
+        assert recs and all(r.error == "judge_connection" and r.response.error is None for r in recs)
+        summary = json.loads((run / "summary.json").read_text())
+        assert summary["judge_errors"] == {"connection": len(recs)}
+        assert all(g["n"] == 0 for g in summary["groups"])      # nothing measured, no rates
+        assert "Failed judge calls by class" in (run / "summary.md").read_text()
+        asked = model_srv.stats()["requests"]
+        assert asked == len(recs)
+        with LoopbackServer(port=judge_port, answer="A") as judge_srv:
+            assert main(["run", "--resume", str(run)]) == 0, capsys.readouterr().err
+            assert judge_srv.stats()["requests"] == 6                 # every cell judged once, now
+        # the stored replies were judged again: the model was asked only for cells never sent
+        assert model_srv.stats()["requests"] == 6
+    recs = read_records(run)
+    assert len(recs) == 6 and all(r.error is None and r.verdict.outcome == "correct" for r in recs)
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert manifest["status"] == "complete" and manifest["counts"]["failed"] == 0
+
+
+def test_score_with_a_dead_llm_judge_exits_non_zero_and_writes_nothing(tmp_path, capsys, module_home):
+    run = tmp_path / "run"
+    assert main(["run", "-b", "demo", "-m", "context-reader", "--scenarios", "oracle", "--limit", "3",
+                 "--out", str(run)]) == 0
+    before = sorted(p.name for p in (run / "verdicts").glob("*")) if (run / "verdicts").exists() else []
+    manifest = (run / "manifest.json").read_text()
+    capsys.readouterr()
+    code = main(["score", str(run), "--judge", "llm", "--judge-model", "openai:j",
+                 "--judge-base-url", f"http://127.0.0.1:{_free_port()}/v1"])
+    assert code != 0
+    line = _stderr_line(capsys, "error")
+    assert "LLM judge failed on 3 of 3" in line and "connection" in line
+    after = sorted(p.name for p in (run / "verdicts").glob("*")) if (run / "verdicts").exists() else []
+    assert after == before and (run / "manifest.json").read_text() == manifest
+
+
+def test_llm_judge_marks_every_failure_and_never_grades_it():
+    from mmrag.judging.llm import LLMJudge, judge_failure
+    from mmrag.schema import Response, Sample
+
+    class Dead:
+        fingerprint = "dead"
+
+        def generate(self, prompts, settings):
+            return [Response(prompt_id=p.id, error=e, error_detail="x") for p, e in
+                    zip(prompts, ["connection", "timeout", "server_error", "bad_response"])]
+
+    class Raising:
+        fingerprint = "raising"
+
+        def generate(self, prompts, settings):
+            raise RuntimeError("backend bug")
+
+    items = [(Sample(id=f"s{i}", benchmark="t", question="Capital?", answers=["Paris"]), None,
+              Response(prompt_id=f"p{i}", text="Paris")) for i in range(4)]
+    for model, classes in ((Dead(), ["connection", "timeout", "server_error", "bad_response"]),
+                           (Raising(), ["other"] * 4)):
+        verdicts = LLMJudge(model).judge_many(items)
+        assert [judge_failure(v) for v in verdicts] == classes
+        assert all(v.outcome == "unparseable" and v.score is None for v in verdicts)
