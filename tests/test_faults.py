@@ -114,3 +114,60 @@ def test_llm_judge_marks_every_failure_and_never_grades_it():
         verdicts = LLMJudge(model).judge_many(items)
         assert [judge_failure(v) for v in verdicts] == classes
         assert all(v.outcome == "unparseable" and v.score is None for v in verdicts)
+
+
+# -- curation: a dead gating model, secrets in its files -------------------------------------------
+URL_SECRET = "curate-urlpass-0001"
+HDR_SECRET = "curate-hdr-secret-0002"
+
+
+def _curate_cfg(tmp: Path, url: str, **extra) -> Path:
+    gate = {"backend": "openai", "model": "gate", "base_url": url.replace("http://", f"http://bob:{URL_SECRET}@"),
+            "options": {"max_retries": 0, "headers": {"X-Api-Key": HDR_SECRET}}}
+    return _yaml(tmp / "curate.yaml", {"benchmark": {"name": "demo"}, "gating_models": [gate], "limit": 4,
+                                       "modalities": ["text"], "negatives_per_modality": 2, "k_min": 1,
+                                       "cache": {"enabled": False}, **extra})
+
+
+def _no_secret_in(folder: Path) -> None:
+    for f in folder.rglob("*"):
+        if f.is_file():
+            data = f.read_bytes()
+            for s in (URL_SECRET, HDR_SECRET):
+                assert s.encode() not in data, f"{s} leaked into {f}"
+
+
+def test_dead_gating_model_fails_curation_and_decides_nothing(tmp_path, capsys, module_home):
+    out = tmp_path / "cur"
+    cfg = _curate_cfg(tmp_path, f"http://127.0.0.1:{_free_port()}/v1")
+    assert main(["curate", "--config", str(cfg), "--out", str(out)]) == 1
+    line = _stderr_line(capsys, "error")
+    assert "gating model openai:gate" in line and "connection" in line
+    assert not list(out.glob("stage*_*.jsonl")) and not (out / "curated.jsonl").exists()
+    _no_secret_in(out)
+    assert (out / "config.json").is_file() and (out / "manifest.json").is_file()
+
+
+def test_curation_files_hold_no_secret_and_a_rerun_is_accepted(tmp_path, capsys, module_home):
+    out = tmp_path / "cur"
+    with LoopbackServer(answer="I cannot answer this question.") as srv:
+        cfg = _curate_cfg(tmp_path, srv.url)
+        assert main(["curate", "--config", str(cfg), "--out", str(out)]) == 0, capsys.readouterr().err
+        sent = json.dumps([r.headers for r in srv.records])
+        assert HDR_SECRET in sent                                  # the header did travel
+        assert main(["curate", "--config", str(cfg), "--out", str(out)]) == 0, capsys.readouterr().err
+    _no_secret_in(out)
+    config = json.loads((out / "config.json").read_text())
+    assert config["gating_models"][0]["options"]["headers"]["X-Api-Key"] == "***"
+    assert "***@127.0.0.1" in config["gating_models"][0]["base_url"]
+
+
+def test_dead_llm_judge_in_curation_is_an_error_not_a_verdict(tmp_path, capsys, module_home):
+    out = tmp_path / "cur"
+    cfg = _yaml(tmp_path / "c.yaml", {"benchmark": {"name": "demo"}, "gating_models": [{"backend": "context-reader"}],
+                                      "limit": 3, "cache": {"enabled": False},
+                                      "judge": {"mode": "llm", "model": _openai(f"http://127.0.0.1:{_free_port()}/v1")}})
+    assert main(["curate", "--config", str(cfg), "--out", str(out)]) == 1
+    line = _stderr_line(capsys, "error")
+    assert "LLM judge failed" in line and "connection" in line
+    assert not list(out.glob("stage*_*.jsonl"))
