@@ -171,3 +171,23 @@ def test_dead_llm_judge_in_curation_is_an_error_not_a_verdict(tmp_path, capsys, 
     line = _stderr_line(capsys, "error")
     assert "LLM judge failed" in line and "connection" in line
     assert not list(out.glob("stage*_*.jsonl"))
+
+
+# -- hostile text from a server --------------------------------------------------------------------
+@pytest.mark.parametrize("cache", [False, True])
+def test_a_lone_surrogate_from_the_model_or_the_judge_is_made_valid(tmp_path, capsys, module_home, cache):
+    with LoopbackServer(answer="Paris \ud800 and \udfff") as model_srv, LoopbackServer(answer="A \ud800") as judge_srv:
+        cfg = _yaml(tmp_path / "run.yaml", {
+            "benchmarks": [{"name": "demo"}], "limit": 3, "scenarios": [{"kind": "oracle"}],
+            "cache": {"enabled": cache, "path": str(tmp_path / "cache.sqlite")}, "models": [_openai(model_srv.url)],
+            "judge": {"mode": "rule+llm", "model": _openai(judge_srv.url, "j")}})
+        run = tmp_path / "run"
+        assert main(["run", "--config", str(cfg), "--out", str(run)]) == 0, capsys.readouterr().err
+        assert main(["run", "-b", "demo", "-m", "openai:m", "--base-url", model_srv.url, "--scenarios", "oracle",
+                     "--limit", "3", "--judge", "llm", "--judge-model", "openai:j", "--judge-base-url", judge_srv.url,
+                     "--out", str(tmp_path / "flags")] + ([] if cache else ["--no-cache"])) == 0, capsys.readouterr().err
+    for d in (run, tmp_path / "flags"):
+        recs = read_records(d)
+        assert len(recs) == 3 and all(r.error is None for r in recs)
+        assert all(r.response.text == "Paris \ufffd and \ufffd" for r in recs)
+        assert json.loads((d / "manifest.json").read_text())["status"] == "complete"
