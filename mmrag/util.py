@@ -73,32 +73,42 @@ def write_jsonl_atomic(path: str | Path, rows: list[dict[str, Any]]) -> None:
     atomic_write_text(path, text)
 
 
+def _bad_scalar(obj: Any) -> str | None:
+    if isinstance(obj, float):
+        return None if math.isfinite(obj) else "non-finite number (NaN or Infinity) is not allowed"
+    if isinstance(obj, str) and not obj.isascii():
+        try:
+            obj.encode("utf-8")
+        except UnicodeEncodeError:
+            return "invalid Unicode (a lone surrogate escape such as \\ud800)"
+    return None
+
+
 def invalid_value(obj: Any, where: str = "") -> tuple[str, str] | None:
     """``(dotted field, why)`` for the first value of a parsed JSON/YAML document that mmrag could
     not write back, else None: a NaN or Infinity (JSON has no such numbers; Python's parser takes
     them and writing them gives ``null``, a record that can never be read back) or a string with a
-    lone surrogate (a ``\\ud800`` escape: valid JSON text, but not encodable as UTF-8)."""
-    if isinstance(obj, float):
-        return None if math.isfinite(obj) else (where or "(value)", "non-finite number (NaN or Infinity) is not allowed")
-    if isinstance(obj, str):
-        try:
-            obj.encode("utf-8")
-        except UnicodeEncodeError:
-            return where or "(value)", "invalid Unicode (a lone surrogate escape such as \\ud800)"
-        return None
-    if isinstance(obj, dict):
-        items: Any = obj.items()
-    elif isinstance(obj, list):
-        items = enumerate(obj)
-    else:
-        return None
-    for k, v in items:
-        key_bad = invalid_value(k, where) if isinstance(k, str) else None
-        if key_bad is not None:
-            return key_bad
-        hit = invalid_value(v, f"{where}.{k}" if where else str(k))
-        if hit is not None:
-            return hit
+    lone surrogate (a ``\\ud800`` escape: valid JSON text, but not encodable as UTF-8).
+
+    Iterative, and each container is walked once however often it is referenced (a YAML alias
+    shares one object), so neither depth nor a shared-subtree bomb can hang or crash it."""
+    stack: list[tuple[Any, str]] = [(obj, where)]
+    seen: set[int] = set()
+    while stack:
+        node, at = stack.pop()
+        if isinstance(node, (dict, list)):
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            items = list(node.items()) if isinstance(node, dict) else list(enumerate(node))
+            for k, v in reversed(items):   # reversed: the first bad value in document order is found first
+                stack.append((v, f"{at}.{k}" if at else str(k)))
+                if isinstance(k, str):
+                    stack.append((k, at))
+            continue
+        why = _bad_scalar(node)
+        if why is not None:
+            return at or "(value)", why
     return None
 
 
@@ -270,10 +280,23 @@ def read_jsonl_models(path: str | Path, model: type[M]) -> list[M]:
 
 def unique_key_loader():
     """A SafeLoader that refuses duplicate mapping keys (YAML's default is "last wins": a second
-    ``limit:`` would silently override the first)."""
+    ``limit:`` would silently override the first) and aliases (``*name``).
+
+    Why no aliases: nine anchors of nine aliases each (a "billion laughs" file of a few hundred
+    bytes) expand to 9^9 values, and every reader that walks the result (validation, the
+    redaction helper, the config diff of ``--resume``) hangs on it.  mmrag's configs and
+    templates are small; a value used twice is written twice."""
     import yaml
 
     class UniqueKeyLoader(yaml.SafeLoader):
+        def compose_node(self, parent, index):  # noqa: D102 - see the class docstring
+            if self.check_event(yaml.events.AliasEvent):
+                event = self.peek_event()
+                raise yaml.composer.ComposerError(
+                    None, None, f"YAML aliases (*{event.anchor}) are not allowed here; write the value out",
+                    event.start_mark)
+            return super().compose_node(parent, index)
+
         def construct_mapping(self, node, deep=False):  # noqa: D102 - see the class docstring
             seen: dict[Any, int] = {}
             for key_node, _ in node.value:

@@ -5,6 +5,7 @@ and hostile files are made valid or refused clearly."""
 from __future__ import annotations
 
 import json
+import re
 import socket
 from pathlib import Path
 
@@ -191,3 +192,52 @@ def test_a_lone_surrogate_from_the_model_or_the_judge_is_made_valid(tmp_path, ca
         assert len(recs) == 3 and all(r.error is None for r in recs)
         assert all(r.response.text == "Paris \ufffd and \ufffd" for r in recs)
         assert json.loads((d / "manifest.json").read_text())["status"] == "complete"
+
+
+# -- a YAML alias bomb -------------------------------------------------------------------------------
+def _bomb() -> str:
+    """Nine levels of nine aliases: 9^9 (387 million) values when expanded."""
+    lines = ['a0: &a0 ["lol"]']
+    for i in range(1, 10):
+        lines.append(f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]")
+    return "\n".join(lines) + "\n"
+
+
+def test_yaml_alias_bomb_is_refused_by_every_config_reader(tmp_path, capsys):
+    import time
+
+    from mmrag.errors import InputError
+    from mmrag.scenarios.templates import load_template
+    from mmrag.util import invalid_value
+
+    bomb = _bomb()
+    run_cfg = tmp_path / "run.yaml"
+    run_cfg.write_text("benchmarks: [{name: demo}]\nmodels: [{backend: always-deflect}]\n" + bomb)
+    sweep_cfg = tmp_path / "sweep.yaml"
+    sweep_cfg.write_text("name: s\nbase: {kind: oracle}\naxes: {}\n" + bomb)
+    curate_cfg = tmp_path / "curate.yaml"
+    curate_cfg.write_text("benchmark: {name: demo}\ngating_models: [{backend: always-deflect}]\n" + bomb)
+    template = tmp_path / "t.yaml"
+    template.write_text("id: t\nversion: '1'\n" + bomb)
+    t0 = time.monotonic()
+    for argv in (["run", "--config", str(run_cfg), "--out", str(tmp_path / "r")],
+                 ["sweep", "--config", str(sweep_cfg), "--out", str(tmp_path / "s")],
+                 ["curate", "--config", str(curate_cfg), "--out", str(tmp_path / "c")]):
+        assert main(argv) != 0
+        line = _stderr_line(capsys, "error")
+        assert "aliases" in line and "not allowed" in line and re.search(r"\.yaml:\d+: ", line), line
+    with pytest.raises(InputError, match="aliases"):
+        load_template(template)
+    assert time.monotonic() - t0 < 60
+    # the validator walks a shared subtree once (a bomb built in Python, not from YAML)
+    leaf: list = ["lol"]
+    for _ in range(9):
+        leaf = [leaf] * 9
+    t0 = time.monotonic()
+    assert invalid_value({"a": leaf}) is None
+    assert invalid_value({"a": leaf, "b": [float("nan")]}) == ("b.0", "non-finite number (NaN or Infinity) is not allowed")
+    assert time.monotonic() - t0 < 1
+    deep: list = []
+    for _ in range(100_000):
+        deep = [deep]
+    assert invalid_value(deep) is None                       # no recursion limit either
