@@ -241,3 +241,23 @@ def test_yaml_alias_bomb_is_refused_by_every_config_reader(tmp_path, capsys):
     for _ in range(100_000):
         deep = [deep]
     assert invalid_value(deep) is None                       # no recursion limit either
+
+
+# -- the same model or benchmark twice ---------------------------------------------------------------
+def test_a_model_or_benchmark_named_twice_is_refused(tmp_path, capsys):
+    for argv, what in ((["-b", "demo,demo", "-m", "always-deflect"], "benchmark 'demo'"),
+                       (["-b", "demo", "-m", "always-deflect,always-deflect"], "model 'always-deflect'"),
+                       (["-b", "demo", "-m", "sim-vlm:text_prior=0.5", "-m", "sim-vlm:text_prior=0.5"],
+                        "model 'sim-vlm:text_prior=0.5'")):
+        out = tmp_path / "r"
+        assert main(["run", *argv, "--out", str(out)]) != 0
+        line = _stderr_line(capsys, "error")
+        assert what in line and "named twice" in line
+        assert not out.exists()
+    cfg = _yaml(tmp_path / "c.yaml", {"benchmarks": [{"name": "demo"}],
+                                      "models": [{"backend": "always-deflect"}, {"backend": "always-deflect"}]})
+    assert main(["run", "--config", str(cfg), "--out", str(tmp_path / "r")]) != 0
+    assert "named twice" in _stderr_line(capsys, "error")
+    assert main(["sweep", "--config", "distractor-curve", "-m", "context-reader,context-reader",
+                 "--out", str(tmp_path / "s")]) != 0
+    assert "named twice" in _stderr_line(capsys, "error")

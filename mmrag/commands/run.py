@@ -109,9 +109,23 @@ def config_from_flags(benchmark: list[str], model: list[str], base_url: Optional
             raise InputError(f"must be at least 1, got {max_new_tokens}", field="--max-new-tokens")
         settings = GenerationSettings(max_new_tokens=max_new_tokens)
     models = [parse_model_arg(m, base_url=base_url, api_key_env=api_key_env) for m in model]
-    return RunConfig(benchmarks=[BenchmarkRef(name=b) for b in benchmark], scenarios=specs, models=models,
-                     judge=judge_cfg or JudgeConfig(mode=judge), limit=limit, seed=seed, batch_size=batch_size,
-                     cache=CacheConfig(enabled=not no_cache, path=cache_path), settings=settings)
+    return flag_config(benchmarks=[BenchmarkRef(name=b) for b in benchmark], scenarios=specs, models=models,
+                       judge=judge_cfg or JudgeConfig(mode=judge), limit=limit, seed=seed, batch_size=batch_size,
+                       cache=CacheConfig(enabled=not no_cache, path=cache_path), settings=settings)
+
+
+def flag_config(**fields) -> RunConfig:
+    """A RunConfig built from flags; a rule it breaks (a model named twice) is one InputError."""
+    from pydantic import ValidationError
+
+    from mmrag.errors import pydantic_field, pydantic_message
+
+    try:
+        return RunConfig(**fields)
+    except ValidationError as exc:
+        loc = pydantic_field(exc).split(".")[0]
+        flag = {"benchmarks": "--benchmark", "models": "--model"}.get(loc, loc)
+        raise InputError(pydantic_message(exc).removeprefix("Value error, "), field=flag) from None
 
 
 def config_from_manifest(run_dir: Path) -> RunConfig:
@@ -312,9 +326,10 @@ def sweep(
         from mmrag.scenarios import load_sweep
 
         load_sweep(config)  # validates the file, naming file and field on error
-        cfg = RunConfig(benchmarks=[BenchmarkRef(name=b) for b in _split(benchmark)],
-                        models=[parse_model_arg(m, base_url=base_url, api_key_env=api_key_env) for m in _split_models(model)],
-                        sweeps=[str(config)], limit=limit)
+        cfg = flag_config(benchmarks=[BenchmarkRef(name=b) for b in _split(benchmark)],
+                          models=[parse_model_arg(m, base_url=base_url, api_key_env=api_key_env)
+                                  for m in _split_models(model)],
+                          sweeps=[str(config)], limit=limit)
     cfg.judge = judge_config(judge, judge_model, judge_base_url, judge_api_key_env, base=cfg.judge)
     target = out or (Path(cfg.out) if cfg.out else default_run_dir("sweep"))
     with trusting_code(allow_code), engine_scope(engine, address, replicas):
