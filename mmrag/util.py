@@ -213,6 +213,39 @@ def open_data_file(path: str | Path, what: str = "JSONL file"):
     return fh
 
 
+#: the longest line a JSONL reader accepts (bytes); ``MMRAG_MAX_LINE_BYTES`` overrides it
+DEFAULT_MAX_LINE_BYTES = 64 << 20
+
+
+def max_line_bytes() -> int:
+    """The line-length bound of every JSONL / KB reader (``MMRAG_MAX_LINE_BYTES``, default 64 MiB).
+
+    Why a bound: a line is read into memory whole, so a file with no newline — a gzip bomb of a
+    few MB that expands to GBs of NULs — would otherwise exhaust memory before any check runs."""
+    raw = os.environ.get("MMRAG_MAX_LINE_BYTES")
+    try:
+        return max(1024, int(raw)) if raw else DEFAULT_MAX_LINE_BYTES
+    except ValueError:
+        raise InputError(f"MMRAG_MAX_LINE_BYTES must be a number of bytes, got {raw!r}") from None
+
+
+def read_lines(fh: Any, path: str | Path, limit: int | None = None) -> Iterator[tuple[int, bytes]]:
+    """``(line number, raw line)`` of a binary file object (plain or decompressing), refusing a
+    line longer than ``limit`` bytes (:func:`max_line_bytes`) with an InputError naming file and
+    line — after reading at most ``limit + 1`` bytes of it."""
+    limit = limit or max_line_bytes()
+    lineno = 0
+    while True:
+        raw = fh.readline(limit + 1)
+        if not raw:
+            return
+        lineno += 1
+        if len(raw) > limit and not raw.endswith(b"\n"):
+            raise InputError(f"line longer than {limit} bytes (a file without newlines?); the bound is "
+                             "MMRAG_MAX_LINE_BYTES", path=path, line=lineno)
+        yield lineno, raw
+
+
 def iter_jsonl(path: str | Path, *, on_error: Callable[[InputError], None] = _raise,
                on_truncated_tail: Callable[[InputError], None] | None = None
                ) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -239,7 +272,7 @@ def iter_jsonl(path: str | Path, *, on_error: Callable[[InputError], None] = _ra
 
     with open_data_file(path) as fh:
         pending: tuple[int, bytes] | None = None   # one line of lookahead: is this the last one?
-        for lineno, raw in enumerate(fh, start=1):
+        for lineno, raw in read_lines(fh, path):
             if not raw.strip():
                 continue
             if pending is not None:

@@ -261,3 +261,40 @@ def test_a_model_or_benchmark_named_twice_is_refused(tmp_path, capsys):
     assert main(["sweep", "--config", "distractor-curve", "-m", "context-reader,context-reader",
                  "--out", str(tmp_path / "s")]) != 0
     assert "named twice" in _stderr_line(capsys, "error")
+
+
+# -- unbounded lines ---------------------------------------------------------------------------------
+def test_a_line_without_end_is_refused_after_a_bounded_read(tmp_path, monkeypatch):
+    import gzip
+    import tracemalloc
+
+    from mmrag.benchmarks.deflection import load_kb
+    from mmrag.benchmarks.sources.tables import iter_jsonl_any
+    from mmrag.distributed.kb_blocks import plan_blocks
+    from mmrag.errors import InputError
+    from mmrag.util import iter_jsonl
+
+    monkeypatch.setenv("MMRAG_MAX_LINE_BYTES", str(1 << 20))
+    bomb = tmp_path / "kb-part.jsonl.gz"
+    with gzip.open(bomb, "wb", compresslevel=1) as fh:   # 2 lines, then 160 MB of NULs without a newline
+        fh.write(b'{"id": "d1", "modality": "text", "text": "a"}\n\n')
+        block = b"\0" * (1 << 20)
+        for _ in range(160):
+            fh.write(block)
+    assert bomb.stat().st_size < 5_000_000
+    tracemalloc.start()
+    with pytest.raises(InputError) as info:
+        list(iter_jsonl_any(bomb))
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert info.value.path == str(bomb) and info.value.line == 3 and "longer than 1048576 bytes" in str(info.value)
+    assert peak < 40_000_000, peak
+    plain = tmp_path / "kb.jsonl"
+    plain.write_bytes(b'{"id": "d1", "modality": "text", "text": "a"}\n' + b"x" * (3 << 20))
+    for read in (lambda p: list(iter_jsonl(p)), load_kb, lambda p: plan_blocks(p, 10)):
+        with pytest.raises(InputError) as info:
+            read(plain)
+        assert info.value.path == str(plain) and info.value.line == 2 and "longer than" in info.value.message
+    ok = tmp_path / "ok.jsonl"                    # a long line under the bound is read as before
+    ok.write_text(json.dumps({"id": "d1", "modality": "text", "text": "y" * 900_000}) + "\n")
+    assert [ln for ln, _ in iter_jsonl(ok)] == [1]
