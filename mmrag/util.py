@@ -291,17 +291,24 @@ def parse_record(model: type[M], obj: dict[str, Any], *, path: str | Path | None
         raise InputError(pydantic_message(exc), path=path, line=line, field=pydantic_field(exc)) from None
 
 
-def disk_full(path: str | Path | None, action: str = "free space and run the command again") -> InputError:
+#: errno -> why a write failed, for the errors that mean "no room": the disk, a quota, a size limit
+_NO_ROOM = {errno.ENOSPC: "no space left on device", errno.EDQUOT: "disk quota exceeded",
+            errno.EFBIG: "file too large (a file-size limit: `ulimit -f`, or the filesystem's)"}
+
+
+def disk_full(path: str | Path | None, action: str = "free space and run the command again",
+              why: str = "no space left on device") -> InputError:
     """The one message for a full disk: what could not be written and the way out."""
-    return InputError(f"no space left on device; {action} (what was written before is intact)", path=path)
+    return InputError(f"{why}; {action} (what was written before is intact)", path=path)
 
 
-def as_input_error(exc: OSError, path: str | Path | None = None) -> InputError | OSError:
+def as_input_error(exc: OSError, path: str | Path | None = None,
+                   action: str = "free space and run the command again") -> InputError | OSError:
     """An OSError from a write as a clear InputError when it is the user's to fix (full disk,
-    quota, permissions, read-only filesystem); anything else is returned unchanged."""
+    quota, a file-size limit, permissions, read-only filesystem); anything else is returned unchanged."""
     where = exc.filename or path
-    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-        return disk_full(where)
+    if exc.errno in _NO_ROOM:
+        return disk_full(where, action, _NO_ROOM[exc.errno])
     if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
         return InputError(f"cannot write ({exc.strerror})", path=where)
     return exc

@@ -298,3 +298,61 @@ def test_a_line_without_end_is_refused_after_a_bounded_read(tmp_path, monkeypatc
     ok = tmp_path / "ok.jsonl"                    # a long line under the bound is read as before
     ok.write_text(json.dumps({"id": "d1", "modality": "text", "text": "y" * 900_000}) + "\n")
     assert [ln for ln, _ in iter_jsonl(ok)] == [1]
+
+
+# -- a file-size limit, a full disk ------------------------------------------------------------------
+def _env(home: Path) -> dict:
+    import os
+
+    root = Path(__file__).resolve().parents[1]
+    return {**os.environ, "MMRAG_HOME": str(home), "PYTHONPATH": str(root), "HF_HUB_OFFLINE": "1",
+            "TRANSFORMERS_OFFLINE": "1"}
+
+
+def test_efbig_is_the_clear_disk_full_line_and_the_manifest_says_failed(tmp_path, module_home):
+    import resource
+    import subprocess
+    import sys
+
+    cfg = _yaml(tmp_path / "run.yaml", {"benchmarks": [{"name": "demo"}], "models": [{"backend": "always-deflect"}],
+                                        "scenarios": [{"kind": "parametric"}], "limit": 200, "flush_every": 4,
+                                        "flush_seconds": 0.01, "cache": {"enabled": False}})
+    run = tmp_path / "run"
+    assert main(["run", "--config", str(cfg), "--out", str(tmp_path / "warm")]) == 0   # the demo world, built once
+
+    def limit_file_size() -> None:   # 12 KB per file: the manifest fits, the record segments do not
+        resource.setrlimit(resource.RLIMIT_FSIZE, (12 << 10, 12 << 10))
+
+    res = subprocess.run([sys.executable, "-m", "mmrag.cli", "run", "--config", str(cfg), "--out", str(run)],
+                         env=_env(module_home), capture_output=True, text=True, timeout=300, preexec_fn=limit_file_size)
+    assert res.returncode != 0 and "Traceback" not in res.stderr, res.stderr[-3000:]
+    line = [ln for ln in res.stderr.splitlines() if "mmrag: error" in ln]
+    assert len(line) == 1 and "file too large" in line[0] and "mmrag run --resume" in line[0], res.stderr[-2000:]
+    assert json.loads((run / "manifest.json").read_text())["status"] == "failed"
+    assert main(["run", "--resume", str(run)]) == 0
+    assert len(read_records(run)) == 200
+    assert json.loads((run / "manifest.json").read_text())["status"] == "complete"
+
+
+def test_a_full_disk_leaves_the_manifest_failed(tmp_path, capsys, monkeypatch, module_home):
+    import errno
+    import os
+
+    cfg = _yaml(tmp_path / "run.yaml", {"benchmarks": [{"name": "demo"}], "models": [{"backend": "always-deflect"}],
+                                        "scenarios": [{"kind": "parametric"}], "limit": 60, "flush_every": 4,
+                                        "flush_seconds": 0.01, "cache": {"enabled": False}})
+    run = tmp_path / "run"
+    calls = {"n": 0}
+    real_fsync = os.fsync
+
+    def fsync(fd):   # from the 6th fsync on, the disk is full
+        calls["n"] += 1
+        if calls["n"] >= 6:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    assert main(["run", "--config", str(cfg), "--out", str(run)]) != 0
+    assert "no space left on device" in _stderr_line(capsys, "error")
+    monkeypatch.setattr(os, "fsync", real_fsync)
+    assert json.loads((run / "manifest.json").read_text())["status"] == "failed"

@@ -159,18 +159,17 @@ def config_from_manifest(run_dir: Path) -> RunConfig:
 
 def run_and_print(config: RunConfig, out: Path, title: str = "Results", retry_failed: bool = False) -> RunResult:
     """Execute and print; a run over its error budget exits 1 with a one-line reason on stderr."""
-    import errno
-
-    from mmrag.util import disk_full
+    from mmrag.util import as_input_error
 
     t0 = time.perf_counter()
     try:
         with progress_bar() as progress:
             result = execute(config, out, argv=sys.argv, progress=progress, retry_failed=retry_failed)
-    except OSError as exc:
-        if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+    except OSError as exc:   # a full disk, a quota, a file-size limit: one line, and how to go on
+        err = as_input_error(exc, out, f"free space and resume: mmrag run --resume {out}")
+        if err is exc:
             raise
-        raise disk_full(exc.filename or out, f"free space and resume: mmrag run --resume {out}") from None
+        raise err from None
     console.print(results_table(result.summary, title=title))
     errs = ", ".join(f"{k}={v}" for k, v in sorted(result.errors.items())) or "none"
     console.print(f"run directory: {out}  |  new records: {result.new_records}  |  model calls: {result.model_calls}"

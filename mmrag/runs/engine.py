@@ -178,7 +178,7 @@ def _execute(config: RunConfig, run_dir: Path, held: list[RunLock], argv: list[s
         try:
             stats = run_sync(lambda: _serve(pipe, lanes))
         except Exception:
-            _mark_failed(manifest, run_dir)   # a full disk, a failing judge: never left "running"
+            manifest.mark_failed(run_dir)   # a full disk, a failing judge: never left "running"
             raise
         for k, v in stats.not_applicable.items():
             not_applicable[k] = not_applicable.get(k, 0) + v
@@ -190,7 +190,7 @@ def _execute(config: RunConfig, run_dir: Path, held: list[RunLock], argv: list[s
             store.close()
         except Exception:
             if "manifest" in locals():
-                _mark_failed(manifest, run_dir)
+                manifest.mark_failed(run_dir)
             raise
     records = read_records(run_dir)
     summary = write_summary(run_dir, records, extra={"not_applicable": not_applicable,
@@ -211,16 +211,6 @@ def _execute(config: RunConfig, run_dir: Path, held: list[RunLock], argv: list[s
                      skipped=skipped, failed=failed_now,
                      errors={**summary.get("errors", {}),
                              **{f"judge_{k}": v for k, v in summary.get("judge_errors", {}).items()}}, failure=failure)
-
-
-def _mark_failed(manifest: RunManifest, run_dir: Path) -> None:
-    """Best effort: the manifest says ``failed`` (on a full disk even this small write may fail;
-    the error being raised is the one the user sees)."""
-    try:
-        manifest.status = "failed"
-        manifest.write(run_dir)
-    except Exception:   # noqa: BLE001 - the original error matters, not this one
-        pass
 
 
 def _template_of(prompt) -> list[tuple[str, str]]:
