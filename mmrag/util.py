@@ -150,6 +150,25 @@ class _NonFinite(ValueError):
     pass
 
 
+class _DuplicateKey(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``object_pairs_hook``: JSON's "last wins" for a repeated key would silently drop a value
+    (YAML configs refuse it the same way)."""
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        for k, _ in pairs:
+            if k in seen:
+                raise _DuplicateKey(k)
+            seen.add(k)
+    return obj
+
+
 def _no_constant(token: str) -> float:
     raise _NonFinite(token)
 
@@ -166,7 +185,7 @@ _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 def parse_json_line(raw: bytes, path: Path, lineno: int) -> dict[str, Any]:
     """One JSONL line as a JSON object, or an InputError naming file, line (and field for
-    non-finite numbers and lone surrogates).
+    non-finite numbers, lone surrogates and a key given twice).
 
     Fast path: NaN/Infinity tokens and overflowing floats are caught by the parser's own hooks, and
     the object is walked (:func:`invalid_value`, to name the field) only when one was found or the
@@ -174,10 +193,17 @@ def parse_json_line(raw: bytes, path: Path, lineno: int) -> dict[str, Any]:
     text = _decode_line(raw, path, lineno)
     suspicious = False
     try:
-        obj = json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
+        obj = json.loads(text, parse_constant=_no_constant, parse_float=_finite_float, object_pairs_hook=_unique_pairs)
     except _NonFinite:
         suspicious = True
-        obj = json.loads(text)
+        try:
+            obj = json.loads(text, object_pairs_hook=_unique_pairs)
+        except _DuplicateKey as exc:
+            raise InputError(f"duplicate key '{exc.key}' in a JSON object (the later value would silently win)",
+                             path=path, line=lineno, field=exc.key) from None
+    except _DuplicateKey as exc:
+        raise InputError(f"duplicate key '{exc.key}' in a JSON object (the later value would silently win)",
+                         path=path, line=lineno, field=exc.key) from None
     except json.JSONDecodeError as exc:
         raise InputError(f"invalid JSON ({exc.msg} at column {exc.colno})", path=path, line=lineno) from None
     except RecursionError:

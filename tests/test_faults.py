@@ -356,3 +356,39 @@ def test_a_full_disk_leaves_the_manifest_failed(tmp_path, capsys, monkeypatch, m
     assert "no space left on device" in _stderr_line(capsys, "error")
     monkeypatch.setattr(os, "fsync", real_fsync)
     assert json.loads((run / "manifest.json").read_text())["status"] == "failed"
+
+
+# -- smaller ones -------------------------------------------------------------------------------------
+def test_out_into_a_folder_of_other_files_is_refused(tmp_path, capsys, module_home):
+    foreign = tmp_path / "docs"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("mine")
+    argv = ["run", "-b", "demo", "-m", "always-deflect", "--scenarios", "parametric", "--limit", "2"]
+    assert main([*argv, "--out", str(foreign)]) != 0
+    line = _stderr_line(capsys, "error")
+    assert "not empty and holds no run" in line and "notes.txt" in line and str(foreign) in line
+    assert sorted(p.name for p in foreign.iterdir()) == ["notes.txt"]      # nothing written there
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main([*argv, "--out", str(empty)]) == 0                          # an empty folder is fine
+    assert main([*argv, "--out", str(empty)]) == 0                          # and so is a run's own
+    assert main(["run", "--resume", str(empty)]) == 0
+
+
+def test_the_distractors_error_names_the_real_flag(tmp_path, capsys):
+    assert main(["run", "-b", "demo", "-m", "always-deflect", "--distractors", "99", "--out", str(tmp_path / "r")]) != 0
+    line = _stderr_line(capsys, "error")
+    assert "'--distractors'" in line and "--n-distractors" not in line
+
+
+def test_a_key_given_twice_in_a_json_line_is_refused(tmp_path):
+    from mmrag.benchmarks.deflection import load_kb
+    from mmrag.errors import InputError
+
+    kb = tmp_path / "kb.jsonl"
+    kb.write_text('{"id": "d1", "modality": "text", "text": "a"}\n'
+                  '{"id": "d2", "modality": "text", "text": "b", "text": "c"}\n')
+    with pytest.raises(InputError) as info:
+        load_kb(kb)
+    assert info.value.path == str(kb) and info.value.line == 2 and info.value.field == "text"
+    assert "duplicate key 'text'" in info.value.message

@@ -68,6 +68,10 @@ def _split_models(values: list[str] | None) -> list[str]:
     return out
 
 
+#: ScenarioSpec field -> the flag that sets it, where the names differ
+_SPEC_FLAGS = {"n_distractors": "--distractors"}
+
+
 def specs_from_flags(kinds: list[str], distractors: list[int], negative: list[str], positive: str,
                      strictness: list[str], seed: int) -> list[ScenarioSpec]:
     from pydantic import ValidationError
@@ -87,7 +91,8 @@ def specs_from_flags(kinds: list[str], distractors: list[int], negative: list[st
                                                   positive_modality=positive, strictness=strict, seed=seed))
                     except ValidationError as exc:
                         err = exc.errors()[0]
-                        raise InputError(err["msg"], field="--" + str(err["loc"][0]).replace("_", "-")) from None
+                        name = str(err["loc"][0])
+                        raise InputError(err["msg"], field=_SPEC_FLAGS.get(name, "--" + name.replace("_", "-"))) from None
     return specs
 
 

@@ -78,6 +78,24 @@ def _check_resume(run_dir: Path, config: RunConfig) -> None:
                          "use a new --out directory or `mmrag run --resume DIR`", path=path)
 
 
+#: what a run directory holds (a run killed during set-up may have left only some of these)
+RUN_ENTRIES = frozenset({"manifest.json", "FORMAT", "lock", "records", "objects", "verdicts", "summary.json",
+                         "summary.md", "samples.jsonl", ".write-probe"})
+
+
+def _check_not_foreign(run_dir: Path) -> None:
+    """Refuse ``--out`` into a folder of other files: the run would be mixed into it (and a
+    later clean-up of the run would take them along)."""
+    if not run_dir.is_dir() or (run_dir / "manifest.json").exists():
+        return
+    foreign = sorted(p.name for p in run_dir.iterdir()
+                     if p.name not in RUN_ENTRIES and not (p.name.startswith(".") and p.name.endswith(".tmp")))
+    if foreign:
+        shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
+        raise InputError(f"this folder is not empty and holds no run ({shown}); give --out a new or empty "
+                         "folder", path=run_dir)
+
+
 def _ensure_writable(run_dir: Path) -> None:
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
@@ -132,6 +150,7 @@ def execute(config: RunConfig, run_dir: str | Path, *, argv: list[str] | None = 
     if run_dir.exists() and not run_dir.is_dir():
         raise InputError("output path exists and is not a directory", path=run_dir)
     _check_format(run_dir)
+    _check_not_foreign(run_dir)
     _check_resume(run_dir, config)
     check_config(config)   # model options, plug-in names: errors before any index is built
     # a directory another process is writing is refused before any slow set-up
