@@ -408,8 +408,9 @@ class OpenAICompatible:
                 signal, latency = "ok", time.monotonic() - started
                 try:
                     data = json.loads(raw)
-                except ValueError as exc:
-                    raise _Fatal("bad_response", f"body is not JSON ({exc}): {raw[:200]!r}") from None
+                except (ValueError, RecursionError) as exc:   # RecursionError: nested too deeply
+                    raise _Fatal("bad_response", f"body is not JSON ({type(exc).__name__}: {str(exc)[:120]}): "
+                                                 f"{raw[:200]!r}") from None
                 if not isinstance(data, dict):
                     raise _Fatal("bad_response", f"body is not a JSON object: {raw[:200]!r}")
                 return data
