@@ -62,6 +62,9 @@ def test_dead_llm_judge_fails_the_run_and_resume_rejudges_exactly_those(tmp_path
         assert summary["judge_errors"] == {"connection": len(recs)}
         assert all(g["n"] == 0 for g in summary["groups"])      # nothing measured, no rates
         assert "Failed judge calls by class" in (run / "summary.md").read_text()
+        from mmrag.runs import load
+
+        assert set(load(run)["error"]) == {"judge_connection"}       # the frame (reports) leaves them out too
         asked = model_srv.stats()["requests"]
         assert asked == len(recs)
         with LoopbackServer(port=judge_port, answer="A") as judge_srv:
