@@ -92,7 +92,8 @@ def specs_from_flags(kinds: list[str], distractors: list[int], negative: list[st
                     except ValidationError as exc:
                         err = exc.errors()[0]
                         name = str(err["loc"][0])
-                        raise InputError(err["msg"], field=_SPEC_FLAGS.get(name, "--" + name.replace("_", "-"))) from None
+                        flag = _SPEC_FLAGS.get(name, "--" + name.replace("_", "-"))
+                        raise InputError(err["msg"], field=flag) from None
     return specs
 
 

@@ -9,8 +9,9 @@ Why it looks like this:
 - A failed request is stored as a failed attempt, not a finished cell: ``--resume`` sends it
   again.  A failed judge call (an LLM judge that is down) is a failed cell too; ``--resume``
   judges its stored reply again without asking the model.  Any error that stops the run (a full
-  disk, a judge returning the wrong number of replies) leaves the manifest ``failed``.  More failures than the error budget (``max_failures``, default 5 % of the cells) make the
-  run fail with a one-line reason.
+  disk, a judge returning the wrong number of replies) leaves the manifest ``failed``.  More
+  failures than the error budget (``max_failures``, default 5 % of the cells) make the run fail
+  with a one-line reason.
 - Composition is pure and seeded, model responses are cached by content, judging is
   deterministic: a resumed run ends with exactly the records of an uninterrupted one.
 - The engine wires stages together; no stage imports it.

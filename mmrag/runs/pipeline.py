@@ -174,7 +174,8 @@ class Pipeline:
                         item = Item(plan, sample, spec, prompt, ord_, dt, key, sid)
                         stored = self.rejudge.get(key)
                         if stored is not None:   # the reply is on disk: only its judging failed
-                            await self.judge_q.put((lane, item, stored.model_copy(update={"prompt_id": prompt.id}), 0.0))
+                            stored = stored.model_copy(update={"prompt_id": prompt.id})
+                            await self.judge_q.put((lane, item, stored, 0.0))
                         else:
                             await lane.queue.put(item)
                     if i % 8 == 7:
