@@ -74,12 +74,13 @@ class Cluster:
 
     @staticmethod
     def _own_ports() -> list[str]:
-        """Every port a node listens on, chosen free (Ray's defaults — 10001 for the client server,
-        52365 for the dashboard agent, ... — collide with any other Ray on the machine)."""
+        """Every port a node listens on, chosen free (Ray's defaults — 52365 for the dashboard agent,
+        8076 for the object manager, ... — collide with any other Ray on the machine)."""
         import random
 
         base = random.Random().randrange(20_000, 60_000, 100)   # worker ports: a range of 100
-        flags = ("--node-manager-port", "--object-manager-port", "--ray-client-server-port", "--metrics-export-port",
+        # (no --ray-client-server-port: naming it asks for the ray[client] extra, which is not installed)
+        flags = ("--node-manager-port", "--object-manager-port", "--metrics-export-port",
                  "--dashboard-agent-listen-port", "--dashboard-agent-grpc-port", "--runtime-env-agent-port")
         out = [x for f in flags for x in (f, str(_free_port()))]
         return out + ["--min-worker-port", str(base), "--max-worker-port", str(base + 99)]
