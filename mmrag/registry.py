@@ -19,7 +19,7 @@ import sys
 from contextlib import contextmanager
 from contextvars import ContextVar
 from importlib.metadata import entry_points
-from typing import Any, Callable, Generic, Iterable, Iterator, TypeVar
+from typing import Any, Callable, Generic, Iterable, Iterator, TypeVar, cast
 
 from mmrag.errors import InputError
 
@@ -128,7 +128,8 @@ class Registry(Generic[T]):
         if missing:
             raise InputError(f"class '{name}' does not implement the {self.kind} protocol (missing "
                              f"{', '.join(missing)})", field=self.kind)
-        return obj
+        # the protocol check above is what makes the class a factory of T (duck-typed, as for entry points)
+        return cast("Callable[..., T]", obj)
 
     def create(self, name: str, *args: Any, **kwargs: Any) -> T:
         return self.get(name)(*args, **kwargs)
@@ -157,11 +158,12 @@ class Registry(Generic[T]):
         """The registered *object* ``name`` (families and scenario kinds register instances, not
         factories): an InputError on ``field`` when it is not a ``cls`` or carries another id (an
         entry point named ``a`` that loads the kind ``b`` would be stored under the wrong name)."""
-        obj = self.get(name)
+        obj: Any = self.get(name)   # an instance registry holds objects, not the factories ``get`` is typed for
         if not isinstance(obj, cls):
             raise InputError(f"'{name}' does not name a {cls.__name__} (got {type(obj).__name__})", field=field)
-        if getattr(obj, "id", name) != name:
-            raise InputError(f"entry point '{name}' names the {self.kind} '{obj.id}'", field=field)
+        obj_id = getattr(obj, "id", name)
+        if obj_id != name:
+            raise InputError(f"entry point '{name}' names the {self.kind} '{obj_id}'", field=field)
         return obj
 
     def __contains__(self, name: str) -> bool:

@@ -28,7 +28,7 @@ import numpy as np
 
 from mmrag.errors import InputError
 from mmrag.indices.gpu import set_threads, to_cpu, to_gpu, want_gpu
-from mmrag.indices.manifest import INDEX_KINDS, IndexManifest, KBHasher, file_info
+from mmrag.indices.manifest import IndexManifest, KBHasher, file_info, index_kind
 from mmrag.indices.progress import progress_bar
 from mmrag.indices.spool import EmbeddingSpool, clean_stale_spools
 from mmrag.schema import Document
@@ -73,9 +73,10 @@ def reserve(index: Any, n: int) -> None:
     growing once to the final size and shrinking the *size* back to 0 keeps the capacity."""
     import faiss
 
-    sub = faiss.downcast_index(index.index) if hasattr(index, "id_map") else index
+    # Any: downcast_index returns the concrete subclass (IndexHNSWFlat, ...), its stub says Index
+    sub: Any = faiss.downcast_index(index.index) if hasattr(index, "id_map") else index
     hnsw = getattr(sub, "hnsw", None)
-    storage = faiss.downcast_index(sub.storage) if hnsw is not None else sub
+    storage: Any = faiss.downcast_index(sub.storage) if hnsw is not None else sub
     codes = getattr(storage, "codes", None)
     if codes is not None and hasattr(codes, "resize") and storage.ntotal == 0:
         codes.resize(int(n) * int(storage.code_size))
@@ -138,8 +139,7 @@ def build_index(documents: Iterable[Document], encoder: Any, kind: str, factory:
     joint-space encoder that is then fused with rule "mean").  ``source`` (the KB file) only
     names the file in error messages.  Returns the manifest written to ``out/manifest.json``.
     """
-    if kind not in INDEX_KINDS:
-        raise InputError(f"unknown index kind '{kind}' (text | visual | multimodal)", field="kind")
+    index_kind(kind)
     if kind == "multimodal":
         encoder = _multimodal_encoder(encoder)
     if factory != "auto":
@@ -196,6 +196,7 @@ def build_index_from_embeddings(batches: Iterable[tuple[Sequence[str], Sequence[
     import faiss
 
     out = Path(out)
+    manifest_kind = index_kind(kind)
     if shard_size is not None and (isinstance(shard_size, bool) or int(shard_size) < 1):
         raise InputError(f"shard size must be at least 1, got {shard_size}", field="shard_size")
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -263,7 +264,7 @@ def build_index_from_embeddings(batches: Iterable[tuple[Sequence[str], Sequence[
         spool.remove()
         kb_hash = kb_content_hash() if callable(kb_content_hash) else str(kb_content_hash)
         manifest = IndexManifest(
-            mmrag_version=_mmrag_version(), kind=kind, encoder_fingerprint=encoder_fingerprint,
+            mmrag_version=_mmrag_version(), kind=manifest_kind, encoder_fingerprint=encoder_fingerprint,
             encoder_spec=encoder_spec, dim=int(dim), factory=resolved, search_params=sparams,
             params={"requested_factory": factory, "train_size": n_train, "seed": seed, "shard_size": shard_size,
                     "faiss_version": faiss.__version__, **(extra_params or {})},

@@ -63,7 +63,7 @@ class ColorLayoutImageEncoder:
     def _features(self, im: Any) -> np.ndarray:
         from PIL import Image
 
-        arr = np.asarray(im.resize((self.size, self.size), Image.BILINEAR), dtype=np.float32) / 255.0
+        arr = np.asarray(im.resize((self.size, self.size), Image.Resampling.BILINEAR), dtype=np.float32) / 255.0
         q = np.minimum((arr * self.bins).astype(np.int64), self.bins - 1)
         codes = (q[..., 0] * self.bins + q[..., 1]) * self.bins + q[..., 2]
         hist = np.bincount(codes.ravel(), minlength=self.bins ** 3).astype(np.float32)

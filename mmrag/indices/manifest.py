@@ -13,12 +13,22 @@ from typing import Any, Iterable, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from mmrag.errors import InputError
 from mmrag.schema import Document, canonical_json, sha256_file
 
 IndexKind = Literal["text", "visual", "multimodal"]
-INDEX_KINDS: tuple[str, ...] = ("text", "visual", "multimodal")
+INDEX_KINDS: tuple[IndexKind, ...] = ("text", "visual", "multimodal")
 FORMAT_VERSION = 1
 _MOD = 1 << 256
+
+
+def index_kind(kind: str) -> IndexKind:
+    """``kind`` as an :data:`IndexKind`, or an InputError on ``kind`` naming the three: checked before
+    anything is encoded, not by the manifest after the whole index is built."""
+    for known in INDEX_KINDS:
+        if kind == known:
+            return known
+    raise InputError(f"unknown index kind '{kind}' (text | visual | multimodal)", field="kind")
 
 
 class FileInfo(BaseModel):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 from typing import Iterator
 
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 
 class _NullBar:
@@ -19,7 +19,7 @@ class _NullBar:
 
 
 class _Bar:
-    def __init__(self, progress: Progress, task: int) -> None:
+    def __init__(self, progress: Progress, task: TaskID) -> None:
         self._p, self._t = progress, task
 
     def advance(self, n: int = 1) -> None:

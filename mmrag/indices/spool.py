@@ -93,7 +93,7 @@ class EmbeddingSpool:
         if not np.isfinite(v).all():
             bad = ids[int(np.where(~np.isfinite(v).all(axis=1))[0][0])]
             raise InputError(f"encoder produced a non-finite vector for document '{bad}'", field="encoder")
-        self._fh.write(memoryview(v).cast("B"))  # no copy of the batch
+        self._fh.write(v.data.cast("B"))  # no copy of the batch (v is C-contiguous float32)
         self._id_hashes.append(self._hash_ids(ids))
         self.count += v.shape[0]
 

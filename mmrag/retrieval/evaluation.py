@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping, Sequence
 
 from mmrag.errors import InputError
-from mmrag.retrieval.base import Query, Retriever
+from mmrag.retrieval.base import Hit, Query, Retriever
 from mmrag.schema import Sample
 
 
@@ -42,16 +42,18 @@ def evaluate_retrieval(retriever: Retriever, samples: Iterable[Sample], modality
     for i in range(0, len(todo), batch_size):
         part = todo[i:i + batch_size]
         queries = [Query(text=s.question, images=list(s.images) if use_images else []) for s, _ in part]
+        results: Sequence[list[Hit] | None]
         try:
             results = retriever.retrieve(queries, kmax)
         except InputError:
-            results = []
+            one_by_one: list[list[Hit] | None] = []
             for q in queries:
                 try:
-                    results.append(retriever.retrieve([q], kmax)[0])
+                    one_by_one.append(retriever.retrieve([q], kmax)[0])
                 except InputError:
-                    results.append(None)
-        for (s, gold), hits in zip(part, results):
+                    one_by_one.append(None)
+            results = one_by_one
+        for (_, gold), hits in zip(part, results):
             if hits is None:
                 skipped += 1
                 continue

@@ -12,6 +12,7 @@ from typing import Sequence
 
 from mmrag.errors import InputError
 from mmrag.retrieval.base import Hit, Query, Retriever
+from mmrag.schema import Modality
 
 
 class HybridRetriever:
@@ -36,7 +37,7 @@ class HybridRetriever:
         out = []
         for qi in range(len(queries)):
             fused: dict[str, float] = {}
-            modality: dict[str, object] = {}
+            modality: dict[str, Modality | None] = {}
             for w, hits in zip(self.weights, lists):
                 for rank, h in enumerate(hits[qi], start=1):
                     fused[h.doc_id] = fused.get(h.doc_id, 0.0) + w / (self.k_rrf + rank)

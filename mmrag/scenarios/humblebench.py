@@ -114,6 +114,8 @@ def mcq_from_sample(sample: Sample) -> MCQ | None:
     if sample.choices:
         options = [Choice(letter=c.letter, text=c.text.strip(), is_nota=c.is_nota or is_nota_text(c.text))
                    for c in sample.choices]
+        source: str | None
+        listed: list[tuple[str, str]] | None
         if in_question is not None:
             stem = "\n".join(in_question.stem_lines).strip()
             trailing = "\n".join(in_question.trailing_lines).strip()

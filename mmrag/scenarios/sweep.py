@@ -133,7 +133,8 @@ def _node_line(root: yaml.Node | None, path: list[Any]) -> int | None:
 
 def _field_adapter(name: str) -> TypeAdapter:
     info = ScenarioSpec.model_fields[name]
-    return TypeAdapter(Annotated[info.annotation, info])
+    field_type: Any = Annotated[info.annotation, info]   # built at run time: statically just a type
+    return TypeAdapter(field_type)
 
 
 def _validate_values(data: dict[str, Any], path: Path, root: yaml.Node | None) -> None:
@@ -161,7 +162,7 @@ def _validate_values(data: dict[str, Any], path: Path, root: yaml.Node | None) -
 
 def builtin_sweeps() -> dict[str, Path]:
     """The ready-made sweeps shipped in ``mmrag/configs/sweeps`` (name -> file)."""
-    folder = resources.files("mmrag").joinpath("configs", "sweeps")
+    folder = resources.files("mmrag") / "configs" / "sweeps"   # Traversable.joinpath takes one part on 3.10
     return {p.name[:-5]: Path(str(p)) for p in folder.iterdir() if p.name.endswith(".yaml")}
 
 
