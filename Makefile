@@ -4,7 +4,7 @@ PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.mmrag-installed
 OFFLINE := HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 
-.PHONY: setup demo test test-setup browser perf clean
+.PHONY: setup demo lint test test-setup browser perf clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -32,7 +32,14 @@ test-setup: $(STAMP) $(VENV)/.peers-installed browser
 demo: setup
 	$(OFFLINE) $(VENV)/bin/mmrag demo
 
-test: test-setup
+# ruff (rules and formatter) over the whole tree, mypy over the typed core: [tool.ruff] and
+# [tool.mypy] in pyproject.toml.  `make test` runs it first.
+lint: $(STAMP)
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+	$(PY) -m mypy
+
+test: test-setup lint
 	$(OFFLINE) $(PY) -m pytest -q -p no:cacheprovider
 
 perf: test-setup

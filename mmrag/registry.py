@@ -16,10 +16,11 @@ from __future__ import annotations
 import importlib
 import inspect
 import sys
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from importlib.metadata import entry_points
-from typing import Any, Callable, Generic, Iterable, Iterator, TypeVar, cast
+from typing import Any, Generic, TypeVar, cast
 
 from mmrag.errors import InputError
 
@@ -117,17 +118,24 @@ class Registry(Generic[T]):
     def _trusted_class(self, name: str) -> Callable[..., T]:
         if not code_allowed():
             where = f" or install it as an entry point of group '{self.group}'" if self.group else ""
-            raise InputError(f"'{name}' names Python code ({self.kind} by dotted path); configs and run "
-                             f"directories are data and mmrag does not import code they name. If you trust "
-                             f"this config, pass --allow-code{where}", field=self.kind)
+            raise InputError(
+                f"'{name}' names Python code ({self.kind} by dotted path); configs and run "
+                f"directories are data and mmrag does not import code they name. If you trust "
+                f"this config, pass --allow-code{where}",
+                field=self.kind,
+            )
         obj = load_dotted(name)
         if not inspect.isclass(obj):
-            raise InputError(f"'{name}' is a {type(obj).__name__}, not a class: a {self.kind} named by dotted "
-                             f"path must be a class", field=self.kind)
+            raise InputError(
+                f"'{name}' is a {type(obj).__name__}, not a class: a {self.kind} named by dotted path must be a class",
+                field=self.kind,
+            )
         missing = [m for m in self.requires if not callable(getattr(obj, m, None))]
         if missing:
-            raise InputError(f"class '{name}' does not implement the {self.kind} protocol (missing "
-                             f"{', '.join(missing)})", field=self.kind)
+            raise InputError(
+                f"class '{name}' does not implement the {self.kind} protocol (missing {', '.join(missing)})",
+                field=self.kind,
+            )
         # the protocol check above is what makes the class a factory of T (duck-typed, as for entry points)
         return cast("Callable[..., T]", obj)
 
@@ -140,8 +148,9 @@ class Registry(Generic[T]):
         self.register(obj.id, obj)
         return obj
 
-    def ids_where(self, pred: Callable[[Any], bool], get: Callable[[str], Any],
-                  ids: Iterable[str] | None = None) -> list[str]:
+    def ids_where(
+        self, pred: Callable[[Any], bool], get: Callable[[str], Any], ids: Iterable[str] | None = None
+    ) -> list[str]:
         """The ids (of ``ids``, default every known name, in that order) whose object ``get(id)``
         satisfies ``pred``; an id that does not load (a broken plug-in) is skipped, not fatal, so
         one bad package cannot hide the built-ins from a report."""
@@ -158,7 +167,7 @@ class Registry(Generic[T]):
         """The registered *object* ``name`` (families and scenario kinds register instances, not
         factories): an InputError on ``field`` when it is not a ``cls`` or carries another id (an
         entry point named ``a`` that loads the kind ``b`` would be stored under the wrong name)."""
-        obj: Any = self.get(name)   # an instance registry holds objects, not the factories ``get`` is typed for
+        obj: Any = self.get(name)  # an instance registry holds objects, not the factories ``get`` is typed for
         if not isinstance(obj, cls):
             raise InputError(f"'{name}' does not name a {cls.__name__} (got {type(obj).__name__})", field=field)
         obj_id = getattr(obj, "id", name)

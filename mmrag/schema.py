@@ -24,8 +24,17 @@ OUTCOMES: tuple[str, ...] = ("correct", "deflection", "hallucination", "unparsea
 #: from ``server_error`` (the server answered 5xx): one says nothing was measured, the other that the
 #: server broke.  ``deadline``: the request's overall deadline passed (retries included);
 #: ``reply_too_large``: the body exceeded the backend's maximum reply size.
-ErrorClass = Literal["timeout", "rate_limit", "server_error", "connection", "deadline", "reply_too_large",
-                     "bad_response", "context_overflow", "other"]
+ErrorClass = Literal[
+    "timeout",
+    "rate_limit",
+    "server_error",
+    "connection",
+    "deadline",
+    "reply_too_large",
+    "bad_response",
+    "context_overflow",
+    "other",
+]
 #: finish reasons that mean the text is not a complete answer: recorded, never scored, never cached
 INCOMPLETE_FINISH = ("length", "content_filter")
 ContextRole = Literal["gold", "negative"]

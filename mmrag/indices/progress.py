@@ -8,7 +8,7 @@ or an explicit ``progress=True``), so tests and small jobs stay quiet.
 from __future__ import annotations
 
 import contextlib
-from typing import Iterator
+from collections.abc import Iterator
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
@@ -42,8 +42,9 @@ def shared_progress(progress: Progress) -> Iterator[Progress]:
 
 
 @contextlib.contextmanager
-def progress_bar(description: str, total: int | None, enabled: bool | None = None,
-                 min_items: int = 2048) -> Iterator[_Bar | _NullBar]:
+def progress_bar(
+    description: str, total: int | None, enabled: bool | None = None, min_items: int = 2048
+) -> Iterator[_Bar | _NullBar]:
     """Yield an object with ``advance(n)``.  ``enabled=None`` draws a bar only for big jobs."""
     show = enabled if enabled is not None else (total is None or total >= min_items)
     if not show:
@@ -52,6 +53,7 @@ def progress_bar(description: str, total: int | None, enabled: bool | None = Non
     if _SHARED is not None:
         yield _Bar(_SHARED, _SHARED.add_task(description, total=total))
         return
-    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), transient=True) as p:
+    with Progress(
+        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), transient=True
+    ) as p:
         yield _Bar(p, p.add_task(description, total=total))

@@ -8,7 +8,7 @@ calibration.  Ties are broken by document id so the fused order is deterministic
 from __future__ import annotations
 
 import hashlib
-from typing import Sequence
+from collections.abc import Sequence
 
 from mmrag.errors import InputError
 from mmrag.retrieval.base import Hit, Query, Retriever
@@ -16,8 +16,13 @@ from mmrag.schema import Modality
 
 
 class HybridRetriever:
-    def __init__(self, retrievers: Sequence[Retriever], k_rrf: int = 60, weights: Sequence[float] | None = None,
-                 depth: int | None = None) -> None:
+    def __init__(
+        self,
+        retrievers: Sequence[Retriever],
+        k_rrf: int = 60,
+        weights: Sequence[float] | None = None,
+        depth: int | None = None,
+    ) -> None:
         if not retrievers:
             raise InputError("a hybrid retriever needs at least one retriever", field="retrievers")
         if weights is not None and len(weights) != len(retrievers):
@@ -27,8 +32,9 @@ class HybridRetriever:
         self.weights = [float(w) for w in (weights or [1.0] * len(retrievers))]
         self.depth = depth
         inner = "|".join(r.fingerprint for r in self.retrievers)
-        self.fingerprint = ("rrf:" + hashlib.sha256(f"{inner}|{self.k_rrf}|{self.weights}|{depth}".encode())
-                            .hexdigest()[:16])
+        self.fingerprint = (
+            "rrf:" + hashlib.sha256(f"{inner}|{self.k_rrf}|{self.weights}|{depth}".encode()).hexdigest()[:16]
+        )
         self.name = "hybrid"
 
     def retrieve(self, queries: Sequence[Query], k: int) -> list[list[Hit]]:

@@ -17,7 +17,8 @@ and a local ``embed_model`` for the rest of a llama-index pipeline).
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import ImageNode, NodeWithScore, QueryBundle, TextNode
@@ -52,8 +53,13 @@ class LlamaIndexRetriever:
 
 
 def document_node(doc: Document) -> TextNode:
-    meta = {"doc_id": doc.id, "modality": doc.modality, "title": doc.title, "entity_id": doc.entity_id,
-            "source": doc.source}
+    meta = {
+        "doc_id": doc.id,
+        "modality": doc.modality,
+        "title": doc.title,
+        "entity_id": doc.entity_id,
+        "source": doc.source,
+    }
     if doc.image is not None:
         return ImageNode(id_=doc.id, text=doc.text, image_path=doc.image.path, metadata=meta)
     return TextNode(id_=doc.id, text=doc.text, metadata=meta)
