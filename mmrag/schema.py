@@ -17,7 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 Modality = Literal["text", "image", "multimodal"]
-MODALITIES: tuple[Modality, ...] = ("text", "image", "multimodal")
+DOCUMENT_MODALITIES: tuple[Modality, ...] = ("text", "image", "multimodal")
 Outcome = Literal["correct", "deflection", "hallucination", "unparseable"]
 OUTCOMES: tuple[str, ...] = ("correct", "deflection", "hallucination", "unparseable")
 #: why a request failed.  ``connection`` (refused, unreachable, dropped before a reply) is kept apart
@@ -71,7 +71,7 @@ def stable_id(*parts: Any, length: int = 16) -> str:
 
 def as_modality(value: object) -> Modality | None:
     """``value`` when it names a modality, else None: metadata from a foreign store may carry anything."""
-    for known in MODALITIES:
+    for known in DOCUMENT_MODALITIES:
         if value == known:
             return known
     return None
