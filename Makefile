@@ -4,7 +4,7 @@ PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.mmrag-installed
 OFFLINE := HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 
-.PHONY: setup demo test test-setup browser perf clean
+.PHONY: setup demo lint test test-setup browser perf clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -13,7 +13,7 @@ $(PY):
 # torchvision 0.28 does not import beside the CPU-only torch 2.13).
 $(STAMP): $(PY) pyproject.toml
 	$(PIP) install --quiet torch==2.14.1 torchvision==0.29.1
-	$(PIP) install --quiet -e '.[cpu,llamaindex,notebooks,dev,ray]'
+	$(PIP) install --quiet -e '.[cpu,llamaindex,notebooks,dev,ray,inspect]'
 	touch $(STAMP)
 
 setup: $(STAMP)
@@ -32,7 +32,14 @@ test-setup: $(STAMP) $(VENV)/.peers-installed browser
 demo: setup
 	$(OFFLINE) $(VENV)/bin/mmrag demo
 
-test: test-setup
+# ruff (rules and formatter) over the whole tree, mypy over the typed core: [tool.ruff] and
+# [tool.mypy] in pyproject.toml.  `make test` runs it first.
+lint: $(STAMP)
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+	$(PY) -m mypy
+
+test: test-setup lint
 	$(OFFLINE) $(PY) -m pytest -q -p no:cacheprovider
 
 perf: test-setup

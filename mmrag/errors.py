@@ -38,6 +38,21 @@ class InputError(MmragError):
         return f"{prefix}: {self.message}" if prefix else self.message
 
 
+class DependencyError(MmragError):
+    """A service the command depends on failed (a judge model, a gating model, a Ray cluster).
+
+    Why a type of its own: a failing dependency must never become a measurement.  The command stops
+    with one line naming the dependency and the error class, and exits 1 (like a run over its
+    error budget); what was written before stays intact, and running the command again redoes
+    the failed work."""
+
+    exit_code = 1
+
+
+class JudgeError(DependencyError):
+    """The judge could not grade (its model failed, or answered with the wrong number of replies)."""
+
+
 class IndexMismatchError(InputError):
     """An index on disk does not match what the caller expects (encoder, knowledge base, files)."""
 

@@ -10,10 +10,12 @@ manifest), an environment value pasted on the command line (``argv``).  Each wri
 * every value of an environment variable whose name looks secret (``*KEY*``, ``*TOKEN*``,
   ``*SECRET*``, ``*PASSWORD*``, ``*CREDENTIAL*``), plus the value of any variable a config names in
   ``api_key_env`` and every value passed to :func:`register_secret`;
-* the userinfo of any URL (``scheme://***@host``);
-* ``Bearer``/``Basic`` credentials, and the values of secret-looking headers
-  (``Authorization``, ``Cookie``, ``*key*``, ``*token*``, ``*secret*``, ``*password*``) in any
-  mapping stored under a ``headers`` key.
+* the userinfo of any URL (``scheme://***@host``) and the value of any secret-looking query
+  parameter (``?api_key=***``, ``&access_token=***``, ``sig=***``);
+* ``Bearer``/``Basic`` credentials, and the values of secret headers in any mapping stored under
+  a ``headers`` key: a secret-looking name (``Authorization``, ``X-Auth``, ``Cookie``, ``*key*``,
+  ``*token*``, ``*secret*``, ``*password*``, ``*session*``) or a value that looks like a key (one
+  token of 16+ letters and digits, whatever the header is called).
 
 Redacted text reads ``***`` (:data:`REDACTED`); :func:`find_redacted` tells a reader (``run
 --resume``) that a config lost a secret and cannot be replayed as is.
@@ -28,8 +30,14 @@ from urllib.parse import urlsplit
 
 REDACTED = "***"
 SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
-SECRET_HEADER = re.compile(r"^(authorization|proxy-authorization|cookie|set-cookie)$|key|token|secret|passw",
+SECRET_HEADER = re.compile(r"^(cookie|set-cookie)$|auth|key|token|secret|passw|credential|session|signature",
                            re.IGNORECASE)
+#: a URL query parameter whose name looks secret (``?api_key=...``, ``&access_token=...``, ``sig=``)
+_QUERY_SECRET = re.compile(r"(?P<name>[?&;][A-Za-z0-9_.\-]*(?:key|token|secret|passw|auth|sig|credential)"
+                           r"[A-Za-z0-9_.\-]*=)(?P<value>[^&#\s\"'<>]+)", re.IGNORECASE)
+#: a header value that looks like a key whatever the header is called: one long token of key
+#: characters with both letters and digits (``sk-...``, a JWT, a hex or base64 secret)
+_KEYLIKE = re.compile(r"^(?=.*[A-Za-z])(?=.*\d)[A-Za-z0-9._~+/=:\-]{16,}$")
 _USERINFO = re.compile(r"(?P<scheme>\b[a-zA-Z][a-zA-Z0-9+.\-]*://)(?P<info>[^/?#@\s\"']+)@")
 _CREDENTIAL = re.compile(r"\b(?P<kind>Bearer|Basic|Token)\s+(?P<value>[A-Za-z0-9._~+/=\-]{6,})", re.IGNORECASE)
 _MIN_LEN = 6           # shorter values ("1", "true") would redact ordinary words
@@ -47,12 +55,23 @@ def _env_secrets() -> set[str]:
     return {v for k, v in os.environ.items() if SECRET_NAME.search(k) and v and len(v) >= _MIN_LEN}
 
 
+def looks_like_key(value: Any) -> bool:
+    """A header value that reads as a credential: one long token of letters and digits."""
+    return isinstance(value, str) and bool(_KEYLIKE.match(value.strip()))
+
+
+def secret_header(name: Any, value: Any) -> bool:
+    """A header whose value is never written: a secret-looking name (``Authorization``,
+    ``X-Auth``, ``*key*``, ``*token*``, ...) or a value that looks like a key (``X-Custom: sk-...``)."""
+    return isinstance(value, str) and (bool(SECRET_HEADER.search(str(name))) or looks_like_key(value))
+
+
 def header_secrets(headers: Mapping[str, Any] | None) -> set[str]:
-    """The secret values of a header mapping: whole values of secret-looking headers and the
-    credential part of ``Bearer X`` / ``Basic X``."""
+    """The secret values of a header mapping: whole values of secret headers (:func:`secret_header`)
+    and the credential part of ``Bearer X`` / ``Basic X``."""
     out: set[str] = set()
     for k, v in (headers or {}).items():
-        if not isinstance(v, str) or not SECRET_HEADER.search(str(k)):
+        if not secret_header(k, v):
             continue
         if len(v) >= _MIN_LEN:
             out.add(v)
@@ -77,6 +96,8 @@ def redact_text(text: str, secrets: Iterable[str] = (), headers: Mapping[str, An
         if s and s in text:
             text = text.replace(s, REDACTED)
     text = _USERINFO.sub(lambda m: f"{m.group('scheme')}{REDACTED}@", text)
+    if "=" in text:
+        text = _QUERY_SECRET.sub(lambda m: f"{m.group('name')}{REDACTED}", text)
     return _CREDENTIAL.sub(lambda m: f"{m.group('kind')} {REDACTED}", text)
 
 
@@ -112,7 +133,7 @@ def _walk(obj: Any, secrets: list[str], in_headers: bool) -> Any:
     if isinstance(obj, dict):
         out = {}
         for k, v in obj.items():
-            if in_headers and isinstance(v, str) and SECRET_HEADER.search(str(k)):
+            if in_headers and secret_header(k, v):
                 out[k] = REDACTED
             else:
                 out[k] = _walk(v, secrets, in_headers=str(k).lower() == "headers")

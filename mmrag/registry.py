@@ -16,10 +16,11 @@ from __future__ import annotations
 import importlib
 import inspect
 import sys
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from importlib.metadata import entry_points
-from typing import Any, Callable, Generic, Iterable, Iterator, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 from mmrag.errors import InputError
 
@@ -117,18 +118,26 @@ class Registry(Generic[T]):
     def _trusted_class(self, name: str) -> Callable[..., T]:
         if not code_allowed():
             where = f" or install it as an entry point of group '{self.group}'" if self.group else ""
-            raise InputError(f"'{name}' names Python code ({self.kind} by dotted path); configs and run "
-                             f"directories are data and mmrag does not import code they name. If you trust "
-                             f"this config, pass --allow-code{where}", field=self.kind)
+            raise InputError(
+                f"'{name}' names Python code ({self.kind} by dotted path); configs and run "
+                f"directories are data and mmrag does not import code they name. If you trust "
+                f"this config, pass --allow-code{where}",
+                field=self.kind,
+            )
         obj = load_dotted(name)
         if not inspect.isclass(obj):
-            raise InputError(f"'{name}' is a {type(obj).__name__}, not a class: a {self.kind} named by dotted "
-                             f"path must be a class", field=self.kind)
+            raise InputError(
+                f"'{name}' is a {type(obj).__name__}, not a class: a {self.kind} named by dotted path must be a class",
+                field=self.kind,
+            )
         missing = [m for m in self.requires if not callable(getattr(obj, m, None))]
         if missing:
-            raise InputError(f"class '{name}' does not implement the {self.kind} protocol (missing "
-                             f"{', '.join(missing)})", field=self.kind)
-        return obj
+            raise InputError(
+                f"class '{name}' does not implement the {self.kind} protocol (missing {', '.join(missing)})",
+                field=self.kind,
+            )
+        # the protocol check above is what makes the class a factory of T (duck-typed, as for entry points)
+        return cast("Callable[..., T]", obj)
 
     def create(self, name: str, *args: Any, **kwargs: Any) -> T:
         return self.get(name)(*args, **kwargs)
@@ -139,8 +148,9 @@ class Registry(Generic[T]):
         self.register(obj.id, obj)
         return obj
 
-    def ids_where(self, pred: Callable[[Any], bool], get: Callable[[str], Any],
-                  ids: Iterable[str] | None = None) -> list[str]:
+    def ids_where(
+        self, pred: Callable[[Any], bool], get: Callable[[str], Any], ids: Iterable[str] | None = None
+    ) -> list[str]:
         """The ids (of ``ids``, default every known name, in that order) whose object ``get(id)``
         satisfies ``pred``; an id that does not load (a broken plug-in) is skipped, not fatal, so
         one bad package cannot hide the built-ins from a report."""
@@ -157,11 +167,12 @@ class Registry(Generic[T]):
         """The registered *object* ``name`` (families and scenario kinds register instances, not
         factories): an InputError on ``field`` when it is not a ``cls`` or carries another id (an
         entry point named ``a`` that loads the kind ``b`` would be stored under the wrong name)."""
-        obj = self.get(name)
+        obj: Any = self.get(name)  # an instance registry holds objects, not the factories ``get`` is typed for
         if not isinstance(obj, cls):
             raise InputError(f"'{name}' does not name a {cls.__name__} (got {type(obj).__name__})", field=field)
-        if getattr(obj, "id", name) != name:
-            raise InputError(f"entry point '{name}' names the {self.kind} '{obj.id}'", field=field)
+        obj_id = getattr(obj, "id", name)
+        if obj_id != name:
+            raise InputError(f"entry point '{name}' names the {self.kind} '{obj_id}'", field=field)
         return obj
 
     def __contains__(self, name: str) -> bool:

@@ -17,14 +17,24 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 Modality = Literal["text", "image", "multimodal"]
+DOCUMENT_MODALITIES: tuple[Modality, ...] = ("text", "image", "multimodal")
 Outcome = Literal["correct", "deflection", "hallucination", "unparseable"]
 OUTCOMES: tuple[str, ...] = ("correct", "deflection", "hallucination", "unparseable")
 #: why a request failed.  ``connection`` (refused, unreachable, dropped before a reply) is kept apart
 #: from ``server_error`` (the server answered 5xx): one says nothing was measured, the other that the
 #: server broke.  ``deadline``: the request's overall deadline passed (retries included);
 #: ``reply_too_large``: the body exceeded the backend's maximum reply size.
-ErrorClass = Literal["timeout", "rate_limit", "server_error", "connection", "deadline", "reply_too_large",
-                     "bad_response", "context_overflow", "other"]
+ErrorClass = Literal[
+    "timeout",
+    "rate_limit",
+    "server_error",
+    "connection",
+    "deadline",
+    "reply_too_large",
+    "bad_response",
+    "context_overflow",
+    "other",
+]
 #: finish reasons that mean the text is not a complete answer: recorded, never scored, never cached
 INCOMPLETE_FINISH = ("length", "content_filter")
 ContextRole = Literal["gold", "negative"]
@@ -57,6 +67,14 @@ def canonical_json(obj: Any) -> str:
 
 def stable_id(*parts: Any, length: int = 16) -> str:
     return hashlib.sha256(canonical_json(list(parts)).encode()).hexdigest()[:length]
+
+
+def as_modality(value: object) -> Modality | None:
+    """``value`` when it names a modality, else None: metadata from a foreign store may carry anything."""
+    for known in DOCUMENT_MODALITIES:
+        if value == known:
+            return known
+    return None
 
 
 def is_nota_text(text: str) -> bool:

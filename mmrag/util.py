@@ -73,33 +73,58 @@ def write_jsonl_atomic(path: str | Path, rows: list[dict[str, Any]]) -> None:
     atomic_write_text(path, text)
 
 
+def _bad_scalar(obj: Any) -> str | None:
+    if isinstance(obj, float):
+        return None if math.isfinite(obj) else "non-finite number (NaN or Infinity) is not allowed"
+    if isinstance(obj, str) and not obj.isascii():
+        try:
+            obj.encode("utf-8")
+        except UnicodeEncodeError:
+            return "invalid Unicode (a lone surrogate escape such as \\ud800)"
+    return None
+
+
 def invalid_value(obj: Any, where: str = "") -> tuple[str, str] | None:
     """``(dotted field, why)`` for the first value of a parsed JSON/YAML document that mmrag could
     not write back, else None: a NaN or Infinity (JSON has no such numbers; Python's parser takes
     them and writing them gives ``null``, a record that can never be read back) or a string with a
-    lone surrogate (a ``\\ud800`` escape: valid JSON text, but not encodable as UTF-8)."""
-    if isinstance(obj, float):
-        return None if math.isfinite(obj) else (where or "(value)", "non-finite number (NaN or Infinity) is not allowed")
-    if isinstance(obj, str):
-        try:
-            obj.encode("utf-8")
-        except UnicodeEncodeError:
-            return where or "(value)", "invalid Unicode (a lone surrogate escape such as \\ud800)"
-        return None
-    if isinstance(obj, dict):
-        items: Any = obj.items()
-    elif isinstance(obj, list):
-        items = enumerate(obj)
-    else:
-        return None
-    for k, v in items:
-        key_bad = invalid_value(k, where) if isinstance(k, str) else None
-        if key_bad is not None:
-            return key_bad
-        hit = invalid_value(v, f"{where}.{k}" if where else str(k))
-        if hit is not None:
-            return hit
+    lone surrogate (a ``\\ud800`` escape: valid JSON text, but not encodable as UTF-8).
+
+    Iterative, and each container is walked once however often it is referenced (a YAML alias
+    shares one object), so neither depth nor a shared-subtree bomb can hang or crash it."""
+    stack: list[tuple[Any, str]] = [(obj, where)]
+    seen: set[int] = set()
+    while stack:
+        node, at = stack.pop()
+        if isinstance(node, (dict, list)):
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            items = list(node.items()) if isinstance(node, dict) else list(enumerate(node))
+            for k, v in reversed(items):   # reversed: the first bad value in document order is found first
+                stack.append((v, f"{at}.{k}" if at else str(k)))
+                if isinstance(k, str):
+                    stack.append((k, at))
+            continue
+        why = _bad_scalar(node)
+        if why is not None:
+            return at or "(value)", why
     return None
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def valid_text(text: Any) -> Any:
+    """``text`` with every lone surrogate (a ``\\ud800`` escape a server sent: valid JSON, but not
+    encodable as UTF-8, so the tokenizer, the cache and Parquet all refuse it) replaced by U+FFFD.
+
+    Why at the client boundary: text from a server is data nobody checked; replacing what cannot be
+    encoded keeps the reply (and the run) going, the way a decoder's ``errors="replace"`` does.
+    Anything that is not a string is returned as it is."""
+    if not isinstance(text, str) or text.isascii():
+        return text
+    return _LONE_SURROGATE.sub("\ufffd", text)
 
 
 def nonfinite_field(obj: Any) -> str | None:
@@ -125,6 +150,25 @@ class _NonFinite(ValueError):
     pass
 
 
+class _DuplicateKey(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``object_pairs_hook``: JSON's "last wins" for a repeated key would silently drop a value
+    (YAML configs refuse it the same way)."""
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        for k, _ in pairs:
+            if k in seen:
+                raise _DuplicateKey(k)
+            seen.add(k)
+    return obj
+
+
 def _no_constant(token: str) -> float:
     raise _NonFinite(token)
 
@@ -141,7 +185,7 @@ _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 def parse_json_line(raw: bytes, path: Path, lineno: int) -> dict[str, Any]:
     """One JSONL line as a JSON object, or an InputError naming file, line (and field for
-    non-finite numbers and lone surrogates).
+    non-finite numbers, lone surrogates and a key given twice).
 
     Fast path: NaN/Infinity tokens and overflowing floats are caught by the parser's own hooks, and
     the object is walked (:func:`invalid_value`, to name the field) only when one was found or the
@@ -149,10 +193,17 @@ def parse_json_line(raw: bytes, path: Path, lineno: int) -> dict[str, Any]:
     text = _decode_line(raw, path, lineno)
     suspicious = False
     try:
-        obj = json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
+        obj = json.loads(text, parse_constant=_no_constant, parse_float=_finite_float, object_pairs_hook=_unique_pairs)
     except _NonFinite:
         suspicious = True
-        obj = json.loads(text)
+        try:
+            obj = json.loads(text, object_pairs_hook=_unique_pairs)
+        except _DuplicateKey as exc:
+            raise InputError(f"duplicate key '{exc.key}' in a JSON object (the later value would silently win)",
+                             path=path, line=lineno, field=exc.key) from None
+    except _DuplicateKey as exc:
+        raise InputError(f"duplicate key '{exc.key}' in a JSON object (the later value would silently win)",
+                         path=path, line=lineno, field=exc.key) from None
     except json.JSONDecodeError as exc:
         raise InputError(f"invalid JSON ({exc.msg} at column {exc.colno})", path=path, line=lineno) from None
     except RecursionError:
@@ -188,6 +239,39 @@ def open_data_file(path: str | Path, what: str = "JSONL file"):
     return fh
 
 
+#: the longest line a JSONL reader accepts (bytes); ``MMRAG_MAX_LINE_BYTES`` overrides it
+DEFAULT_MAX_LINE_BYTES = 64 << 20
+
+
+def max_line_bytes() -> int:
+    """The line-length bound of every JSONL / KB reader (``MMRAG_MAX_LINE_BYTES``, default 64 MiB).
+
+    Why a bound: a line is read into memory whole, so a file with no newline — a gzip bomb of a
+    few MB that expands to GBs of NULs — would otherwise exhaust memory before any check runs."""
+    raw = os.environ.get("MMRAG_MAX_LINE_BYTES")
+    try:
+        return max(1024, int(raw)) if raw else DEFAULT_MAX_LINE_BYTES
+    except ValueError:
+        raise InputError(f"MMRAG_MAX_LINE_BYTES must be a number of bytes, got {raw!r}") from None
+
+
+def read_lines(fh: Any, path: str | Path, limit: int | None = None) -> Iterator[tuple[int, bytes]]:
+    """``(line number, raw line)`` of a binary file object (plain or decompressing), refusing a
+    line longer than ``limit`` bytes (:func:`max_line_bytes`) with an InputError naming file and
+    line — after reading at most ``limit + 1`` bytes of it."""
+    limit = limit or max_line_bytes()
+    lineno = 0
+    while True:
+        raw = fh.readline(limit + 1)
+        if not raw:
+            return
+        lineno += 1
+        if len(raw) > limit and not raw.endswith(b"\n"):
+            raise InputError(f"line longer than {limit} bytes (a file without newlines?); the bound is "
+                             "MMRAG_MAX_LINE_BYTES", path=path, line=lineno)
+        yield lineno, raw
+
+
 def iter_jsonl(path: str | Path, *, on_error: Callable[[InputError], None] = _raise,
                on_truncated_tail: Callable[[InputError], None] | None = None
                ) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -214,7 +298,7 @@ def iter_jsonl(path: str | Path, *, on_error: Callable[[InputError], None] = _ra
 
     with open_data_file(path) as fh:
         pending: tuple[int, bytes] | None = None   # one line of lookahead: is this the last one?
-        for lineno, raw in enumerate(fh, start=1):
+        for lineno, raw in read_lines(fh, path):
             if not raw.strip():
                 continue
             if pending is not None:
@@ -233,17 +317,24 @@ def parse_record(model: type[M], obj: dict[str, Any], *, path: str | Path | None
         raise InputError(pydantic_message(exc), path=path, line=line, field=pydantic_field(exc)) from None
 
 
-def disk_full(path: str | Path | None, action: str = "free space and run the command again") -> InputError:
+#: errno -> why a write failed, for the errors that mean "no room": the disk, a quota, a size limit
+_NO_ROOM = {errno.ENOSPC: "no space left on device", errno.EDQUOT: "disk quota exceeded",
+            errno.EFBIG: "file too large (a file-size limit: `ulimit -f`, or the filesystem's)"}
+
+
+def disk_full(path: str | Path | None, action: str = "free space and run the command again",
+              why: str = "no space left on device") -> InputError:
     """The one message for a full disk: what could not be written and the way out."""
-    return InputError(f"no space left on device; {action} (what was written before is intact)", path=path)
+    return InputError(f"{why}; {action} (what was written before is intact)", path=path)
 
 
-def as_input_error(exc: OSError, path: str | Path | None = None) -> InputError | OSError:
+def as_input_error(exc: OSError, path: str | Path | None = None,
+                   action: str = "free space and run the command again") -> InputError | OSError:
     """An OSError from a write as a clear InputError when it is the user's to fix (full disk,
-    quota, permissions, read-only filesystem); anything else is returned unchanged."""
+    quota, a file-size limit, permissions, read-only filesystem); anything else is returned unchanged."""
     where = exc.filename or path
-    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-        return disk_full(where)
+    if exc.errno in _NO_ROOM:
+        return disk_full(where, action, _NO_ROOM[exc.errno])
     if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
         return InputError(f"cannot write ({exc.strerror})", path=where)
     return exc
@@ -255,10 +346,23 @@ def read_jsonl_models(path: str | Path, model: type[M]) -> list[M]:
 
 def unique_key_loader():
     """A SafeLoader that refuses duplicate mapping keys (YAML's default is "last wins": a second
-    ``limit:`` would silently override the first)."""
+    ``limit:`` would silently override the first) and aliases (``*name``).
+
+    Why no aliases: nine anchors of nine aliases each (a "billion laughs" file of a few hundred
+    bytes) expand to 9^9 values, and every reader that walks the result (validation, the
+    redaction helper, the config diff of ``--resume``) hangs on it.  mmrag's configs and
+    templates are small; a value used twice is written twice."""
     import yaml
 
     class UniqueKeyLoader(yaml.SafeLoader):
+        def compose_node(self, parent, index):  # noqa: D102 - see the class docstring
+            if self.check_event(yaml.events.AliasEvent):
+                event = self.peek_event()
+                raise yaml.composer.ComposerError(
+                    None, None, f"YAML aliases (*{event.anchor}) are not allowed here; write the value out",
+                    event.start_mark)
+            return super().compose_node(parent, index)
+
         def construct_mapping(self, node, deep=False):  # noqa: D102 - see the class docstring
             seen: dict[Any, int] = {}
             for key_node, _ in node.value:

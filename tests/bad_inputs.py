@@ -133,7 +133,7 @@ def build_cases(t: Path) -> dict[str, tuple[list[str], list[str], Path | None]]:
         "unknown baseline": (["run", "--benchmark", "demo", "--model", "always-wrong", *run], ["always-wrong"], out),
         "unknown scenario": (["run", "--benchmark", "demo", "--model", "always-deflect", "--scenarios", "oracel", *run], ["oracel", "--scenarios"], out),
         "distractors not ints": (["run", "--benchmark", "demo", "--model", "always-deflect", "--distractors", "two", *run], ["--distractors"], out),
-        "distractors negative": (["run", "--benchmark", "demo", "--model", "always-deflect", "--scenarios", "realistic", "--distractors", "-1", *run], ["n-distractors"], out),
+        "distractors negative": (["run", "--benchmark", "demo", "--model", "always-deflect", "--scenarios", "realistic", "--distractors", "-1", *run], ["'--distractors'"], out),
         "unknown strictness": (["run", "--benchmark", "demo", "--model", "always-deflect", "--strictness", "harsh", *run], ["strictness"], out),
         "unknown negative modality": (["run", "--benchmark", "demo", "--model", "always-deflect", "--scenarios", "realistic", "--negative-modality", "audio", *run], ["negative-modality"], out),
         "max-new-tokens negative": (["run", "--benchmark", "demo", "--model", "always-deflect", "--max-new-tokens", "-1", *run], ["--max-new-tokens"], out),

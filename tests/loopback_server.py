@@ -52,7 +52,7 @@ class Action:
     code: int = 200  # HTTP status of a "status" action (not named `status`: that is the constructor below)
     retry_after: float | str | None = None
     delay: float = 0.0
-    body: str | None = None
+    body: str | bytes | None = None   # a "status" action's raw body, sent as is (any bytes)
     finish_reason: str = "stop"
     usage: Any = "auto"   # "auto": counted tokens; anything else is sent as the ``usage`` value
 
@@ -258,7 +258,8 @@ class _Core:
             return await self.reply(rec, writer, 200, _completion(body, a.text, a.finish_reason, a.usage))
         if a.kind == "status":
             extra = {"Retry-After": _fmt(a.retry_after)} if a.retry_after is not None else {}
-            payload = a.body.encode() if a.body is not None else json.dumps(
+            payload = (a.body if isinstance(a.body, bytes) else a.body.encode("utf-8", "surrogatepass")) \
+                if a.body is not None else json.dumps(
                 {"error": {"message": f"scripted status {a.code}"}}).encode()
             return await self.reply(rec, writer, a.code, payload, extra)
         if a.kind == "malformed":

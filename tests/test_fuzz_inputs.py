@@ -195,3 +195,118 @@ def test_no_malformed_record_gives_a_traceback(corpus, fmt):
             if name == "validate":   # a problem list: every problem is located
                 assert all(p.line or p.field or p.message for p in result)
     assert outcomes["refused"] > 0
+
+
+# -- model and judge replies ---------------------------------------------------------------------------
+N_REPLIES = 240
+_TEXTS: list[Any] = ["Paris", "Paris \ud800", "\udfff", "\ud83d", "A\u0000B", "\x07\x1b[31mred\x1b[0m", "\u202eevil",
+                     "", " ", "\n\n", "x" * 100_000, "B", "A \ud800", "\ufeffC", "\u200b", "NOT_ATTEMPTED"]
+_WRONG: list[Any] = [None, 5, -1, 1.5, True, "x", [], [None], {}, {"a": 1}, ["a", 2], 2**70]
+
+
+def _reply_body(rng: random.Random) -> bytes:
+    """One hostile chat-completions body (bytes as the server sends them)."""
+    def completion(content: Any = "Paris", **over: Any) -> dict:
+        base = {"id": "x", "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
+                                        "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 3, "completion_tokens": 1}}
+        base.update(over)
+        return base
+
+    kind = rng.choice(["text", "text", "usage", "choices", "message", "finish", "truncate", "bytes", "empty",
+                       "huge", "toplevel", "nest"])
+    if kind == "text":
+        return _dumps(completion(rng.choice(_TEXTS)))
+    if kind == "usage":
+        return _dumps(completion(rng.choice(_TEXTS), usage=rng.choice(
+            _WRONG + [{"prompt_tokens": w, "completion_tokens": rng.choice(_WRONG)} for w in _WRONG])))
+    if kind == "choices":
+        return _dumps(completion(choices=rng.choice(_WRONG + [[{"message": w}] for w in _WRONG])))
+    if kind == "message":
+        return _dumps(completion(rng.choice(_WRONG)))
+    if kind == "finish":
+        body = completion(rng.choice(_TEXTS))
+        body["choices"][0]["finish_reason"] = rng.choice(_WRONG + ["length", "content_filter", "\ud800", "x" * 1000])
+        return _dumps(body)
+    if kind == "truncate":
+        raw = _dumps(completion(rng.choice(_TEXTS)))
+        return raw[: rng.randrange(0, len(raw))]
+    if kind == "bytes":
+        raw = _dumps(completion("Paris"))
+        at = raw.index(b"Paris")
+        return raw[:at] + rng.choice([b"\xff", b"\xc3\x28", b"\xed\xa0\x80", b"\x00", b"\xe2\x82"]) + raw[at:]
+    if kind == "empty":
+        return rng.choice([b"", b" ", b"null", b"{}", b"[]", b'""', b"\x00"])
+    if kind == "huge":
+        return _dumps(completion("y" * rng.choice([100_000, 9_000_000])))
+    if kind == "toplevel":
+        return _dumps(rng.choice(_WRONG))
+    depth = rng.choice([50, 5_000, 100_000])
+    return b'{"choices": ' + b"[" * depth + b"]" * depth + b"}"
+
+
+@pytest.fixture(scope="module")
+def hostile_replies():
+    """Every hostile body sent by a real server on loopback, answered through the OpenAI client."""
+    from loopback_server import Action, LoopbackServer
+
+    from mmrag.models import GenerationSettings, OpenAICompatible
+    from mmrag.schema import ContentPart, Message, Prompt
+
+    rng = random.Random(26)
+    bodies = [_reply_body(rng) for _ in range(N_REPLIES)]
+    prompts = [Prompt(sample_id=f"s{i}", messages=[Message(role="user", content=[ContentPart(type="text", text=f"q{i}")])])
+               for i in range(N_REPLIES)]
+    with LoopbackServer() as srv:
+        srv.script(*[Action.status(200, body=b) for b in bodies])
+        model = OpenAICompatible("m", srv.url, options={"max_retries": 0, "max_concurrency": 8})
+        responses = model.generate(prompts, GenerationSettings())
+    return bodies, prompts, responses
+
+
+def test_no_hostile_reply_gives_a_traceback_or_invalid_text(hostile_replies, tmp_path):
+    from mmrag.judging import make_judge
+    from mmrag.judging.llm import LLMJudge, judge_failure
+    from mmrag.runs.records import RunRecord
+    from mmrag.runs.store import RunStore
+    from mmrag.schema import Response, Sample
+
+    bodies, prompts, responses = hostile_replies
+    assert len(responses) == len(bodies)
+    kinds = {r.error for r in responses}
+    assert None in kinds and "bad_response" in kinds and "reply_too_large" in kinds
+    for r in responses:
+        r.text.encode("utf-8")                         # valid text, whatever was sent
+        r.error_detail.encode("utf-8")
+        assert r.finish_reason is None or isinstance(r.finish_reason, str)
+        r.finish_reason and r.finish_reason.encode("utf-8")
+        assert r.usage.prompt_tokens >= 0 and r.usage.completion_tokens >= 0
+    samples = [Sample(id=p.sample_id, benchmark="fuzz", question="Capital of France?", answers=["Paris"])
+               for p in prompts]
+    items, distinct = [], set()
+    for it in zip(samples, prompts, responses):   # each distinct reply once: the rule judge is the slow part
+        if (it[2].text, it[2].error, it[2].finish_reason) not in distinct:
+            distinct.add((it[2].text, it[2].error, it[2].finish_reason))
+            items.append(it)
+    rule = make_judge("rule").judge_many(items)         # the rule judge (MiniLM) reads every distinct reply
+
+    class Replay:                                       # the same hostile replies, now as the judge's
+        fingerprint = "replay"
+
+        def generate(self, ps, settings):
+            return [responses[i % len(responses)].model_copy(update={"prompt_id": p.id}) for i, p in enumerate(ps)]
+
+    ok = [it for it in items if it[2].error is None and it[2].text.strip()]
+    llm = LLMJudge(Replay()).judge_many([(s, p, Response(prompt_id=p.id, text="Paris")) for s, p, _ in ok])
+    assert any(judge_failure(v) for v in llm) and any(not judge_failure(v) for v in llm)
+    store = RunStore(tmp_path / "run", lock=False)      # and every one of them is written to Parquet
+    for i, ((s, p, r), v) in enumerate(zip(items, rule)):
+        store.add(RunRecord(key=f"k{i}", benchmark="fuzz", benchmark_kind="deflection", scenario_id="x",
+                            scenario={"kind": "parametric"}, model="m", model_fingerprint="m", sample=s, prompt=p,
+                            response=r, verdict=v), ord=i)
+    for i, ((s, p, r), v) in enumerate(zip(ok, llm)):
+        store.add(RunRecord(key=f"j{i}", benchmark="fuzz", benchmark_kind="deflection", scenario_id="x",
+                            scenario={"kind": "parametric"}, model="m", model_fingerprint="m", sample=s, prompt=p,
+                            response=Response(prompt_id=p.id, text="Paris"), verdict=v), ord=len(items) + i)
+    store.flush()
+    store.close()

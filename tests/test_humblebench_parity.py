@@ -108,6 +108,30 @@ def test_score_predictions_file_matches_official_evaluate(official, tmp_path, ca
     assert ours["postprocess"] == "none"
 
 
+def _cli_score(capsys, *argv: str) -> dict:
+    """``mmrag score humblebench ...`` as a user types it (the command line, not the function)."""
+    from mmrag.cli import main
+
+    capsys.readouterr()
+    assert main(["score", "humblebench", *argv]) == 0, capsys.readouterr().err
+    out = capsys.readouterr().out
+    return json.loads(out[out.index("{"):])
+
+
+def test_the_score_command_matches_official_evaluate(official, tmp_path, capsys):
+    recs = _random_records(400, seed=12)
+    path = tmp_path / "Model.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    expected = official.evaluate(str(path), model_name_or_path="m", use_noise_image=False, nota_only=False)
+    got = _cli_score(capsys, "--predictions", str(path), "--model-name", "m")
+    ours = got.pop("mmrag")
+    assert got == json.loads(json.dumps(expected))       # every number, as printed
+    assert list(got["Accuracy"]) == list(expected["Accuracy"])
+    assert ours["n"] == 400 and ours["postprocess"] == "none"
+    cut = _cli_score(capsys, "--predictions", str(path), "--postprocess", "reasoning")
+    assert cut["mmrag"]["postprocess"] == "reasoning"
+
+
 def test_reasoning_postprocess_is_opt_in_and_named(official, tmp_path, capsys):
     """Reasoning replies: raw, the official rule sees every letter of the chain of thought; with
     postprocess="reasoning" the reply is first cut as the official reasoning wrappers cut it, and the

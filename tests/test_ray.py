@@ -38,6 +38,8 @@ from mmrag.runs import read_records  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 RAY = str(Path(sys.executable).with_name("ray"))
+#: seconds a node may take to start and join: generous, a loaded machine (load 10) needs minutes
+STARTUP_S = float(os.environ.get("MMRAG_TEST_RAY_STARTUP_S", "600"))
 
 
 def _free_port() -> int:
@@ -70,14 +72,27 @@ class Cluster:
                     "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
         self.procs: list[subprocess.Popen] = []
 
+    @staticmethod
+    def _own_ports() -> list[str]:
+        """Every port a node listens on, chosen free (Ray's defaults — 52365 for the dashboard agent,
+        8076 for the object manager, ... — collide with any other Ray on the machine)."""
+        import random
+
+        base = random.Random().randrange(20_000, 60_000, 100)   # worker ports: a range of 100
+        # (no --ray-client-server-port: naming it asks for the ray[client] extra, which is not installed)
+        flags = ("--node-manager-port", "--object-manager-port", "--metrics-export-port",
+                 "--dashboard-agent-listen-port", "--dashboard-agent-grpc-port", "--runtime-env-agent-port")
+        out = [x for f in flags for x in (f, str(_free_port()))]
+        return out + ["--min-worker-port", str(base), "--max-worker-port", str(base + 99)]
+
     def _start(self, *args: str) -> None:
         cmd = [RAY, "start", "--block", "--num-cpus", "1", "--object-store-memory", str(150 * 2**20),
-               "--disable-usage-stats", *args]
+               "--disable-usage-stats", *self._own_ports(), *args]
         log = self.tmp / f"node{len(self.procs)}.log"
         with open(log, "wb") as fh:
             proc = subprocess.Popen(cmd, env=self.env, start_new_session=True, stdout=fh, stderr=subprocess.STDOUT)
         self.procs.append(proc)
-        deadline = time.time() + 180
+        deadline = time.time() + STARTUP_S
         while "Ray runtime started" not in log.read_text(errors="replace"):
             if proc.poll() is not None or time.time() > deadline:
                 raise RuntimeError(f"ray start failed: {log.read_text(errors='replace')[-2000:]}")
@@ -90,7 +105,7 @@ class Cluster:
         self._start("--head", "--port", str(self.port), "--temp-dir", str(self.tmp), "--include-dashboard", "false")
         self._start("--address", self.address)
         ray.init(address=self.address, logging_level="ERROR", log_to_driver=False)
-        deadline = time.time() + 60
+        deadline = time.time() + STARTUP_S
         while self.nodes_alive() < 2:
             if time.time() > deadline:
                 raise RuntimeError("the second node did not join")
@@ -291,3 +306,30 @@ def test_sleepy_model_answers_like_its_baseline_at_a_device_pace():
     for bad in ("sleepy:nosuch", "sleepy:random-choice@fast", "sleepy:sleepy"):
         with pytest.raises(InputError, match="sleepy"):
             MODELS.create("sleepy", parse_model_arg(bad))
+
+
+def _cli(*args: str, timeout_s: str) -> tuple[subprocess.CompletedProcess, float]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "MMRAG_RAY_CONNECT_TIMEOUT": timeout_s, "RAY_USAGE_STATS_ENABLED": "0"}
+    t0 = time.monotonic()
+    res = subprocess.run([sys.executable, "-m", "mmrag.cli", *args], env=env, capture_output=True, text=True,
+                         timeout=600)
+    return res, time.monotonic() - t0
+
+
+def test_an_unreachable_address_is_one_clear_error_within_the_connect_timeout(tmp_path):
+    run = ["run", "-b", "demo", "-m", "always-deflect", "--scenarios", "parametric", "--limit", "2", "--engine", "ray"]
+    res, took = _cli(*run, "--address", "127.0.0.1:1", "--out", str(tmp_path / "r"), timeout_s="3")
+    assert res.returncode != 0 and "Traceback" not in res.stderr, res.stderr[-2000:]
+    line = [ln for ln in res.stderr.splitlines() if "mmrag: error" in ln]
+    assert len(line) == 1 and "cannot reach a Ray cluster at '127.0.0.1:1' within 3 s" in line[0], res.stderr[-2000:]
+    assert took < 120 and not (tmp_path / "r").exists()
+    with socket.socket() as listener:        # accepts connections, speaks no Ray
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(16)
+        addr = f"127.0.0.1:{listener.getsockname()[1]}"
+        res, took = _cli(*run, "--address", addr, "--out", str(tmp_path / "r2"), timeout_s="8")
+    assert res.returncode != 0 and "Traceback" not in res.stderr, res.stderr[-2000:]
+    line = [ln for ln in res.stderr.splitlines() if "mmrag: error" in ln]
+    assert len(line) == 1 and f"cannot reach a Ray cluster at '{addr}' within 8 s" in line[0], res.stderr[-2000:]
+    assert took < 180
+

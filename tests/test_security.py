@@ -188,3 +188,31 @@ def test_resume_of_a_redacted_manifest_is_refused_clearly(tmp_path, capsys, modu
     assert main(["run", "--resume", str(run)]) != 0
     err = capsys.readouterr().err
     assert "secret removed" in err and "models.0.base_url" in err and "--config" in err
+
+
+QUERY_SECRET = "qkey-planted-0005"
+XAUTH_SECRET = "xauthplain"                 # no digits: redacted for its header's name
+CUSTOM_SECRET = "sk0123456789abcdefXYZ"     # an innocent header name: redacted for its look
+
+
+def test_query_secrets_and_keylike_headers_reach_no_file(tmp_path, capsys, module_home):
+    with LoopbackServer(answer="Paris") as srv:
+        cfg = _yaml(tmp_path / "run.yaml", {
+            "benchmarks": [{"name": "demo"}], "limit": 2, "scenarios": PARAMETRIC, "cache": {"enabled": False},
+            "models": [{"backend": "openai", "model": "m", "base_url": f"{srv.url}?api_key={QUERY_SECRET}",
+                        "options": {"max_retries": 0, "headers": {"X-Auth": XAUTH_SECRET,
+                                                                   "X-Custom": CUSTOM_SECRET,
+                                                                   "Accept": "application/json"}}}]})
+        run = tmp_path / "run"
+        assert main(["run", "--config", str(cfg), "--out", str(run)]) == 0, capsys.readouterr().err
+        sent = json.dumps([r.headers for r in srv.core.records]) + json.dumps([r.path for r in srv.core.records])
+    assert all(s in sent for s in (QUERY_SECRET, XAUTH_SECRET, CUSTOM_SECRET))     # each did travel
+    assert main(["browse", str(run), "--out", str(tmp_path / "browser.html")]) == 0
+    headers = json.loads((run / "manifest.json").read_text())["config"]["models"][0]["options"]["headers"]
+    assert headers == {"X-Auth": REDACTED, "X-Custom": REDACTED, "Accept": "application/json"}
+    for f in _files(run, tmp_path / "browser.html"):
+        data = f.read_bytes()
+        for s in (QUERY_SECRET, XAUTH_SECRET, CUSTOM_SECRET):
+            assert s.encode() not in data, f"{s} leaked into {f}"
+    assert redact_text("GET http://h/v1?x=1&access_token=tok-1234567&alt=json") == \
+        f"GET http://h/v1?x=1&access_token={REDACTED}&alt=json"

@@ -70,6 +70,10 @@ def _split_models(values: list[str] | None) -> list[str]:
     return out
 
 
+#: ScenarioSpec field -> the flag that sets it, where the names differ
+_SPEC_FLAGS = {"n_distractors": "--distractors"}
+
+
 def specs_from_flags(kinds: list[str], distractors: list[int], negative: list[str], positive: str,
                      strictness: list[str], seed: int) -> list[ScenarioSpec]:
     from pydantic import ValidationError
@@ -89,7 +93,9 @@ def specs_from_flags(kinds: list[str], distractors: list[int], negative: list[st
                                                   positive_modality=positive, strictness=strict, seed=seed))
                     except ValidationError as exc:
                         err = exc.errors()[0]
-                        raise InputError(err["msg"], field="--" + str(err["loc"][0]).replace("_", "-")) from None
+                        name = str(err["loc"][0])
+                        flag = _SPEC_FLAGS.get(name, "--" + name.replace("_", "-"))
+                        raise InputError(err["msg"], field=flag) from None
     return specs
 
 
@@ -106,9 +112,9 @@ def config_from_flags(benchmark: list[str], model: list[str], base_url: Optional
         raise InputError("give --model BACKEND:MODEL or a baseline name (or --config FILE)", field="--model")
     specs = specs_from_flags(scenarios, distractors, negative_modality, positive_modality, strictness, seed)
     models = [parse_model_arg(m, base_url=base_url, api_key_env=api_key_env, **gen) for m in model]
-    return RunConfig(benchmarks=[BenchmarkRef(name=b) for b in benchmark], scenarios=specs, models=models,
-                     judge=judge_cfg or JudgeConfig(mode=judge), limit=limit, seed=seed, batch_size=batch_size,
-                     cache=CacheConfig(enabled=not no_cache, path=cache_path))
+    return flag_config(benchmarks=[BenchmarkRef(name=b) for b in benchmark], scenarios=specs, models=models,
+                       judge=judge_cfg or JudgeConfig(mode=judge), limit=limit, seed=seed, batch_size=batch_size,
+                       cache=CacheConfig(enabled=not no_cache, path=cache_path))
 
 
 FIELD_HELP = "for hf:PATH_OR_ID benchmarks: FIELD=COLUMN pieces (question, answer, image, id, choices, label, " \
@@ -126,6 +132,20 @@ def with_fields(cfg: RunConfig, values: list[str] | None) -> None:
         raise InputError("--field maps the columns of an hf:PATH_OR_ID benchmark; none is given", field="--field")
     for ref in refs:
         ref.options["fields"] = parse_fields(",".join(values))
+
+
+def flag_config(**fields) -> RunConfig:
+    """A RunConfig built from flags; a rule it breaks (a model named twice) is one InputError."""
+    from pydantic import ValidationError
+
+    from mmrag.errors import pydantic_field, pydantic_message
+
+    try:
+        return RunConfig(**fields)
+    except ValidationError as exc:
+        loc = pydantic_field(exc).split(".")[0]
+        flag = {"benchmarks": "--benchmark", "models": "--model"}.get(loc, loc)
+        raise InputError(pydantic_message(exc).removeprefix("Value error, "), field=flag) from None
 
 
 def config_from_manifest(run_dir: Path) -> RunConfig:
@@ -159,19 +179,18 @@ def config_from_manifest(run_dir: Path) -> RunConfig:
 
 def run_and_print(config: RunConfig, out: Path, title: str = "Results", retry_failed: bool = False) -> RunResult:
     """Execute and print; a run over its error budget exits 1 with a one-line reason on stderr."""
-    import errno
-
-    from mmrag.util import disk_full
+    from mmrag.util import as_input_error
 
     t0 = time.perf_counter()
     err_console.print(Text.assemble(("run directory: ", "bold"), str(out)), highlight=False)
     try:
         with progress_bar() as progress:
             result = execute(config, out, argv=sys.argv, progress=progress, retry_failed=retry_failed)
-    except OSError as exc:
-        if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+    except OSError as exc:   # a full disk, a quota, a file-size limit: one line, and how to go on
+        err = as_input_error(exc, out, f"free space and resume: mmrag run --resume {out}")
+        if err is exc:
             raise
-        raise disk_full(exc.filename or out, f"free space and resume: mmrag run --resume {out}") from None
+        raise err from None
     console.print(results_table(result.summary, title=title))
     errs = ", ".join(f"{k}={v}" for k, v in sorted(result.errors.items())) or "none"
     console.print(f"run directory: {out}  |  new records: {result.new_records}  |  model calls: {result.model_calls}"
@@ -339,7 +358,7 @@ def sweep(
 
         load_sweep(config)  # validates the file, naming file and field on error
         gen = generation(temperature, top_p, max_new_tokens, seed, gen_kwargs)
-        cfg = RunConfig(benchmarks=[BenchmarkRef(name=b) for b in _split(benchmark)],
+        cfg = flag_config(benchmarks=[BenchmarkRef(name=b) for b in _split(benchmark)],
                         models=[parse_model_arg(m, base_url=base_url, api_key_env=api_key_env, **gen)
                                 for m in _split_models(model)],
                         sweeps=[str(config)], limit=limit)

@@ -27,7 +27,8 @@ def score(
     model_name: Optional[str] = typer.Option(None, "--model-name", help="model name to print with the metrics"),
     postprocess: str = typer.Option("none", "--postprocess",
                                     help="none | reasoning: cut replies as the official reasoning wrappers do "
-                                         "(</think>, <answer>, 'answer is') before the official rule"),
+                                         "(</think>, <answer>, 'answer is') before the official rule "
+                                         "(with target 'humblebench')"),
 ) -> None:
     """Score again without calling any model."""
     from mmrag.errors import InputError
@@ -37,7 +38,9 @@ def score(
             raise InputError("give --predictions FILE.jsonl", field="--predictions")
         from mmrag.commands.judge import score_humblebench_command
 
-        score_humblebench_command(predictions, use_noise_image, nota_only, model_name, postprocess)
+        # every argument by name: a forgotten one would arrive as typer's OptionInfo default
+        score_humblebench_command(predictions=predictions, use_noise_image=use_noise_image, nota_only=nota_only,
+                                  model_name=model_name, postprocess=postprocess)
         return
     from mmrag.runs.rescore import rescore
 

@@ -26,6 +26,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 from mmrag.benchmarks import load_benchmark
+from mmrag.errors import DependencyError
+from mmrag.judging import judge_many
+from mmrag.judging.llm import raise_judge_failures
+from mmrag.redact import redact
 from mmrag.curation.config import CurateConfig
 from mmrag.curation.convert import document_to_kb, sample_to_record
 from mmrag.retrieval.base import MiningResult
@@ -60,13 +64,27 @@ class Gate:
     batch_size: int
 
     def ask(self, items: list[tuple[Sample, Prompt]]) -> list[dict[str, Verdict]]:
+        """Every gating model's verdict on every item.  A failed request or a failed judge call is
+        no verdict: it raises :class:`~mmrag.errors.DependencyError` (the stage is not written,
+        and running ``mmrag curate`` again redoes it; the response cache keeps what succeeded)."""
         out: list[dict[str, Verdict]] = [dict() for _ in items]
         for vlm in self.models:
             for start in range(0, len(items), self.batch_size):
                 chunk = items[start:start + self.batch_size]
                 responses = vlm.generate([p for _, p in chunk], self.settings)
-                for i, ((sample, prompt), resp) in enumerate(zip(chunk, responses)):
-                    out[start + i][vlm.fingerprint] = self.judge.judge(sample, prompt, resp)
+                if len(responses) != len(chunk):
+                    raise DependencyError(f"gating model {vlm.fingerprint} returned {len(responses)} replies "
+                                          f"for {len(chunk)} prompts")
+                failed = [r for r in responses if r.error]
+                if failed:
+                    raise DependencyError(
+                        f"gating model {vlm.fingerprint} failed on {len(failed)} of {len(chunk)} prompts "
+                        f"({failed[0].error}: {failed[0].error_detail[:160]}); no curation decision was made "
+                        "from it; run `mmrag curate` again once it answers")
+                verdicts = judge_many(self.judge, [(s, p, r) for (s, p), r in zip(chunk, responses)])
+                raise_judge_failures(verdicts, "gating replies")
+                for i, v in enumerate(verdicts):
+                    out[start + i][vlm.fingerprint] = v
         return out
 
 
@@ -91,7 +109,7 @@ def _check_same_curation(out: Path, config: CurateConfig) -> None:
             raise InputError("this folder holds curation stage files but no config.json; use a new --out", path=out)
         return
     old = read_json_mapping(path, "a curation config")
-    new = json.loads(json.dumps(config.model_dump(mode="json"), default=str))
+    new = json.loads(json.dumps(redact(config.model_dump(mode="json")), default=str))   # as written
     old.pop("out", None)
     new.pop("out", None)
     if old != new:
@@ -110,7 +128,8 @@ def curate(config: CurateConfig, out: str | Path, progress: Any = None) -> dict[
     out = Path(out)
     _check_same_curation(out, config)
     out.mkdir(parents=True, exist_ok=True)
-    atomic_write_json(out / "config.json", config.model_dump(mode="json"))
+    # through the one redaction helper, as a run's manifest: URL userinfo, header values, env secrets
+    atomic_write_json(out / "config.json", redact(config.model_dump(mode="json")))
     bench = load_benchmark(config.benchmark.name, config.benchmark.source, **config.benchmark.options)
     samples = list(bench.samples())[: config.limit] if config.limit else list(bench.samples())
     by_id = {s.id: s for s in samples}
@@ -123,10 +142,10 @@ def curate(config: CurateConfig, out: str | Path, progress: Any = None) -> dict[
 
     miner = build_miner(docs, run_cfg)  # the configured retrievers, exactly as `mmrag run` builds them
     store = miner.store
-    atomic_write_json(out / "manifest.json", {
+    atomic_write_json(out / "manifest.json", redact({
         "retrieval": config.retrieval.model_dump(mode="json"), "index_hashes": index_hashes(miner),
         "retrievers": {k: getattr(r, "fingerprint", type(r).__name__) for k, r in miner.retrievers.items()},
-        "negatives": config.negatives, "gating_models": [m.model_dump(mode="json") for m in config.gating_models]})
+        "negatives": config.negatives, "gating_models": [m.model_dump(mode="json") for m in config.gating_models]}))
 
     # Stage I: parametric filtering
     def stage1() -> list[dict[str, Any]]:

@@ -25,7 +25,7 @@ import numpy as np
 
 from mmrag.errors import InputError
 from mmrag.schema import Document, ImageRef
-from mmrag.util import parse_json_line, parse_record
+from mmrag.util import parse_json_line, parse_record, read_lines
 
 
 def kb_document(obj: dict[str, Any], path: Path, line: int) -> Document:
@@ -46,7 +46,7 @@ def plan_blocks(path: str | Path, block_docs: int) -> list[dict[str, int]]:
     start = pos = n = 0
     first = lineno = 1
     with open(path, "rb") as fh:
-        for raw in fh:
+        for _, raw in read_lines(fh, path):   # bounded: a line with no end is refused, not read whole
             pos += len(raw)
             n += 1
             if n == block_docs:

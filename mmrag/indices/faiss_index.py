@@ -10,8 +10,9 @@ index.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal, Sequence
+from typing import Any, Literal
 
 import numpy as np
 
@@ -31,15 +32,23 @@ def _apply_search_params(index: Any, params: dict[str, Any]) -> None:
         try:
             ps.set_index_parameter(index, name, value)
         except RuntimeError as exc:
-            raise InputError(f"search parameter '{name}' does not apply to this index ({exc})".strip(),
-                             field=f"search_params.{name}") from None
+            raise InputError(
+                f"search parameter '{name}' does not apply to this index ({exc})".strip(), field=f"search_params.{name}"
+            ) from None
 
 
 class Index:
     """Shards + id mapping.  ``search`` takes L2-normalised float32 query vectors."""
 
-    def __init__(self, path: Path, manifest: IndexManifest, shards: list[Any], doc_ids: np.ndarray,
-                 modalities: np.ndarray, on_gpu: bool = False) -> None:
+    def __init__(
+        self,
+        path: Path,
+        manifest: IndexManifest,
+        shards: list[Any],
+        doc_ids: np.ndarray,
+        modalities: np.ndarray,
+        on_gpu: bool = False,
+    ) -> None:
         self.path, self.manifest, self.shards = path, manifest, shards
         self.doc_ids, self.modalities, self.on_gpu = doc_ids, modalities, on_gpu
         self._row_of: dict[str, int] | None = None
@@ -62,8 +71,9 @@ class Index:
         """(scores, rows), each (n, k); rows are -1 where the index has fewer than k vectors."""
         q = np.ascontiguousarray(vectors, dtype=np.float32)
         if q.ndim != 2 or q.shape[1] != self.dim:
-            raise IndexMismatchError(f"query vectors have shape {q.shape}, index dimension is {self.dim}",
-                                     path=self.path)
+            raise IndexMismatchError(
+                f"query vectors have shape {q.shape}, index dimension is {self.dim}", path=self.path
+            )
         if len(self.shards) == 1:
             return self.shards[0].search(q, k)
         parts = [s.search(q, k) for s in self.shards]
@@ -91,8 +101,9 @@ def read_manifest(path: str | Path) -> IndexManifest:
     except Exception as exc:
         raise InputError(f"unreadable index manifest ({type(exc).__name__}: {str(exc)[:200]})", path=mpath) from None
     if m.format_version != FORMAT_VERSION:
-        raise IndexMismatchError(f"index format {m.format_version}, this mmrag reads {FORMAT_VERSION}; rebuild it",
-                                 path=mpath)
+        raise IndexMismatchError(
+            f"index format {m.format_version}, this mmrag reads {FORMAT_VERSION}; rebuild it", path=mpath
+        )
     return m
 
 
@@ -101,16 +112,27 @@ def _check_file(path: Path, expected_bytes: int, expected_sha: str, verify: Veri
         raise IndexMismatchError("index file is missing", path=path)
     size = path.stat().st_size
     if verify != "none" and size != expected_bytes:
-        raise IndexMismatchError(f"index file is truncated or altered: {size} bytes, the manifest says "
-                                 f"{expected_bytes}; rebuild the index", path=path)
+        raise IndexMismatchError(
+            f"index file is truncated or altered: {size} bytes, the manifest says {expected_bytes}; rebuild the index",
+            path=path,
+        )
     if verify == "checksum" and sha256_file(path) != expected_sha:
-        raise IndexMismatchError("index file is corrupt: its sha256 differs from the manifest; rebuild the index",
-                                 path=path)
+        raise IndexMismatchError(
+            "index file is corrupt: its sha256 differs from the manifest; rebuild the index", path=path
+        )
 
 
-def load_index(path: str | Path, encoder: Any | None = None, *, kb_hash: str | None = None,
-               verify: Verify = "checksum", device: str | None = "cpu", threads: int | None = None,
-               search_params: dict[str, Any] | None = None, mmap: bool = False) -> Index:
+def load_index(
+    path: str | Path,
+    encoder: Any | None = None,
+    *,
+    kb_hash: str | None = None,
+    verify: Verify = "checksum",
+    device: str | None = "cpu",
+    threads: int | None = None,
+    search_params: dict[str, Any] | None = None,
+    mmap: bool = False,
+) -> Index:
     """Open an index folder, refusing any mismatch with an :class:`IndexMismatchError`.
 
     ``encoder``: when given, its dimension and fingerprint must equal the manifest's.  ``kb_hash``:
@@ -125,14 +147,24 @@ def load_index(path: str | Path, encoder: Any | None = None, *, kb_hash: str | N
     m = read_manifest(path)
     if encoder is not None:
         if int(encoder.dim) != m.dim:
-            raise IndexMismatchError(f"encoder dimension {encoder.dim} differs from the index dimension {m.dim} "
-                                     f"(index built with {m.encoder_fingerprint})", path=path, field="encoder")
+            raise IndexMismatchError(
+                f"encoder dimension {encoder.dim} differs from the index dimension {m.dim} "
+                f"(index built with {m.encoder_fingerprint})",
+                path=path,
+                field="encoder",
+            )
         if encoder.fingerprint != m.encoder_fingerprint:
-            raise IndexMismatchError(f"index was built with encoder {m.encoder_fingerprint}, "
-                                     f"not {encoder.fingerprint}", path=path, field="encoder")
+            raise IndexMismatchError(
+                f"index was built with encoder {m.encoder_fingerprint}, not {encoder.fingerprint}",
+                path=path,
+                field="encoder",
+            )
     if kb_hash is not None and kb_hash != m.kb_content_hash:
-        raise IndexMismatchError("the knowledge base changed since this index was built "
-                                 f"(content hash {kb_hash[:12]} != {m.kb_content_hash[:12]}); rebuild it", path=path)
+        raise IndexMismatchError(
+            "the knowledge base changed since this index was built "
+            f"(content hash {kb_hash[:12]} != {m.kb_content_hash[:12]}); rebuild it",
+            path=path,
+        )
     set_threads(threads)
     _check_file(path / m.doc_ids.file, m.doc_ids.bytes, m.doc_ids.sha256, verify)
     try:
@@ -140,8 +172,10 @@ def load_index(path: str | Path, encoder: Any | None = None, *, kb_hash: str | N
     except Exception as exc:
         raise IndexMismatchError(f"unreadable document-id table ({exc})", path=path / m.doc_ids.file) from None
     if table.num_rows != m.count or table.column("row").to_numpy().tolist() != list(range(m.count)):
-        raise IndexMismatchError(f"document-id table has {table.num_rows} rows in a wrong order or count, "
-                                 f"the manifest says {m.count}", path=path / m.doc_ids.file)
+        raise IndexMismatchError(
+            f"document-id table has {table.num_rows} rows in a wrong order or count, the manifest says {m.count}",
+            path=path / m.doc_ids.file,
+        )
     doc_ids = table.column("doc_id").to_numpy(zero_copy_only=False)
     modalities = table.column("modality").to_numpy(zero_copy_only=False)
     shards = []
@@ -154,11 +188,15 @@ def load_index(path: str | Path, encoder: Any | None = None, *, kb_hash: str | N
         try:
             idx = faiss.read_index(str(fpath), flags)
         except Exception as exc:
-            raise IndexMismatchError(f"FAISS cannot read this index file ({str(exc).splitlines()[0][:160]})",
-                                     path=fpath) from None
+            raise IndexMismatchError(
+                f"FAISS cannot read this index file ({str(exc).splitlines()[0][:160]})", path=fpath
+            ) from None
         if idx.d != m.dim or idx.ntotal != info.count:
-            raise IndexMismatchError(f"index file holds {idx.ntotal} vectors of dimension {idx.d}, the manifest "
-                                     f"says {info.count} of {m.dim}", path=fpath)
+            raise IndexMismatchError(
+                f"index file holds {idx.ntotal} vectors of dimension {idx.d}, the manifest "
+                f"says {info.count} of {m.dim}",
+                path=fpath,
+            )
         _apply_search_params(idx, {**m.search_params, **(search_params or {})})
         if gpu:
             idx, on_gpu = to_gpu(idx)
@@ -174,11 +212,22 @@ def describe(index: Index) -> dict[str, Any]:
     counts: dict[str, int] = {}
     for mod in index.modalities.tolist():
         counts[mod] = counts.get(mod, 0) + 1
-    return {"path": str(index.path), "kind": m.kind, "count": m.count, "dim": m.dim, "factory": m.factory,
-            "search_params": m.search_params, "encoder": m.encoder_fingerprint, "kb_content_hash": m.kb_content_hash,
-            "shards": [(s.file, s.count, s.bytes) for s in m.shards], "modalities": counts,
-            "mmrag_version": m.mmrag_version, "created_at": m.created_at, "fingerprint": m.fingerprint,
-            "on_gpu": index.on_gpu}
+    return {
+        "path": str(index.path),
+        "kind": m.kind,
+        "count": m.count,
+        "dim": m.dim,
+        "factory": m.factory,
+        "search_params": m.search_params,
+        "encoder": m.encoder_fingerprint,
+        "kb_content_hash": m.kb_content_hash,
+        "shards": [(s.file, s.count, s.bytes) for s in m.shards],
+        "modalities": counts,
+        "mmrag_version": m.mmrag_version,
+        "created_at": m.created_at,
+        "fingerprint": m.fingerprint,
+        "on_gpu": index.on_gpu,
+    }
 
 
 def rows_to_ids(index: Index, rows: Sequence[int]) -> list[str]:

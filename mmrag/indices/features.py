@@ -17,7 +17,8 @@ about semantics; real knowledge bases should use a CLIP-type encoder.
 
 from __future__ import annotations
 
-from typing import Any, Literal, Sequence
+from collections.abc import Sequence
+from typing import Any, Literal
 
 import numpy as np
 
@@ -41,21 +42,29 @@ class ColorLayoutImageEncoder:
 
     modalities = ("image",)
 
-    def __init__(self, grid: int = 4, bins: int = 4, size: int = 64, layout_weight: float = 1.0,
-                 batch_size: int = 256, progress: bool | None = None) -> None:
+    def __init__(
+        self,
+        grid: int = 4,
+        bins: int = 4,
+        size: int = 64,
+        layout_weight: float = 1.0,
+        batch_size: int = 256,
+        progress: bool | None = None,
+    ) -> None:
         if grid < 1 or bins < 2 or size < grid:
             raise InputError("ColorLayoutImageEncoder needs grid >= 1, bins >= 2, size >= grid", field="encoder")
         self.grid, self.bins, self.size = int(grid), int(bins), int(size)
         self.layout_weight = float(layout_weight)
         self.batch_size = int(batch_size)
         self.progress = progress
-        self.dim = self.bins ** 3 + 3 * self.grid * self.grid
-        self.fingerprint = (f"color-layout:v1:g{self.grid}:b{self.bins}:s{self.size}"
-                            f":w{self.layout_weight:g}:l2")
+        self.dim = self.bins**3 + 3 * self.grid * self.grid
+        self.fingerprint = f"color-layout:v1:g{self.grid}:b{self.bins}:s{self.size}:w{self.layout_weight:g}:l2"
 
     def spec(self) -> dict[str, Any]:
-        return {"name": "color-layout", "kwargs": {"grid": self.grid, "bins": self.bins, "size": self.size,
-                                                   "layout_weight": self.layout_weight}}
+        return {
+            "name": "color-layout",
+            "kwargs": {"grid": self.grid, "bins": self.bins, "size": self.size, "layout_weight": self.layout_weight},
+        }
 
     def encode_text(self, texts: Sequence[str]) -> np.ndarray:
         raise InputError(f"encoder {self.fingerprint} embeds images only", field="encoder")
@@ -63,10 +72,10 @@ class ColorLayoutImageEncoder:
     def _features(self, im: Any) -> np.ndarray:
         from PIL import Image
 
-        arr = np.asarray(im.resize((self.size, self.size), Image.BILINEAR), dtype=np.float32) / 255.0
+        arr = np.asarray(im.resize((self.size, self.size), Image.Resampling.BILINEAR), dtype=np.float32) / 255.0
         q = np.minimum((arr * self.bins).astype(np.int64), self.bins - 1)
         codes = (q[..., 0] * self.bins + q[..., 1]) * self.bins + q[..., 2]
-        hist = np.bincount(codes.ravel(), minlength=self.bins ** 3).astype(np.float32)
+        hist = np.bincount(codes.ravel(), minlength=self.bins**3).astype(np.float32)
         hist = np.sqrt(hist / hist.sum())
         cell = self.size // self.grid
         crop = arr[: cell * self.grid, : cell * self.grid]
@@ -80,7 +89,7 @@ class ColorLayoutImageEncoder:
         out = np.zeros((len(images), self.dim), dtype=np.float32)
         with progress_bar("encoding images", len(images), self.progress, 1024) as bar:
             for i in range(0, len(images), self.batch_size):
-                for j, im in enumerate(load_images(images[i:i + self.batch_size])):
+                for j, im in enumerate(load_images(images[i : i + self.batch_size])):
                     out[i + j] = self._features(im)
                 bar.advance(min(self.batch_size, len(images) - i))
         return _normalise(out) if len(images) else out
@@ -91,24 +100,35 @@ class FusionEncoder:
 
     modalities = ("text", "image")
 
-    def __init__(self, text_encoder: Any, image_encoder: Any, rule: FusionRule = "concat",
-                 text_weight: float = 0.5) -> None:
+    def __init__(
+        self, text_encoder: Any, image_encoder: Any, rule: FusionRule = "concat", text_weight: float = 0.5
+    ) -> None:
         if rule not in ("concat", "mean"):
             raise InputError(f"unknown fusion rule '{rule}' (concat | mean)", field="fusion")
         if not 0.0 <= text_weight <= 1.0:
             raise InputError("text_weight must lie in [0, 1]", field="text_weight")
         if rule == "mean" and text_encoder.dim != image_encoder.dim:
-            raise InputError(f"fusion 'mean' needs one joint space; dims differ "
-                             f"({text_encoder.dim} vs {image_encoder.dim})", field="fusion")
+            raise InputError(
+                f"fusion 'mean' needs one joint space; dims differ ({text_encoder.dim} vs {image_encoder.dim})",
+                field="fusion",
+            )
         self.text_encoder, self.image_encoder = text_encoder, image_encoder
         self.rule, self.text_weight = rule, float(text_weight)
         self.dim = text_encoder.dim + image_encoder.dim if rule == "concat" else text_encoder.dim
-        self.fingerprint = (f"fusion:{rule}:w{self.text_weight:g}"
-                            f"[{text_encoder.fingerprint}]+[{image_encoder.fingerprint}]")
+        self.fingerprint = (
+            f"fusion:{rule}:w{self.text_weight:g}[{text_encoder.fingerprint}]+[{image_encoder.fingerprint}]"
+        )
 
     def spec(self) -> dict[str, Any]:
-        return {"name": "fusion", "kwargs": {"text": self.text_encoder.spec(), "image": self.image_encoder.spec(),
-                                             "rule": self.rule, "text_weight": self.text_weight}}
+        return {
+            "name": "fusion",
+            "kwargs": {
+                "text": self.text_encoder.spec(),
+                "image": self.image_encoder.spec(),
+                "rule": self.rule,
+                "text_weight": self.text_weight,
+            },
+        }
 
     def fuse(self, t: np.ndarray | None, i: np.ndarray | None, n: int) -> np.ndarray:
         """Fuse per-row text and image vectors; either may be None (that part is absent)."""
@@ -118,7 +138,7 @@ class FusionEncoder:
             if t is not None:
                 out[:, : self.text_encoder.dim] = np.sqrt(w) * t
             if i is not None:
-                out[:, self.text_encoder.dim:] = np.sqrt(1.0 - w) * i
+                out[:, self.text_encoder.dim :] = np.sqrt(1.0 - w) * i
         else:
             out = np.zeros((n, self.dim), dtype=np.float32)
             if t is not None:

@@ -42,8 +42,7 @@ def want_gpu(device: str | None) -> bool:
     if not gpu_available():
         from mmrag.errors import InputError
 
-        raise InputError("a GPU was asked for but faiss sees none (install faiss-gpu on a GPU machine)",
-                         field="device")
+        raise InputError("a GPU was asked for but faiss sees none (install faiss-gpu on a GPU machine)", field="device")
     return True
 
 

@@ -9,16 +9,27 @@ encoder, a changed knowledge base, or a truncated / corrupt file with one clear 
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Iterable, Literal
+from collections.abc import Iterable
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from mmrag.errors import InputError
 from mmrag.schema import Document, canonical_json, sha256_file
 
 IndexKind = Literal["text", "visual", "multimodal"]
-INDEX_KINDS: tuple[str, ...] = ("text", "visual", "multimodal")
+INDEX_KINDS: tuple[IndexKind, ...] = ("text", "visual", "multimodal")
 FORMAT_VERSION = 1
 _MOD = 1 << 256
+
+
+def index_kind(kind: str) -> IndexKind:
+    """``kind`` as an :data:`IndexKind`, or an InputError on ``kind`` naming the three: checked before
+    anything is encoded, not by the manifest after the whole index is built."""
+    for known in INDEX_KINDS:
+        if kind == known:
+            return known
+    raise InputError(f"unknown index kind '{kind}' (text | visual | multimodal)", field="kind")
 
 
 class FileInfo(BaseModel):
@@ -49,7 +60,7 @@ class IndexManifest(BaseModel):
     created_at: str = ""
 
     @model_validator(mode="after")
-    def _shards_hold_the_count(self) -> "IndexManifest":
+    def _shards_hold_the_count(self) -> IndexManifest:
         """An index of N vectors in no shards (or shards that do not add up to N) is damaged, not
         empty: refused at load rather than answering every query with nothing."""
         held = sum(s.count for s in self.shards)
@@ -60,9 +71,19 @@ class IndexManifest(BaseModel):
     @property
     def fingerprint(self) -> str:
         """What a retriever over this index answers from (cache keys use it)."""
-        return hashlib.sha256(canonical_json([self.kind, self.encoder_fingerprint, self.factory,
-                                              self.search_params, self.kb_content_hash, self.count,
-                                              [s.sha256 for s in self.shards]]).encode()).hexdigest()[:16]
+        return hashlib.sha256(
+            canonical_json(
+                [
+                    self.kind,
+                    self.encoder_fingerprint,
+                    self.factory,
+                    self.search_params,
+                    self.kb_content_hash,
+                    self.count,
+                    [s.sha256 for s in self.shards],
+                ]
+            ).encode()
+        ).hexdigest()[:16]
 
 
 def document_hash(doc: Document) -> str:
@@ -88,7 +109,7 @@ class KBHasher:
         self._acc = (self._acc + int(document_hash(doc), 16)) % _MOD
         self.count += 1
 
-    def merge(self, other: "KBHasher") -> None:
+    def merge(self, other: KBHasher) -> None:
         """Add the documents another hasher saw (one per KB block, hashed on Ray workers): the sum
         is order-independent, so merging partial hashers gives the whole KB's hash."""
         self._acc = (self._acc + other._acc) % _MOD

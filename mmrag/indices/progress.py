@@ -12,9 +12,9 @@ world, loading a plug-in retriever or a judge): it prints above the live display
 from __future__ import annotations
 
 import contextlib
-from typing import Iterator
+from collections.abc import Iterator
 
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 
 class _NullBar:
@@ -23,7 +23,7 @@ class _NullBar:
 
 
 class _Bar:
-    def __init__(self, progress: Progress, task: int) -> None:
+    def __init__(self, progress: Progress, task: TaskID) -> None:
         self._p, self._t = progress, task
 
     def advance(self, n: int = 1) -> None:
@@ -54,8 +54,9 @@ def status(text: str) -> None:
 
 
 @contextlib.contextmanager
-def progress_bar(description: str, total: int | None, enabled: bool | None = None,
-                 min_items: int = 2048) -> Iterator[_Bar | _NullBar]:
+def progress_bar(
+    description: str, total: int | None, enabled: bool | None = None, min_items: int = 2048
+) -> Iterator[_Bar | _NullBar]:
     """Yield an object with ``advance(n)``.  ``enabled=None`` draws a bar only for big jobs."""
     show = enabled if enabled is not None else (total is None or total >= min_items)
     if not show:
@@ -64,6 +65,7 @@ def progress_bar(description: str, total: int | None, enabled: bool | None = Non
     if _SHARED is not None:
         yield _Bar(_SHARED, _SHARED.add_task(description, total=total))
         return
-    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), transient=True) as p:
+    with Progress(
+        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), transient=True
+    ) as p:
         yield _Bar(p, p.add_task(description, total=total))

@@ -13,7 +13,8 @@ image are summed then normalised — or fused by the :class:`FusionEncoder`'s ow
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -70,8 +71,7 @@ def encoder_modalities(encoder: Any) -> tuple[str, ...]:
     return tuple(getattr(encoder, "modalities", ("text", "image")))
 
 
-def encode_queries(encoder: Any, texts: Sequence[str | None],
-                   images: Sequence[Sequence[ImageRef]]) -> np.ndarray:
+def encode_queries(encoder: Any, texts: Sequence[str | None], images: Sequence[Sequence[ImageRef]]) -> np.ndarray:
     """One L2-normalised row per query (see the module docstring for the rule)."""
     n = len(texts)
     if len(images) != n:
@@ -81,8 +81,11 @@ def encode_queries(encoder: Any, texts: Sequence[str | None],
     i_rows = [q for q in range(n) if images[q] and "image" in mods]
     missing = sorted(set(range(n)) - set(t_rows) - set(i_rows))
     if missing:
-        raise InputError(f"query {missing[0]} has no text or image that encoder {encoder.fingerprint} "
-                         f"can embed (it embeds: {', '.join(mods)})", field="query")
+        raise InputError(
+            f"query {missing[0]} has no text or image that encoder {encoder.fingerprint} "
+            f"can embed (it embeds: {', '.join(mods)})",
+            field="query",
+        )
     base = getattr(encoder, "text_encoder", None) if hasattr(encoder, "fuse") else None
     t_dim = base.dim if base is not None else encoder.dim
     i_dim = encoder.image_encoder.dim if base is not None else encoder.dim
@@ -98,7 +101,7 @@ def encode_queries(encoder: Any, texts: Sequence[str | None],
         pos = 0
         for q in i_rows:
             m = len(images[q])
-            v = vecs[pos:pos + m].mean(axis=0)
+            v = vecs[pos : pos + m].mean(axis=0)
             i_full[q] = v / max(float(np.linalg.norm(v)), 1e-12)
             pos += m
     if base is not None:

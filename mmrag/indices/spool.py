@@ -28,7 +28,7 @@ def _alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except PermissionError:   # exists, owned by someone else
+    except PermissionError:  # exists, owned by someone else
         return True
     return True
 
@@ -53,7 +53,7 @@ def clean_stale_spools(out: str | Path) -> tuple[int, int]:
     if not out.parent.is_dir():
         return 0, 0
     for cand in out.parent.glob(f".{out.name}.tmp-*"):
-        pid = cand.name[len(f".{out.name}.tmp-"):].split("-", 1)[0]
+        pid = cand.name[len(f".{out.name}.tmp-") :].split("-", 1)[0]
         if not cand.is_dir() or (pid.isdigit() and _alive(int(pid))):
             continue
         freed += _size(cand)
@@ -65,8 +65,9 @@ def clean_stale_spools(out: str | Path) -> tuple[int, int]:
             shutil.rmtree(cand, ignore_errors=True)
             removed += 1
     if removed:
-        log.warning("removed %d stale build folder(s) of %s left by killed builds (%.1f MB freed)", removed, out,
-                    freed / 1e6)
+        log.warning(
+            "removed %d stale build folder(s) of %s left by killed builds (%.1f MB freed)", removed, out, freed / 1e6
+        )
     return removed, freed
 
 
@@ -79,21 +80,25 @@ class EmbeddingSpool:
 
     @staticmethod
     def _hash_ids(ids: list[str]) -> np.ndarray:
-        return np.array([int.from_bytes(hashlib.blake2b(i.encode(), digest_size=8).digest(), "little")
-                         for i in ids], dtype=np.uint64)
+        return np.array(
+            [int.from_bytes(hashlib.blake2b(i.encode(), digest_size=8).digest(), "little") for i in ids],
+            dtype=np.uint64,
+        )
 
     def append(self, ids: list[str], vectors: np.ndarray) -> None:
         v = np.ascontiguousarray(vectors, dtype=np.float32)
         if v.ndim != 2 or v.shape[1] != self.dim:
-            raise InputError(f"encoder returned vectors of shape {v.shape}, expected (n, {self.dim}): "
-                             "dimension mismatch between the encoder's output and its declared dim",
-                             field="encoder")
+            raise InputError(
+                f"encoder returned vectors of shape {v.shape}, expected (n, {self.dim}): "
+                "dimension mismatch between the encoder's output and its declared dim",
+                field="encoder",
+            )
         if v.shape[0] != len(ids):
             raise InputError(f"encoder returned {v.shape[0]} vectors for {len(ids)} documents", field="encoder")
         if not np.isfinite(v).all():
             bad = ids[int(np.where(~np.isfinite(v).all(axis=1))[0][0])]
             raise InputError(f"encoder produced a non-finite vector for document '{bad}'", field="encoder")
-        self._fh.write(memoryview(v).cast("B"))  # no copy of the batch
+        self._fh.write(v.data.cast("B"))  # no copy of the batch (v is C-contiguous float32)
         self._id_hashes.append(self._hash_ids(ids))
         self.count += v.shape[0]
 
@@ -114,8 +119,9 @@ class EmbeddingSpool:
 
     def read(self, start: int, stop: int) -> np.ndarray:
         n = max(0, stop - start)
-        return np.fromfile(self.path, dtype=np.float32, count=n * self.dim,
-                           offset=start * self.dim * 4).reshape(n, self.dim)
+        return np.fromfile(self.path, dtype=np.float32, count=n * self.dim, offset=start * self.dim * 4).reshape(
+            n, self.dim
+        )
 
     def sample(self, rows: np.ndarray) -> np.ndarray:
         out = np.empty((len(rows), self.dim), dtype=np.float32)

@@ -8,7 +8,10 @@ target is the first reference, with the other accepted strings after it ("Paris 
 Paris, France)"), an InfoSeek range as "any value from lo to hi", an option as "B. dog".
 
 Unlike SimpleQA, which defaults an unreadable grade to NOT ATTEMPTED, a reply we cannot parse is
-``unparseable`` — counted and shown, never defaulted — and so is a judge call that failed.
+``unparseable`` — counted and shown, never defaulted.  A judge call that failed (connection,
+timeout, 5xx, a bad body) is no verdict at all: it is marked (``details["judge_error"]``, see
+:func:`judge_failure`), a run counts the cell as failed (error budget, ``--resume`` re-judges it)
+and ``mmrag score`` refuses to write it.
 
 KnowHal's open-ended negative (false-premise) questions use our premise prompt below (the paper's
 GPT-4o-mini prompt is unpublished): A rejects -> correct, B accepts -> hallucination, C neither ->
@@ -29,9 +32,11 @@ from typing import Sequence
 
 import yaml
 
+from mmrag.errors import JudgeError, MmragError
 from mmrag.judging.mcq import effective_choices, parse_inline_options
 from mmrag.judging.open_answer import error_verdict
 from mmrag.schema import ContentPart, Message, Prompt, Response, Sample, Verdict
+from mmrag.util import valid_text
 
 TEMPLATES = Path(__file__).parent / "templates"
 TEMPLATE_ID = "simpleqa-grader"
@@ -196,22 +201,55 @@ class LLMJudge:
                 todo.append(i)
         if todo:
             prompts = [self.build_prompt(*items[i]) for i in todo]
-            replies = self.model.generate(prompts, self.settings)
+            try:
+                replies = self.model.generate(prompts, self.settings)
+            except MmragError:
+                raise
+            except Exception as exc:   # a judge backend that raises: every item of the call failed, none is graded
+                detail = f"{type(exc).__name__}: {exc}"[:500]
+                replies = [Response(prompt_id=p.id, error="other", error_detail=detail) for p in prompts]
             if len(replies) != len(prompts):
-                raise RuntimeError(f"judge model returned {len(replies)} replies for {len(prompts)} prompts")
+                raise JudgeError(f"judge model returned {len(replies)} replies for {len(prompts)} prompts")
             for i, reply in zip(todo, replies):
                 out[i] = self._verdict(reply)
         return [v for v in out if v is not None]
 
     def _verdict(self, reply: Response) -> Verdict:
-        details = {"judge_reply": reply.text, "judge_cached": reply.cached, "decided": True}
+        text = valid_text(reply.text)   # any backend's reply: a lone surrogate would stop the writer
+        details = {"judge_reply": text, "judge_cached": reply.cached, "decided": True}
         if reply.error:
-            return Verdict(outcome="unparseable", judge_id=self.judge_id,
-                           reason=f"judge error: {reply.error}", details={**details, "error": reply.error})
-        grade = parse_grade(reply.text)
+            # a failed judge call is no verdict: marked so that a run counts the cell as failed
+            # (error budget, --resume re-judges it) and ``mmrag score`` / curation refuse it
+            return Verdict(outcome="unparseable", judge_id=self.judge_id, reason=f"judge error: {reply.error}",
+                           details={**details, "decided": False, JUDGE_ERROR: reply.error,
+                                    "judge_error_detail": valid_text(reply.error_detail)[:500]})
+        grade = parse_grade(text)
         if grade is None:
             return Verdict(outcome="unparseable", judge_id=self.judge_id,
                            reason="judge reply states no single grade", details=details)
         outcome = GRADE_TO_OUTCOME[grade]
         return Verdict(outcome=outcome, judge_id=self.judge_id, reason=f"judge grade {grade}",
                        score=1.0 if outcome == "correct" else 0.0, details={**details, "grade": grade})
+
+
+#: the ``Verdict.details`` key that marks a judge call that failed (its value: the error class)
+JUDGE_ERROR = "judge_error"
+
+
+def judge_failure(verdict: Verdict) -> str | None:
+    """The error class of a verdict whose judge call failed (connection, timeout, server_error,
+    bad_response, ...), else None: such a verdict is a failed cell, never an outcome."""
+    got = verdict.details.get(JUDGE_ERROR) if verdict.details else None
+    return str(got) if got else None
+
+
+def raise_judge_failures(verdicts: Sequence[Verdict], what: str = "verdicts") -> None:
+    """One :class:`~mmrag.errors.JudgeError` naming how many of ``verdicts`` failed and the first
+    failure, for callers that cannot keep a failed item apart (``mmrag score``, ``mmrag judge``,
+    curation); nothing when every call succeeded."""
+    failed = [v for v in verdicts if judge_failure(v)]
+    if failed:
+        first = failed[0]
+        detail = str(first.details.get("judge_error_detail") or "")[:160]
+        raise JudgeError(f"the LLM judge failed on {len(failed)} of {len(verdicts)} {what} "
+                         f"({judge_failure(first)}{': ' + detail if detail else ''}); nothing was scored with it")

@@ -18,7 +18,9 @@ happens to a request:
 4. bounds: each attempt has ``timeout`` seconds in all (a server that trickles a byte a second
    cannot hold it), the request ``deadline`` seconds including retries (``deadline``), and a reply
    body over ``max_reply_bytes`` is cut off (``reply_too_large``);
-5. ``finish_reason`` is kept on the Response (``length`` and ``content_filter`` are recorded, not
+5. text from the server is made valid: a lone surrogate escape (``"\\ud800"``, valid JSON that no
+   tokenizer, cache or Parquet file accepts) becomes U+FFFD;
+6. ``finish_reason`` is kept on the Response (``length`` and ``content_filter`` are recorded, not
    scored, not cached); a malformed ``usage`` block counts zero tokens and never fails the request.
 
 Connections: one set of pooled clients per event loop, kept across calls (a streaming run calls
@@ -52,6 +54,7 @@ from mmrag.models.concurrency import AIMDLimiter
 from mmrag.models.render import DATA_URL_TYPES, openai_messages
 from mmrag.redact import redact_text, strip_userinfo
 from mmrag.schema import Prompt, Response, Usage
+from mmrag.util import valid_text
 
 _OVERFLOW_MARKERS = ("context length", "context_length", "maximum context", "context window", "too many tokens",
                      "prompt is too long", "input is too long", "max_model_len", "maximum model length",
@@ -340,6 +343,8 @@ class OpenAICompatible:
                 raise TypeError("message content is not a string")
         except (KeyError, IndexError, TypeError, AttributeError) as exc:
             return self._failed(prompt, t0, "bad_response", f"unexpected response shape: {exc}")
+        text = valid_text(text)   # a lone surrogate escape is valid JSON but no tokenizer, cache or file takes it
+        finish = valid_text(finish)
         for s in settings.stop:   # servers apply stop strings, but not all of them
             if s and s in text:
                 text = text[: text.index(s)]
@@ -349,7 +354,7 @@ class OpenAICompatible:
     def _failed(self, prompt: Prompt, t0: float, error: str, detail: str) -> Response:
         self.meter.errors[error] += 1
         return Response(prompt_id=prompt.id, model=self.fingerprint, latency_s=time.monotonic() - t0,
-                        error=error, error_detail=redact_text(detail, headers=self._headers)[:500])
+                        error=error, error_detail=valid_text(redact_text(detail, headers=self._headers)[:500]))
 
     async def _request(self, clients: "_ShardedClients", body: bytes) -> dict[str, Any]:
         try:
@@ -411,8 +416,9 @@ class OpenAICompatible:
                 signal, latency = "ok", time.monotonic() - started
                 try:
                     data = json.loads(raw)
-                except ValueError as exc:
-                    raise _Fatal("bad_response", f"body is not JSON ({exc}): {raw[:200]!r}") from None
+                except (ValueError, RecursionError) as exc:   # RecursionError: nested too deeply
+                    raise _Fatal("bad_response", f"body is not JSON ({type(exc).__name__}: {str(exc)[:120]}): "
+                                                 f"{raw[:200]!r}") from None
                 if not isinstance(data, dict):
                     raise _Fatal("bad_response", f"body is not a JSON object: {raw[:200]!r}")
                 return data

@@ -36,8 +36,24 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "Query", "Hit", "Retriever", "DocStore", "MiningResult", "NegativeMiner", "RETRIEVERS", "register_retriever",
-    "create_retriever", "DenseRetriever", "BM25Retriever", "HybridRetriever", "CachedRetriever", "InMemoryDocStore",
-    "IndexMiner", "build_world_miner", "evaluate_retrieval", "LlamaIndexRetriever", "as_llamaindex_retriever",
+    "Query",
+    "Hit",
+    "Retriever",
+    "DocStore",
+    "MiningResult",
+    "NegativeMiner",
+    "RETRIEVERS",
+    "register_retriever",
+    "create_retriever",
+    "DenseRetriever",
+    "BM25Retriever",
+    "HybridRetriever",
+    "CachedRetriever",
+    "InMemoryDocStore",
+    "IndexMiner",
+    "build_world_miner",
+    "evaluate_retrieval",
+    "LlamaIndexRetriever",
+    "as_llamaindex_retriever",
     "as_llamaindex_embedding",
 ]

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Iterable, Protocol, Sequence, runtime_checkable
+from collections.abc import Iterator, Sequence
+from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -37,7 +38,7 @@ class DocStore(Protocol):
 
     def __contains__(self, doc_id: str) -> bool: ...
 
-    def __iter__(self) -> Iterable[Document]: ...
+    def __iter__(self) -> Iterator[Document]: ...
 
 
 class MiningResult(BaseModel):

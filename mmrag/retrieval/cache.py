@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from mmrag.retrieval.base import Hit, Query, Retriever
-from mmrag.util import open_sqlite_wal
 from mmrag.schema import canonical_json, sha256_bytes
+from mmrag.util import open_sqlite_wal
 
 
 def query_key(fingerprint: str, query: Query, k: int) -> str:
@@ -30,9 +30,12 @@ class CachedRetriever:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._db = open_sqlite_wal(self.path, "CREATE TABLE IF NOT EXISTS hits (key TEXT PRIMARY KEY, "
-                                   "retriever TEXT NOT NULL, k INTEGER NOT NULL, hits TEXT NOT NULL)",
-                                   synchronous="NORMAL")
+        self._db = open_sqlite_wal(
+            self.path,
+            "CREATE TABLE IF NOT EXISTS hits (key TEXT PRIMARY KEY, "
+            "retriever TEXT NOT NULL, k INTEGER NOT NULL, hits TEXT NOT NULL)",
+            synchronous="NORMAL",
+        )
         self.hits = 0
         self.misses = 0
 
@@ -41,9 +44,10 @@ class CachedRetriever:
         found: dict[str, list[Hit]] = {}
         with self._lock:
             for i in range(0, len(keys), 500):
-                part = keys[i:i + 500]
-                rows = self._db.execute(f"SELECT key, hits FROM hits WHERE key IN ({','.join('?' * len(part))})",
-                                        part).fetchall()
+                part = keys[i : i + 500]
+                rows = self._db.execute(
+                    f"SELECT key, hits FROM hits WHERE key IN ({','.join('?' * len(part))})", part
+                ).fetchall()
                 for key, blob in rows:
                     found[key] = [Hit(**h) for h in json.loads(blob)]
         miss_idx = [i for i, key in enumerate(keys) if key not in found]
@@ -51,12 +55,16 @@ class CachedRetriever:
         self.misses += len(miss_idx)
         if miss_idx:
             fresh = self.retriever.retrieve([queries[i] for i in miss_idx], k)
-            rows = [(keys[i], self.fingerprint, int(k), json.dumps([h.model_dump(mode="json") for h in hl]))
-                    for i, hl in zip(miss_idx, fresh)]
+            rows = [
+                (keys[i], self.fingerprint, int(k), json.dumps([h.model_dump(mode="json") for h in hl]))
+                for i, hl in zip(miss_idx, fresh)
+            ]
             with self._lock:
                 self._db.execute("BEGIN IMMEDIATE")  # autocommit connection: one transaction per batch
                 try:
-                    self._db.executemany("INSERT OR REPLACE INTO hits (key, retriever, k, hits) VALUES (?, ?, ?, ?)", rows)
+                    self._db.executemany(
+                        "INSERT OR REPLACE INTO hits (key, retriever, k, hits) VALUES (?, ?, ?, ?)", rows
+                    )
                     self._db.execute("COMMIT")
                 except BaseException:
                     self._db.execute("ROLLBACK")

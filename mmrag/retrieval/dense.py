@@ -8,8 +8,9 @@ database look-up.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -24,8 +25,9 @@ class DenseRetriever:
     ``encoder`` an encoder, an encoder spec, or None (then the encoder recorded in the manifest is
     rebuilt).  ``load_kwargs`` go to :func:`load_index` when a folder is given."""
 
-    def __init__(self, index: Index | str | Path, encoder: Any | None = None, *, name: str | None = None,
-                 **load_kwargs: Any) -> None:
+    def __init__(
+        self, index: Index | str | Path, encoder: Any | None = None, *, name: str | None = None, **load_kwargs: Any
+    ) -> None:
         if encoder is not None and not hasattr(encoder, "fingerprint"):
             encoder = create_encoder(encoder)
         if not isinstance(index, Index):
@@ -37,8 +39,11 @@ class DenseRetriever:
             index = load_index(index, encoder, **load_kwargs)
         elif encoder is not None:
             if encoder.fingerprint != index.manifest.encoder_fingerprint or encoder.dim != index.dim:
-                raise InputError(f"encoder {encoder.fingerprint} does not match the index's "
-                                 f"{index.manifest.encoder_fingerprint}", path=index.path, field="encoder")
+                raise InputError(
+                    f"encoder {encoder.fingerprint} does not match the index's {index.manifest.encoder_fingerprint}",
+                    path=index.path,
+                    field="encoder",
+                )
         self.index = index
         self.encoder = encoder
         self.name = name or f"dense-{index.kind}"
@@ -63,8 +68,13 @@ class DenseRetriever:
         validate = _HIT_VALIDATOR.validate_python  # one vectorised id lookup, then plain validation
         out = []
         for i_row, m_row, s_row, miss in zip(ids, mods, scores.tolist(), missing.tolist()):
-            out.append([validate({"doc_id": d, "score": s, "modality": m})
-                        for d, m, s, x in zip(i_row, m_row, s_row, miss) if not x])
+            out.append(
+                [
+                    validate({"doc_id": d, "score": s, "modality": m})
+                    for d, m, s, x in zip(i_row, m_row, s_row, miss)
+                    if not x
+                ]
+            )
         return out
 
 

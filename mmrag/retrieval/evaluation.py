@@ -13,16 +13,22 @@ Definitions (chosen here; the papers give none for the indices themselves):
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from mmrag.errors import InputError
-from mmrag.retrieval.base import Query, Retriever
+from mmrag.retrieval.base import Hit, Query, Retriever
 from mmrag.schema import Sample
 
 
-def evaluate_retrieval(retriever: Retriever, samples: Iterable[Sample], modality_of: Mapping[str, str],
-                       ks: Sequence[int] = (1, 5, 10), batch_size: int = 64,
-                       use_images: bool = True) -> dict[str, Any]:
+def evaluate_retrieval(
+    retriever: Retriever,
+    samples: Iterable[Sample],
+    modality_of: Mapping[str, str],
+    ks: Sequence[int] = (1, 5, 10),
+    batch_size: int = 64,
+    use_images: bool = True,
+) -> dict[str, Any]:
     """``modality_of``: doc id -> modality for every document the retriever can return."""
     ks = sorted(set(int(k) for k in ks))
     kmax = ks[-1]
@@ -40,18 +46,20 @@ def evaluate_retrieval(retriever: Retriever, samples: Iterable[Sample], modality
         groups.setdefault(group, {}).setdefault(name, []).append(v)
 
     for i in range(0, len(todo), batch_size):
-        part = todo[i:i + batch_size]
+        part = todo[i : i + batch_size]
         queries = [Query(text=s.question, images=list(s.images) if use_images else []) for s, _ in part]
+        results: Sequence[list[Hit] | None]
         try:
             results = retriever.retrieve(queries, kmax)
         except InputError:
-            results = []
+            one_by_one: list[list[Hit] | None] = []
             for q in queries:
                 try:
-                    results.append(retriever.retrieve([q], kmax)[0])
+                    one_by_one.append(retriever.retrieve([q], kmax)[0])
                 except InputError:
-                    results.append(None)
-        for (s, gold), hits in zip(part, results):
+                    one_by_one.append(None)
+            results = one_by_one
+        for (_, gold), hits in zip(part, results):
             if hits is None:
                 skipped += 1
                 continue

@@ -8,15 +8,21 @@ calibration.  Ties are broken by document id so the fused order is deterministic
 from __future__ import annotations
 
 import hashlib
-from typing import Sequence
+from collections.abc import Sequence
 
 from mmrag.errors import InputError
 from mmrag.retrieval.base import Hit, Query, Retriever
+from mmrag.schema import Modality
 
 
 class HybridRetriever:
-    def __init__(self, retrievers: Sequence[Retriever], k_rrf: int = 60, weights: Sequence[float] | None = None,
-                 depth: int | None = None) -> None:
+    def __init__(
+        self,
+        retrievers: Sequence[Retriever],
+        k_rrf: int = 60,
+        weights: Sequence[float] | None = None,
+        depth: int | None = None,
+    ) -> None:
         if not retrievers:
             raise InputError("a hybrid retriever needs at least one retriever", field="retrievers")
         if weights is not None and len(weights) != len(retrievers):
@@ -26,8 +32,9 @@ class HybridRetriever:
         self.weights = [float(w) for w in (weights or [1.0] * len(retrievers))]
         self.depth = depth
         inner = "|".join(r.fingerprint for r in self.retrievers)
-        self.fingerprint = ("rrf:" + hashlib.sha256(f"{inner}|{self.k_rrf}|{self.weights}|{depth}".encode())
-                            .hexdigest()[:16])
+        self.fingerprint = (
+            "rrf:" + hashlib.sha256(f"{inner}|{self.k_rrf}|{self.weights}|{depth}".encode()).hexdigest()[:16]
+        )
         self.name = "hybrid"
 
     def retrieve(self, queries: Sequence[Query], k: int) -> list[list[Hit]]:
@@ -36,7 +43,7 @@ class HybridRetriever:
         out = []
         for qi in range(len(queries)):
             fused: dict[str, float] = {}
-            modality: dict[str, object] = {}
+            modality: dict[str, Modality | None] = {}
             for w, hits in zip(self.weights, lists):
                 for rank, h in enumerate(hits[qi], start=1):
                     fused[h.doc_id] = fused.get(h.doc_id, 0.0) + w / (self.k_rrf + rank)

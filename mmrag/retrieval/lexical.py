@@ -7,7 +7,7 @@ Hits with a zero score (no shared term) are dropped rather than returned in arbi
 from __future__ import annotations
 
 import hashlib
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -18,8 +18,16 @@ from mmrag.schema import Document
 
 
 class BM25Retriever:
-    def __init__(self, documents: Iterable[Document], *, k1: float = 1.5, b: float = 0.75,
-                 method: str = "lucene", stopwords: str | None = "en", include_title: bool = True) -> None:
+    def __init__(
+        self,
+        documents: Iterable[Document],
+        *,
+        k1: float = 1.5,
+        b: float = 0.75,
+        method: str = "lucene",
+        stopwords: str | None = "en",
+        include_title: bool = True,
+    ) -> None:
         import bm25s
         from bm25s.tokenization import Tokenizer
 
@@ -47,11 +55,13 @@ class BM25Retriever:
         rows = [i for i, q in enumerate(queries) if q.text and q.text.strip()]
         if not rows or k <= 0:
             return out
-        q_ids = self._tok.tokenize([queries[i].text for i in rows], update_vocab=False, return_as="ids",
-                                   show_progress=False)
+        q_ids = self._tok.tokenize(
+            [queries[i].text for i in rows], update_vocab=False, return_as="ids", show_progress=False
+        )
         kk = min(k, len(self._ids))
         docs, scores = self._bm25.retrieve(q_ids, k=kk, show_progress=False)
         for i, drow, srow in zip(rows, docs.tolist(), scores.tolist()):
-            out[i] = [Hit(doc_id=self._ids[d], score=float(s), modality=self._mods[d])
-                      for d, s in zip(drow, srow) if s > 0]
+            out[i] = [
+                Hit(doc_id=self._ids[d], score=float(s), modality=self._mods[d]) for d, s in zip(drow, srow) if s > 0
+            ]
         return out

@@ -21,7 +21,8 @@ and a local ``embed_model`` for the rest of a llama-index pipeline).
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.retrievers import BaseRetriever
@@ -29,7 +30,7 @@ from llama_index.core.schema import ImageNode, NodeWithScore, QueryBundle, TextN
 from pydantic import PrivateAttr
 
 from mmrag.retrieval.base import DocStore, Hit, Query, Retriever
-from mmrag.schema import Document, ImageRef
+from mmrag.schema import Document, ImageRef, as_modality
 
 
 class LlamaIndexRetriever:
@@ -44,9 +45,7 @@ class LlamaIndexRetriever:
         node = nws.node
         meta = node.metadata or {}
         doc_id = meta.get(self.id_key) or node.ref_doc_id or node.node_id
-        modality = meta.get("modality") or ("image" if isinstance(node, ImageNode) else "text")
-        if modality not in ("text", "image", "multimodal"):
-            modality = None
+        modality = as_modality(meta.get("modality") or ("image" if isinstance(node, ImageNode) else "text"))
         return Hit(doc_id=str(doc_id), score=float(nws.score if nws.score is not None else 0.0), modality=modality)
 
     def retrieve(self, queries: Sequence[Query], k: int) -> list[list[Hit]]:
@@ -60,8 +59,13 @@ class LlamaIndexRetriever:
 
 
 def document_node(doc: Document) -> TextNode:
-    meta = {"doc_id": doc.id, "modality": doc.modality, "title": doc.title, "entity_id": doc.entity_id,
-            "source": doc.source}
+    meta = {
+        "doc_id": doc.id,
+        "modality": doc.modality,
+        "title": doc.title,
+        "entity_id": doc.entity_id,
+        "source": doc.source,
+    }
     if doc.image is not None:
         return ImageNode(id_=doc.id, text=doc.text, image_path=doc.image.path, metadata=meta)
     return TextNode(id_=doc.id, text=doc.text, metadata=meta)
@@ -75,7 +79,8 @@ class MmragLlamaIndexRetriever(BaseRetriever):
         super().__init__(**kwargs)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        images = [ImageRef(path=query_bundle.image_path)] if getattr(query_bundle, "image_path", None) else []
+        image_path = getattr(query_bundle, "image_path", None)
+        images = [ImageRef(path=image_path)] if image_path else []
         query = Query(text=query_bundle.query_str or None, images=images)
         hits = self._mm.retrieve([query], self._k)[0]
         return [NodeWithScore(node=document_node(self._store.get(h.doc_id)), score=h.score) for h in hits]

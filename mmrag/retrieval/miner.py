@@ -42,7 +42,8 @@ import math
 import random
 import re
 from collections import OrderedDict
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from mmrag.errors import InputError
 from mmrag.indices.build import document_text
@@ -56,9 +57,11 @@ KIND_ORDER = ("text", "visual", "multimodal")
 
 
 #: words that never make a key phrase on their own (articles, auxiliaries, yes/no, pronouns...)
-_FILLER = frozenset("""a an the yes no yeah nope both all either neither it its this that these those they there
+_FILLER = frozenset(
+    """a an the yes no yeah nope both all either neither it its this that these those they there
 is are was were be been being has have had do does did to of in on at by for with from and or but as not
-so than very also which who what where when how why one ones""".split())
+so than very also which who what where when how why one ones""".split()
+)
 _WORD = re.compile(r"\w+(?:['’]\w+)*")
 
 
@@ -89,8 +92,11 @@ def key_phrases(answer: str, question: str = "") -> list[str]:
 
 def leak_pattern(answers: list[str], question: str = "") -> re.Pattern[str] | None:
     """One case-insensitive, word-bounded pattern over every answer's key phrases."""
-    alts = sorted({" ".join(k.split()) for a in answers if a and a.strip() for k in key_phrases(a, question)},
-                  key=len, reverse=True)
+    alts = sorted(
+        {" ".join(k.split()) for a in answers if a and a.strip() for k in key_phrases(a, question)},
+        key=len,
+        reverse=True,
+    )
     if not alts:
         return None
     body = "|".join(re.escape(a).replace(r"\ ", r"\s+") for a in alts)
@@ -105,13 +111,23 @@ def content_key(doc: Document) -> tuple[str, str]:
 class IndexMiner:
     """``IndexMiner(store, {"text": r1, "visual": r2, "multimodal": r3})``; any Retriever works."""
 
-    def __init__(self, store: DocStore, retrievers: Mapping[str, Retriever], *, pool_factor: float = 1.0,
-                 strict_modality: bool = True, max_query_chars: int = 512, cache_size: int = 16384) -> None:
+    def __init__(
+        self,
+        store: DocStore,
+        retrievers: Mapping[str, Retriever],
+        *,
+        pool_factor: float = 1.0,
+        strict_modality: bool = True,
+        max_query_chars: int = 512,
+        cache_size: int = 16384,
+    ) -> None:
         self.store = store
         self.retrievers = {KIND_OF.get(k, k): r for k, r in retrievers.items()}
         unknown = set(self.retrievers) - set(KIND_ORDER)
         if unknown:
-            raise InputError(f"unknown index kind(s) {sorted(unknown)} (text | visual | multimodal)", field="retrievers")
+            raise InputError(
+                f"unknown index kind(s) {sorted(unknown)} (text | visual | multimodal)", field="retrievers"
+            )
         if pool_factor < 1:
             raise InputError("pool_factor must be >= 1", field="pool_factor")
         self.pool_factor = float(pool_factor)
@@ -131,8 +147,9 @@ class IndexMiner:
         out = []
         for g in sample.gold_doc_ids:
             if g not in self.store:
-                raise InputError(f"sample '{sample.id}': gold document '{g}' is not in the document store",
-                                 field="gold_doc_ids")
+                raise InputError(
+                    f"sample '{sample.id}': gold document '{g}' is not in the document store", field="gold_doc_ids"
+                )
             out.append(self.store.get(g))
         return out
 
@@ -231,7 +248,9 @@ class IndexMiner:
                 done += len(todo)
         return done
 
-    def candidates(self, sample: Sample, kind: str, want: int, seed: int = 0) -> tuple[list[tuple[Document, float]], set[str]]:
+    def candidates(
+        self, sample: Sample, kind: str, want: int, seed: int = 0
+    ) -> tuple[list[tuple[Document, float]], set[str]]:
         """Filtered candidates of one kind in similarity order (at least ``want`` when the index has
         them), and the ids dropped as answer leaks."""
         query = self.mining_query(sample, kind)
@@ -285,12 +304,14 @@ class IndexMiner:
             kinds = self.kinds
         else:
             if modality not in KIND_OF:
-                raise InputError(f"unknown negative modality '{modality}' (text | image | multimodal | any)",
-                                 field="modality")
+                raise InputError(
+                    f"unknown negative modality '{modality}' (text | image | multimodal | any)", field="modality"
+                )
             kinds = [KIND_OF[modality]]
             if kinds[0] not in self.retrievers:
-                raise InputError(f"no {kinds[0]} index is available for mining (have: {', '.join(self.kinds)})",
-                                 field="modality")
+                raise InputError(
+                    f"no {kinds[0]} index is available for mining (have: {', '.join(self.kinds)})", field="modality"
+                )
         if n == 0 or not kinds:
             return MiningResult(documents=[], requested=n, shortfall=n)
         per_kind, leaks = {}, set()
@@ -315,5 +336,11 @@ class IndexMiner:
                         break
                 if len(picked) >= n:
                     break
-        return MiningResult(documents=[p[0] for p in picked], requested=n, shortfall=n - len(picked),
-                            dropped_leaks=len(leaks), scores=[p[1] for p in picked], sources=[p[2] for p in picked])
+        return MiningResult(
+            documents=[p[0] for p in picked],
+            requested=n,
+            shortfall=n - len(picked),
+            dropped_leaks=len(leaks),
+            scores=[p[1] for p in picked],
+            sources=[p[2] for p in picked],
+        )

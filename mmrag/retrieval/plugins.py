@@ -25,8 +25,9 @@ RETRIEVERS.register("bm25", BM25Retriever)
 
 
 @RETRIEVERS.register("hybrid")
-def _hybrid(retrievers: list[Any], k_rrf: int = 60, weights: list[float] | None = None,
-            depth: int | None = None, **shared: Any) -> HybridRetriever:
+def _hybrid(
+    retrievers: list[Any], k_rrf: int = 60, weights: list[float] | None = None, depth: int | None = None, **shared: Any
+) -> HybridRetriever:
     """``retrievers`` may hold built retrievers or specs (``{"name": "bm25"}``) built with ``shared``."""
     built = [r if hasattr(r, "retrieve") else create_retriever(r, **shared) for r in retrievers]
     return HybridRetriever(built, k_rrf=k_rrf, weights=weights, depth=depth)
@@ -55,6 +56,9 @@ def create_retriever(spec: str | dict[str, Any], *, cache: str | None = None, **
         extra = dict(shared)
     retriever = factory(**extra, **kwargs)
     if not hasattr(retriever, "retrieve") or not hasattr(retriever, "fingerprint"):
-        raise InputError(f"retriever '{name}' does not implement the Retriever protocol "
-                         "(needs .fingerprint and .retrieve(queries, k))", field="retriever")
+        raise InputError(
+            f"retriever '{name}' does not implement the Retriever protocol "
+            "(needs .fingerprint and .retrieve(queries, k))",
+            field="retriever",
+        )
     return CachedRetriever(retriever, cache) if cache else retriever

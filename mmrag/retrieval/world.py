@@ -10,8 +10,9 @@ through a small per-call memo.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -56,9 +57,17 @@ class _Memo:
         return self._cached(keys, self._image, self.inner.encode_image, list(images))
 
 
-def build_world_miner(documents: Iterable[Document], cache_dir: str | Path, text_encoder: Any | None = None,
-                      image_encoder: Any | None = None, *, fusion: str = "concat", factory: str = "Flat",
-                      progress: bool | None = None, **miner_kwargs: Any) -> IndexMiner:
+def build_world_miner(
+    documents: Iterable[Document],
+    cache_dir: str | Path,
+    text_encoder: Any | None = None,
+    image_encoder: Any | None = None,
+    *,
+    fusion: str = "concat",
+    factory: str = "Flat",
+    progress: bool | None = None,
+    **miner_kwargs: Any,
+) -> IndexMiner:
     """Build (or reuse) the three indices over ``documents`` and return an :class:`IndexMiner`.
 
     Defaults: MiniLM text encoder, :class:`ColorLayoutImageEncoder` image encoder, multimodal

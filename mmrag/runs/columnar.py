@@ -26,14 +26,14 @@ import pyarrow.compute as pc
 
 from mmrag.runs.records import RunRecord
 from mmrag.runs.segments import live_segments, read_table
-from mmrag.runs.store import (OBJECT_SCHEMA, OBJECTS, RECORD_SCHEMA, RECORDS, ROW_FACETS, SAMPLE_FACETS,
-                              SCENARIO_FACETS, VERDICT_FIELDS, VERDICT_SCHEMA, VERDICTS)
+from mmrag.runs.store import (JUDGE_FAILED, OBJECT_SCHEMA, OBJECTS, RECORD_SCHEMA, RECORDS, ROW_FACETS,
+                              SAMPLE_FACETS, SCENARIO_FACETS, VERDICT_FIELDS, VERDICT_SCHEMA, VERDICTS)
 from mmrag.schema import OUTCOMES, Prompt, Response, Sample, Usage, Verdict
 
 _FRAME_RECORD_COLS = ["key", "ord", "attempt", "benchmark", "benchmark_kind", "scenario_id", "model",
                       "model_fingerprint", "sample_ref", "scenario_ref", *ROW_FACETS, "response", "error", "latency_s",
                       "cached", "prompt_tokens", "completion_tokens", "outcome", "extracted", "judge_id", "reason",
-                      "score", "label_is_nota", "chose_nota"]
+                      "score", "label_is_nota", "chose_nota", "status"]
 _VERDICT_OVERRIDE = ["outcome", "extracted", "judge_id", "reason", "score", "label_is_nota", "chose_nota"]
 
 
@@ -96,6 +96,7 @@ def frame(run_dir: str | Path, run: str = "") -> pd.DataFrame:
     recs = _attach(recs, objs, "sample", "sample_ref", SAMPLE_FACETS)
     recs = _attach(recs, objs, "scenario", "scenario_ref", SCENARIO_FACETS)
     vt = _latest_verdicts(run_dir, _VERDICT_OVERRIDE)
+    hit = None
     if vt is not None:   # ``mmrag score`` generations override the run-time verdict
         idx = pc.index_in(recs.column("key"), value_set=vt.column("key"))
         hit = pc.is_valid(idx)
@@ -103,6 +104,14 @@ def frame(run_dir: str | Path, run: str = "") -> pd.DataFrame:
             i = recs.schema.get_field_index(c)
             recs = recs.set_column(i, c, pc.if_else(hit, vt.column(c).take(idx), recs.column(c)))
     df = recs.to_pandas()
+    # a cell whose judge call failed was not measured: its ``error`` names that (``judge_<class>``,
+    # as :func:`mmrag.runs.records.cell_error`), so every reader that leaves failed cells out does
+    judged_failed = (df["status"] == JUDGE_FAILED).to_numpy() & df["error"].isna().to_numpy()
+    if hit is not None:
+        judged_failed &= ~hit.to_numpy(zero_copy_only=False)
+    if judged_failed.any():
+        why = df.loc[judged_failed, "reason"].fillna("").str.extract(r"^judge error: (\w+)")[0].fillna("failed")
+        df.loc[judged_failed, "error"] = "judge_" + why
     df["run"] = run
     for o in OUTCOMES:
         df[o] = (df["outcome"] == o).to_numpy(dtype=bool)

@@ -89,6 +89,24 @@ class RunConfig(_Cfg):
         return value
 
 
+    @field_validator("benchmarks", "models", mode="after")
+    @classmethod
+    def _each_once(cls, value: list, info) -> list:
+        """A benchmark or a model named twice (``-b demo,demo``, ``-m a,a``) would double every
+        record, and n, rates and CIs would count each cell twice: refused, naming the duplicate.
+        Models are told apart by their label (``backend:model``), benchmarks by their name: the
+        summary groups records by those, so two entries sharing one would be merged."""
+        what = info.field_name[:-1]
+        seen: dict[str, int] = {}
+        for i, item in enumerate(value):
+            name = item.name if what == "benchmark" else item.label
+            if name in seen:
+                raise ValueError(f"{what} '{name}' is named twice (entries {seen[name]} and {i}); name each "
+                                 f"{what} once (its records would be counted twice)")
+            seen[name] = i
+        return value
+
+
 #: knobs of how a run executes, not of what it measures: they may differ between a run and its resume
 EXECUTION_KNOBS = ("out", "batch_size", "max_failures", "flush_every", "flush_seconds")
 

@@ -7,8 +7,11 @@ Why it looks like this:
   Records are committed every N records or T seconds, so a SIGKILL loses at most that much — and
   it is re-requested on resume, where the response cache usually answers it for free.
 - A failed request is stored as a failed attempt, not a finished cell: ``--resume`` sends it
-  again.  More failures than the error budget (``max_failures``, default 5 % of the cells) make the
-  run fail with a one-line reason.
+  again.  A failed judge call (an LLM judge that is down) is a failed cell too; ``--resume``
+  judges its stored reply again without asking the model.  Any error that stops the run (a full
+  disk, a judge returning the wrong number of replies) leaves the manifest ``failed``.  More
+  failures than the error budget (``max_failures``, default 5 % of the cells) make the run fail
+  with a one-line reason.
 - Composition is pure and seeded, model responses are cached by content, judging is
   deterministic: a resumed run ends with exactly the records of an uninterrupted one.
 - The engine wires stages together; no stage imports it.
@@ -32,7 +35,7 @@ from mmrag.runs.manifest import RunManifest
 from mmrag.runs.pipeline import Lane, Pipeline, Stats, plan_cells
 from mmrag.runs.preflight import check_config
 from mmrag.runs.plan import BenchmarkPlan, prepare_benchmarks
-from mmrag.runs.store import RunLock, RunStore, write_format_marker
+from mmrag.runs.store import RunLock, RunStore, stored_responses, write_format_marker
 from mmrag.runs.summary import write_summary
 from mmrag.runs.wiring import make_judge, make_model
 from mmrag.util import mmrag_home
@@ -74,6 +77,24 @@ def _check_resume(run_dir: Path, config: RunConfig) -> None:
         changed = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
         raise InputError(f"this directory holds a run with a different config (differs in: {', '.join(changed)}); "
                          "use a new --out directory or `mmrag run --resume DIR`", path=path)
+
+
+#: what a run directory holds (a run killed during set-up may have left only some of these)
+RUN_ENTRIES = frozenset({"manifest.json", "FORMAT", "lock", "records", "objects", "verdicts", "summary.json",
+                         "summary.md", "samples.jsonl", ".write-probe"})
+
+
+def _check_not_foreign(run_dir: Path) -> None:
+    """Refuse ``--out`` into a folder of other files: the run would be mixed into it (and a
+    later clean-up of the run would take them along)."""
+    if not run_dir.is_dir() or (run_dir / "manifest.json").exists():
+        return
+    foreign = sorted(p.name for p in run_dir.iterdir()
+                     if p.name not in RUN_ENTRIES and not (p.name.startswith(".") and p.name.endswith(".tmp")))
+    if foreign:
+        shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
+        raise InputError(f"this folder is not empty and holds no run ({shown}); give --out a new or empty "
+                         "folder", path=run_dir)
 
 
 def _ensure_writable(run_dir: Path) -> None:
@@ -130,6 +151,7 @@ def execute(config: RunConfig, run_dir: str | Path, *, argv: list[str] | None = 
     if run_dir.exists() and not run_dir.is_dir():
         raise InputError("output path exists and is not a directory", path=run_dir)
     _check_format(run_dir)
+    _check_not_foreign(run_dir)
     _check_resume(run_dir, config)
     check_config(config)   # model options, plug-in names: errors before any index is built
     # a directory another process is writing is refused before any slow set-up
@@ -165,20 +187,31 @@ def _execute(config: RunConfig, run_dir: Path, held: list[RunLock], argv: list[s
         manifest.write(run_dir)
         lanes = _lanes(models, config, config.settings or GenerationSettings())
         cells, not_applicable, skipped, total = plan_cells(plans, lanes, store, retry_failed)
+        rejudge = stored_responses(run_dir, store.judge_failed) if retry_failed else {}
         n_todo = sum(len(need) for _, todo in cells for _, _, need in todo)
         task = progress.add_task(f"{n_todo} cells ({len(lanes)} model{'s' if len(lanes) != 1 else ''})",
                                  total=n_todo) if progress is not None and n_todo else None
         pipe = Pipeline(cells, lanes, judges, store, flush_every=config.flush_every,
                         flush_seconds=config.flush_seconds, max_failed=config.max_failures * max(total, 1),
-                        progress=progress, task=task, judge_in_thread=config.judge.model is not None)
-        stats = run_sync(lambda: _serve(pipe, lanes))
+                        progress=progress, task=task, judge_in_thread=config.judge.model is not None,
+                        rejudge=rejudge)
+        try:
+            stats = run_sync(lambda: _serve(pipe, lanes))
+        except Exception:
+            manifest.mark_failed(run_dir)   # a full disk, a failing judge: never left "running"
+            raise
         for k, v in stats.not_applicable.items():
             not_applicable[k] = not_applicable.get(k, 0) + v
         store.flush()
         store.compact()
         failed_now = len(store.failed)
     finally:
-        store.close()
+        try:
+            store.close()
+        except Exception:
+            if "manifest" in locals():
+                manifest.mark_failed(run_dir)
+            raise
     records = read_records(run_dir)
     summary = write_summary(run_dir, records, extra={"not_applicable": not_applicable,
                                                      "windows": {l.label: l.window for l in lanes}})
@@ -190,11 +223,14 @@ def _execute(config: RunConfig, run_dir: Path, held: list[RunLock], argv: list[s
                    f"{100 * config.max_failures:g} %); `mmrag run --resume {run_dir}` retries them")
     manifest.status = "failed" if failure else ("complete" if not failed_now else "complete_with_failures")
     manifest.counts = {"records": len(records), "new": stats.new, "model_calls": stats.model_calls,
-                       "failed": failed_now, "not_applicable": sum(not_applicable.values())}
+                       "failed": failed_now, "judge_failed": len(store.judge_failed),
+                       "not_applicable": sum(not_applicable.values())}
     manifest.stages = {k: round(v, 4) for k, v in {**stats.stages, "wall_s": stats.wall_s}.items()}
     manifest.write(run_dir)
     return RunResult(run_dir=run_dir, summary=summary, new_records=stats.new, model_calls=stats.model_calls,
-                     skipped=skipped, errors=summary.get("errors", {}), failed=failed_now, failure=failure)
+                     skipped=skipped, failed=failed_now,
+                     errors={**summary.get("errors", {}),
+                             **{f"judge_{k}": v for k, v in summary.get("judge_errors", {}).items()}}, failure=failure)
 
 
 def _template_of(prompt) -> list[tuple[str, str]]:

@@ -198,7 +198,7 @@ def record_row(rec: RunRecord, run: str = "") -> dict[str, Any]:
         "extracted": rec.verdict.extracted,
         **verdict_facets(rec.verdict, facets["label"], facets["nota_letter"]),
         "response": rec.response.text,
-        "error": rec.response.error,
+        "error": rec.error,   # the request's error class, or judge_<class> when its judge call failed
         "latency_s": float(rec.response.latency_s),
         "cached": bool(rec.response.cached),
         "prompt_tokens": rec.response.usage.prompt_tokens,

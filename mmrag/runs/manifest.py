@@ -6,6 +6,7 @@ secret environment values, URL userinfo and secret headers never reach the run d
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -73,3 +74,37 @@ class RunManifest(BaseModel):
     def write(self, run_dir: str | Path) -> None:
         self.updated_at = time.strftime("%Y-%m-%dT%H:%M:%S%z")
         atomic_write_json(Path(run_dir) / "manifest.json", scrub(self.model_dump(mode="json")))
+
+    def mark_failed(self, run_dir: str | Path) -> None:
+        """Best effort: the manifest says ``failed`` after an error stopped the run.
+
+        Why not only :meth:`write`: on a full disk (or over a file-size limit) the atomic write
+        needs a new file and fails too, which left ``running`` behind.  Then the existing file is
+        overwritten in place — no new blocks are needed when the text is not longer, and
+        ``failed`` is shorter than ``running``.  Errors here are swallowed: the error that stopped
+        the run is the one the user must see."""
+        import json
+
+        self.status = "failed"
+        try:
+            self.write(run_dir)
+            return
+        except Exception:   # noqa: BLE001 - see the docstring
+            pass
+        path = Path(run_dir) / "manifest.json"
+        try:
+            data = (json.dumps(scrub(self.model_dump(mode="json")), indent=2, ensure_ascii=False, default=str)
+                    + "\n").encode("utf-8")
+            if not path.is_file() or len(data) > path.stat().st_size:
+                return
+            with open(path, "r+b") as fh:
+                fh.write(data)
+                fh.truncate()
+                fh.flush()
+                try:
+                    os.fsync(fh.fileno())
+                except OSError:
+                    pass
+        except Exception:   # noqa: BLE001
+            pass
+

@@ -23,8 +23,11 @@ that could hold 32 requests saw about 2 on average.  Here every stage runs at on
   every ``flush_every`` records or ``flush_seconds`` seconds, whichever comes first; progress is
   advanced only for committed records.
 
-Failures are counted as they are stored; once more than the run's error budget have failed, the
-producer stops and the lanes drop what is queued (requests already sent finish and are stored).
+Failures are counted as they are stored — a failed request and a failed judge call alike (an LLM
+judge that cannot be reached grades nothing: the cell is ``judge_failed``); once more than the
+run's error budget have failed, the producer stops and the lanes drop what is queued (requests
+already sent finish and are stored).  A cell whose judge call failed is judged again on resume from
+its stored reply (``rejudge``), without a model call.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from typing import Any
 
 from mmrag.errors import InputError
 from mmrag.judging import judge_many
-from mmrag.runs.records import RunRecord, record_key
+from mmrag.runs.records import RunRecord, cell_error, record_key
 from mmrag.schema import Response, Verdict
 
 #: cells the producer composes before letting the lanes run: a local model (the context reader,
@@ -105,8 +108,11 @@ async def call_model(vlm: Any, prompts: list, settings: Any) -> list[Response]:
 class Pipeline:
     def __init__(self, cells: list[tuple[Any, list[tuple[Any, Any, list[tuple[Lane, int]]]]]], lanes: list[Lane],
                  judges: dict[str, Any], store: Any, *, flush_every: int, flush_seconds: float,
-                 max_failed: float, progress: Any = None, task: Any = None, judge_in_thread: bool = False) -> None:
+                 max_failed: float, progress: Any = None, task: Any = None, judge_in_thread: bool = False,
+                 rejudge: dict[str, Response] | None = None) -> None:
         self.cells, self.lanes, self.judges, self.store = cells, lanes, judges, store
+        #: cells whose stored reply is judged again (their judge call failed): no model call
+        self.rejudge = rejudge or {}
         self.flush_every, self.flush_seconds, self.max_failed = flush_every, flush_seconds, max_failed
         self.progress, self.task = progress, task
         self.n_judges = 4 if judge_in_thread else 1
@@ -170,7 +176,13 @@ class Pipeline:
                         continue
                     sid = spec_ids[id(spec)]
                     for lane, ord_, key in lanes:
-                        await lane.queue.put(Item(plan, sample, spec, prompt, ord_, dt, key, sid))
+                        item = Item(plan, sample, spec, prompt, ord_, dt, key, sid)
+                        stored = self.rejudge.get(key)
+                        if stored is not None:   # the reply is on disk: only its judging failed
+                            stored = stored.model_copy(update={"prompt_id": prompt.id})
+                            await self.judge_q.put((lane, item, stored, 0.0))
+                        else:
+                            await lane.queue.put(item)
                     if i % YIELD_EVERY == YIELD_EVERY - 1:
                         await asyncio.sleep(0)
         except BaseException as exc:
@@ -299,13 +311,16 @@ class Pipeline:
             elif got:
                 rec, ord_ = got
                 self.store.add(rec, ord=ord_)
-                if not rec.response.cached:
+                if not rec.response.cached and rec.key not in self.rejudge:
                     self.stats.model_calls += 1
-                if rec.response.error is not None:
+                err = cell_error(rec.response, rec.verdict)
+                if err is not None:
                     self.stats.failed += 1
-                    self.stats.last_error = f"{rec.response.error}: {rec.response.error_detail[:120]}"
+                    detail = rec.response.error_detail if rec.response.error is not None else \
+                        str(rec.verdict.details.get("judge_error_detail") or "")
+                    self.stats.last_error = f"{err}: {detail[:120]}"
                     if self.stats.failed > self.max_failed and not self.abort.is_set():
-                        self.stats.aborted = (f"stopped after {self.stats.failed} failed requests "
+                        self.stats.aborted = (f"stopped after {self.stats.failed} failed cells "
                                               f"(error budget {int(self.max_failed)}); last: {self.stats.last_error}")
                         self.abort.set()
                 else:

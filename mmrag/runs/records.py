@@ -18,6 +18,23 @@ def record_key(sample_id: str, scenario_id: str, model_fingerprint: str) -> str:
     return stable_id(sample_id, scenario_id, model_fingerprint, length=24)
 
 
+def judge_error(verdict: Verdict) -> str | None:
+    """The error class of a verdict whose judge call failed (see :func:`mmrag.judging.llm.judge_failure`)."""
+    from mmrag.judging.llm import judge_failure
+
+    return judge_failure(verdict)
+
+
+def cell_error(response: Response, verdict: Verdict) -> str | None:
+    """Why a cell was not measured: the request's error class, ``judge_<class>`` when the reply
+    came back but the judge call failed, else None.  Either kind is a failed cell (error budget,
+    ``--resume``), never an outcome."""
+    if response.error is not None:
+        return response.error
+    je = judge_error(verdict)
+    return f"judge_{je}" if je else None
+
+
 class RunRecord(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -38,3 +55,8 @@ class RunRecord(BaseModel):
     @property
     def outcome(self) -> str:
         return self.verdict.outcome
+
+    @property
+    def error(self) -> str | None:
+        """See :func:`cell_error`."""
+        return cell_error(self.response, self.verdict)

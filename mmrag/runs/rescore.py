@@ -3,8 +3,10 @@
 The store holds the sample, the exact prompt and the response, so a new judge (or a fixed judge)
 can be applied offline.  The new verdicts are appended as one new generation of verdict rows
 (``RUN/verdicts/``); the records and every earlier verdict stay as they were, and readers take
-the latest generation.  Failed cells and incomplete replies have nothing to judge and keep their verdict.  An old
-``samples.jsonl`` run is still re-judged in place (replaced atomically), as before.
+the latest generation.  A judge that fails on any reply (an LLM judge that cannot be reached) is
+one :class:`~mmrag.errors.JudgeError` and nothing is written.  Failed requests and incomplete
+replies have nothing to judge and keep their verdict.  An old ``samples.jsonl`` run is still
+re-judged in place (replaced atomically), as before.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 
 from mmrag.errors import InputError
 from mmrag.judging import judge_many
+from mmrag.judging.llm import raise_judge_failures
 from mmrag.runs.config import JudgeConfig, RunConfig
 from mmrag.runs.frame import read_records, record_row
 from mmrag.runs.manifest import RunManifest
@@ -40,6 +43,7 @@ def rescore(run_dir: str | Path, judge: JudgeConfig) -> dict[str, Any]:
             group = [r for r in records if r.benchmark_kind == kind and r.response.error is None
                      and not r.response.incomplete]
             verdicts = judge_many(make_judge(kind, cfg), [(r.sample, r.prompt, r.response) for r in group])
+            raise_judge_failures(verdicts, f"replies of {kind}")   # before anything is written
             for rec, verdict in zip(group, verdicts):
                 changed += verdict.outcome != rec.verdict.outcome
                 rec.verdict = verdict

@@ -2,7 +2,7 @@
 
 Layout (all Parquet, see :mod:`mmrag.runs.segments` for how segments are committed)::
 
-    RUN/records/   one row per attempt at a cell: keys, status (ok | failed), the reply text, error
+    RUN/records/   one row per attempt at a cell: keys, status (ok | failed | judge_failed), the reply text, error
                    class, finish reason, usage, timings, the verdict, refs to sample and prompt
     RUN/objects/   each distinct sample, prompt and scenario once (``ref`` = content hash, JSON),
                    prompts with the per-prompt columns of the frame precomputed
@@ -31,11 +31,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from mmrag.errors import InputError
-from mmrag.runs.records import RunRecord
+from mmrag.runs.records import RunRecord, judge_error
 from mmrag.runs.segments import commit_table, compact, drop_torn, live_segments, next_seq, read_table
 from mmrag.schema import canonical_json
 
 RECORDS, OBJECTS, VERDICTS = "records", "objects", "verdicts"
+#: the status of a cell whose reply came back but whose judge call failed (``failed``: the request)
+JUDGE_FAILED = "judge_failed"
 STORE_FORMAT = "mmrag-columnar-1"
 
 #: frame columns derived from the sample alone / the scenario alone: stored once, on its object row
@@ -159,6 +161,9 @@ class RunStore:
         self.done = set(keys.filter(ok).column("key").to_pylist())
         bad = keys.filter(pc.invert(ok))
         self.failed = set(bad.column("key").to_pylist())
+        #: the failed cells whose reply came back but whose judge call failed: resume re-judges the
+        #: stored reply instead of asking the model again
+        self.judge_failed = set(bad.filter(pc.equal(bad.column("status"), JUDGE_FAILED)).column("key").to_pylist())
         self._attempts = dict(zip(bad.column("key").to_pylist(), bad.column("attempt").to_pylist()))
         self._seen: OrderedDict[int, None] = OrderedDict()
         self._rows: list[dict[str, Any]] = []
@@ -223,7 +228,8 @@ class RunStore:
         row = verdict_facets(rec.verdict, facets["label"], facets["nota_letter"])
         self.next_ord = max(self.next_ord, ord + 1)
         r = rec.response
-        failed = r.error is not None
+        judge_failed = r.error is None and judge_error(rec.verdict) is not None
+        failed = r.error is not None or judge_failed
         # per-key state only for failures (few): memory stays flat however many records are written
         attempt = self._attempts.get(rec.key, 0) + 1
         if failed:
@@ -231,8 +237,13 @@ class RunStore:
             self.failed.add(rec.key)
         else:
             self.failed.discard(rec.key)
+        if judge_failed:
+            self.judge_failed.add(rec.key)
+        else:
+            self.judge_failed.discard(rec.key)
         self._rows.append({
-            "key": rec.key, "ord": ord, "attempt": attempt, "status": "failed" if failed else "ok",
+            "key": rec.key, "ord": ord, "attempt": attempt,
+            "status": JUDGE_FAILED if judge_failed else ("failed" if failed else "ok"),
             "benchmark": rec.benchmark, "benchmark_kind": rec.benchmark_kind, "scenario_id": rec.scenario_id,
             "model": rec.model, "model_fingerprint": rec.model_fingerprint, "sample_ref": sample_ref,
             "prompt_ref": prompt_ref, "scenario_ref": scenario_ref, **facets, "response": r.text, "response_model": r.model,
@@ -301,6 +312,29 @@ class RunStore:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def stored_responses(run_dir: str | Path, keys: set[str]) -> dict[str, Any]:
+    """The latest stored reply of each cell in ``keys`` as a Response (for re-judging a cell whose
+    judge call failed without asking the model again)."""
+    from mmrag.runs.columnar import last_per_key
+    from mmrag.schema import Response, Usage
+
+    if not keys:
+        return {}
+    cols = ["key", "response", "response_model", "finish_reason", "latency_s", "cached", "prompt_tokens",
+            "completion_tokens", "cost_usd", "status"]
+    t = last_per_key(read_table(Path(run_dir) / RECORDS, cols, RECORD_SCHEMA))
+    out = {}
+    for row in t.filter(pc.equal(t.column("status"), JUDGE_FAILED)).to_pylist():
+        if row["key"] in keys:
+            out[row["key"]] = Response(prompt_id="", text=row["response"] or "", model=row["response_model"] or "",
+                                       usage=Usage(prompt_tokens=row["prompt_tokens"] or 0,
+                                                   completion_tokens=row["completion_tokens"] or 0,
+                                                   cost_usd=row["cost_usd"] or 0.0),
+                                       latency_s=row["latency_s"] or 0.0, finish_reason=row["finish_reason"],
+                                       cached=bool(row["cached"]))
+    return out
 
 
 #: the old name (a run's results store); the JSONL store it named is read by :mod:`mmrag.runs.legacy`

@@ -1,8 +1,10 @@
 """summary.json / summary.md of a run: per (benchmark, scenario, model) outcome rates and the
 benchmark family's own metrics (official HumbleBench keys, KnowHal HPS, CRAG truthfulness).
 
-A cell whose request failed was not measured: it is left out of every rate and metric, counted in
-its group's ``failed`` and in ``failed_by_model``, and the markdown names the models that have any.
+A cell whose request failed, or whose judge call failed, was not measured: it is left out of every
+rate and metric, counted in its group's ``failed`` and in ``failed_by_model`` (failed requests by
+class in ``errors``, failed judge calls by class in ``judge_errors``), and the markdown names the
+models that have any.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
-from mmrag.runs.records import RunRecord
+from mmrag.runs.records import RunRecord, judge_error
 from mmrag.util import atomic_write_json, atomic_write_text
 
 
@@ -51,15 +53,17 @@ def _paper_order(item: tuple[tuple[str, str, str], list[RunRecord]]) -> tuple:
 def build_summary(records: list[RunRecord]) -> dict[str, Any]:
     groups = []
     for (bench, sid, model), all_recs in sorted(group_records(records).items(), key=_paper_order):
-        recs = [r for r in all_recs if r.response.error is None]
+        recs = [r for r in all_recs if r.error is None]
         groups.append({
             "benchmark": bench, "benchmark_kind": all_recs[0].benchmark_kind, "scenario_id": sid,
             "scenario": all_recs[0].scenario, "model": model, "n": len(recs), "failed": len(all_recs) - len(recs),
             "rates": _rates(recs), "metrics": family_metrics(all_recs[0].benchmark_kind, recs) if recs else {},
         })
     errors = Counter(r.response.error for r in records if r.response.error)
-    failed = Counter(r.model for r in records if r.response.error)
-    return {"n_records": len(records), "groups": groups, "errors": dict(errors), "failed_by_model": dict(failed),
+    judge_errors = Counter(e for r in records if r.response.error is None and (e := judge_error(r.verdict)))
+    failed = Counter(r.model for r in records if r.error)
+    return {"n_records": len(records), "groups": groups, "errors": dict(errors), "judge_errors": dict(judge_errors),
+            "failed_by_model": dict(failed),
             "incomplete_replies": sum(1 for r in records if r.response.incomplete),
             "cached_responses": sum(1 for r in records if r.response.cached)}
 
@@ -76,8 +80,12 @@ def summary_markdown(summary: dict[str, Any]) -> str:
         lines.append(f"| {g['benchmark']} | {scenario_label(g['scenario'])} | {g['model']} | {g['n']} | "
                      + " | ".join("—" if r[x.id] is None else f"{r[x.id]:.1f}" for x in RATES) + " |")
     if summary["errors"]:
-        lines += ["", "Failed requests by class: " + ", ".join(f"{k}={v}" for k, v in sorted(summary["errors"].items())),
-                  "", "Models with failed cells (left out of the rates above; `mmrag run --resume` retries them): "
+        lines += ["", "Failed requests by class: " + ", ".join(f"{k}={v}" for k, v in sorted(summary["errors"].items()))]
+    if summary.get("judge_errors"):
+        lines += ["", "Failed judge calls by class (the reply is stored; `mmrag run --resume` judges it again): "
+                  + ", ".join(f"{k}={v}" for k, v in sorted(summary["judge_errors"].items()))]
+    if summary.get("failed_by_model"):
+        lines += ["", "Models with failed cells (left out of the rates above; `mmrag run --resume` retries them): "
                   + ", ".join(f"{m} ({n})" for m, n in sorted(summary.get("failed_by_model", {}).items()))]
     from mmrag.labels.summary import corrected_markdown  # judge-corrected rates, when the run has labels
 

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import hashlib
 import random
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from mmrag.errors import MmragError
-from mmrag.schema import Choice, Context, Message, Prompt, Sample, canonical_json
 from mmrag.scenarios.spec import ScenarioSpec
 from mmrag.scenarios.templates import PromptTemplate, stamp_templates
+from mmrag.schema import Choice, Context, Message, Prompt, Sample, canonical_json
 
 Builder = Callable[..., Prompt]
 
@@ -48,11 +49,29 @@ def option_lines(choices: list[Choice]) -> str:
     return "\n".join(f"{c.letter}. {c.text}" for c in choices)
 
 
-def finish_prompt(sample: Sample, spec: ScenarioSpec, messages: list[Message], templates: list[PromptTemplate],
-                  *, contexts: list[Context] | None = None, choices: list[Choice] | None = None,
-                  label: str | None = None, metadata: dict[str, Any] | None = None) -> Prompt:
+def finish_prompt(
+    sample: Sample,
+    spec: ScenarioSpec,
+    messages: list[Message],
+    templates: list[PromptTemplate],
+    *,
+    contexts: list[Context] | None = None,
+    choices: list[Choice] | None = None,
+    label: str | None = None,
+    metadata: dict[str, Any] | None = None,
+) -> Prompt:
     tid, tver, thash, parts = stamp_templates(templates)
     meta = {"question": sample.question, **(metadata or {}), "templates": parts}
-    return Prompt(sample_id=sample.id, messages=messages, scenario=spec.model_dump(mode="json"),
-                  scenario_id=spec.id, template_id=tid, template_version=tver, template_hash=thash,
-                  contexts=list(contexts or []), choices=list(choices or []), label=label, metadata=meta)
+    return Prompt(
+        sample_id=sample.id,
+        messages=messages,
+        scenario=spec.model_dump(mode="json"),
+        scenario_id=spec.id,
+        template_id=tid,
+        template_version=tver,
+        template_hash=thash,
+        contexts=list(contexts or []),
+        choices=list(choices or []),
+        label=label,
+        metadata=meta,
+    )

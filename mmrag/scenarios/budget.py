@@ -39,19 +39,25 @@ class BudgetResult:
     over_budget: bool = False
 
     def report(self, max_tokens: int | None, max_images: int | None) -> dict[str, Any]:
-        return {"max_context_tokens": max_tokens, "max_images": max_images, "context_tokens": self.tokens,
-                "images": self.images, "dropped": self.dropped, "over_budget": self.over_budget}
+        return {
+            "max_context_tokens": max_tokens,
+            "max_images": max_images,
+            "context_tokens": self.tokens,
+            "images": self.images,
+            "dropped": self.dropped,
+            "over_budget": self.over_budget,
+        }
 
 
-def apply_budget(candidates: list[Context], *, max_tokens: int | None, max_images: int | None,
-                 query_images: int = 0) -> BudgetResult:
+def apply_budget(
+    candidates: list[Context], *, max_tokens: int | None, max_images: int | None, query_images: int = 0
+) -> BudgetResult:
     """Keep ``candidates`` (in priority order) within the budget; see the module docstring."""
     kept = list(candidates)
     dropped: list[dict[str, Any]] = []
 
     def totals() -> tuple[int, int]:
-        return (sum(doc_tokens(c.document) for c in kept),
-                query_images + sum(doc_images(c.document) for c in kept))
+        return (sum(doc_tokens(c.document) for c in kept), query_images + sum(doc_images(c.document) for c in kept))
 
     while True:
         tokens, images = totals()
@@ -59,7 +65,7 @@ def apply_budget(candidates: list[Context], *, max_tokens: int | None, max_image
         over_img = max_images is not None and images > max_images
         if not (over_tok or over_img):
             return BudgetResult(kept, dropped, tokens, images, False)
-        reason, cost = (("max_context_tokens", doc_tokens) if over_tok else ("max_images", doc_images))
+        reason, cost = ("max_context_tokens", doc_tokens) if over_tok else ("max_images", doc_images)
         victim = None
         for role in ("negative", "gold"):
             for i in range(len(kept) - 1, -1, -1):
@@ -71,5 +77,6 @@ def apply_budget(candidates: list[Context], *, max_tokens: int | None, max_image
         if victim is None:  # only the query images are left and they alone exceed the limit
             return BudgetResult(kept, dropped, tokens, images, True)
         ctx = kept.pop(victim)
-        dropped.append({"doc_id": ctx.document.id, "role": ctx.role, "modality": ctx.document.modality,
-                        "reason": reason})
+        dropped.append(
+            {"doc_id": ctx.document.id, "role": ctx.role, "modality": ctx.document.modality, "reason": reason}
+        )

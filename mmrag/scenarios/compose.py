@@ -33,17 +33,18 @@ from typing import Any
 
 from mmrag.errors import InputError
 from mmrag.retrieval.base import DocStore, NegativeMiner
-from mmrag.schema import Context, Document, Prompt, Sample
 from mmrag.scenarios.base import ScenarioNotApplicable, copy_choices, finish_prompt, option_lines, seeded_rng
 from mmrag.scenarios.budget import apply_budget
 from mmrag.scenarios.negatives import choose_negatives
 from mmrag.scenarios.render import build_messages
 from mmrag.scenarios.spec import ScenarioSpec
 from mmrag.scenarios.templates import get_template
+from mmrag.schema import Context, Document, Prompt, Sample
 
 
-def compose(sample: Sample, spec: ScenarioSpec, miner: NegativeMiner | None = None,
-            store: DocStore | None = None) -> Prompt:
+def compose(
+    sample: Sample, spec: ScenarioSpec, miner: NegativeMiner | None = None, store: DocStore | None = None
+) -> Prompt:
     """The prompt a model sees for ``sample`` under ``spec``.
 
     ``store`` defaults to ``miner.store``.  Raises :class:`ScenarioNotApplicable` when the sample
@@ -82,25 +83,33 @@ def gold_matches(doc: Document, positive: str) -> bool:
 
 def _gold_documents(sample: Sample, spec: ScenarioSpec, store: DocStore | None) -> tuple[list[Document], int]:
     if store is None:
-        raise InputError(f"scenario '{spec.kind}' shows gold documents and needs a document store "
-                         "(pass store= or a miner with .store)", field="store")
+        raise InputError(
+            f"scenario '{spec.kind}' shows gold documents and needs a document store "
+            "(pass store= or a miner with .store)",
+            field="store",
+        )
     docs = []
     for doc_id in sample.gold_doc_ids:
         if doc_id not in store:
-            raise InputError(f"gold document '{doc_id}' of sample '{sample.id}' is not in the knowledge base",
-                             field="gold_doc_ids")
+            raise InputError(
+                f"gold document '{doc_id}' of sample '{sample.id}' is not in the knowledge base", field="gold_doc_ids"
+            )
         docs.append(store.get(doc_id))
     matching = [d for d in docs if gold_matches(d, spec.positive_modality)]
     if not matching:
-        reason = ("the sample has no gold documents" if not docs
-                  else f"no gold document of modality '{spec.positive_modality}' "
-                       f"(gold modalities: {', '.join(sorted({d.modality for d in docs}))})")
+        reason = (
+            "the sample has no gold documents"
+            if not docs
+            else f"no gold document of modality '{spec.positive_modality}' "
+            f"(gold modalities: {', '.join(sorted({d.modality for d in docs}))})"
+        )
         raise ScenarioNotApplicable(sample.id, spec.id, reason)
     return matching, len(docs)
 
 
-def _arrange(spec: ScenarioSpec, sample: Sample, gold: list[Context], negs: list[Context],
-             meta: dict[str, Any]) -> list[Context]:
+def _arrange(
+    spec: ScenarioSpec, sample: Sample, gold: list[Context], negs: list[Context], meta: dict[str, Any]
+) -> list[Context]:
     if "gold_position" not in spec.kind_def.knobs:
         return gold + negs  # oracle: gold only; adversarial: negatives only; parametric: nothing
     pos = spec.gold_position
@@ -118,8 +127,9 @@ def _arrange(spec: ScenarioSpec, sample: Sample, gold: list[Context], negs: list
     return negs[:at] + gold + negs[at:]
 
 
-def build_retrieval_prompt(sample: Sample, spec: ScenarioSpec, miner: NegativeMiner | None = None,
-                           store: DocStore | None = None) -> Prompt:
+def build_retrieval_prompt(
+    sample: Sample, spec: ScenarioSpec, miner: NegativeMiner | None = None, store: DocStore | None = None
+) -> Prompt:
     """VLM-DeflectionBench's parametric / oracle / realistic / adversarial prompt."""
     store = store if store is not None else getattr(miner, "store", None)
     meta: dict[str, Any] = {}
@@ -129,10 +139,12 @@ def build_retrieval_prompt(sample: Sample, spec: ScenarioSpec, miner: NegativeMi
         meta["positive"] = {"modality": spec.positive_modality, "gold_total": n_all, "gold_matching": len(gold_docs)}
     neg_docs, meta["mining"] = choose_negatives(sample, spec, miner, store)
 
-    candidates = ([Context(document=d.model_copy(deep=True), role="gold") for d in gold_docs]
-                  + [Context(document=d.model_copy(deep=True), role="negative") for d in neg_docs])
-    budget = apply_budget(candidates, max_tokens=spec.max_context_tokens, max_images=spec.max_images,
-                          query_images=len(sample.images))
+    candidates = [Context(document=d.model_copy(deep=True), role="gold") for d in gold_docs] + [
+        Context(document=d.model_copy(deep=True), role="negative") for d in neg_docs
+    ]
+    budget = apply_budget(
+        candidates, max_tokens=spec.max_context_tokens, max_images=spec.max_images, query_images=len(sample.images)
+    )
     meta["budget"] = budget.report(spec.max_context_tokens, spec.max_images)
     gold = [c for c in budget.kept if c.role == "gold"]
     negs = [c for c in budget.kept if c.role == "negative"]
@@ -146,7 +158,20 @@ def build_retrieval_prompt(sample: Sample, spec: ScenarioSpec, miner: NegativeMi
     instruction = tpl.fill("text")
     if instruction:
         body += "\n" + instruction
-    messages = build_messages(system=tpl.fill("system") or None, query_images=list(sample.images), body=body,
-                              evidence_header=tpl.evidence_header, contexts=contexts)
-    return finish_prompt(sample, spec, messages, [tpl], contexts=contexts, choices=copy_choices(sample.choices),
-                         label=sample.label, metadata=meta)
+    messages = build_messages(
+        system=tpl.fill("system") or None,
+        query_images=list(sample.images),
+        body=body,
+        evidence_header=tpl.evidence_header,
+        contexts=contexts,
+    )
+    return finish_prompt(
+        sample,
+        spec,
+        messages,
+        [tpl],
+        contexts=contexts,
+        choices=copy_choices(sample.choices),
+        label=sample.label,
+        metadata=meta,
+    )

@@ -37,16 +37,18 @@ from typing import Any
 import numpy as np
 
 from mmrag.errors import InputError
-from mmrag.schema import Choice, ImageRef, Prompt, Sample, is_nota_text, sha256_bytes, sha256_file, stable_id
 from mmrag.scenarios.base import ScenarioNotApplicable, finish_prompt, option_lines
 from mmrag.scenarios.render import build_messages
 from mmrag.scenarios.spec import OFFICIAL_NOISE_SEED, ScenarioSpec
 from mmrag.scenarios.templates import get_template
+from mmrag.schema import Choice, ImageRef, Prompt, Sample, is_nota_text, sha256_bytes, sha256_file, stable_id
 from mmrag.util import atomic_write_bytes, mmrag_home
 
 _OPTION = re.compile(r"^\s*([A-Z])\.\s*(.*?)\s*$")
-PREFIX_TEMPLATES = {"cautious_prompt": "humblebench-cautious-prefix",
-                    "forced_grounding_prompt": "humblebench-forced-grounding-prefix"}
+PREFIX_TEMPLATES = {
+    "cautious_prompt": "humblebench-cautious-prefix",
+    "forced_grounding_prompt": "humblebench-forced-grounding-prefix",
+}
 SUFFIX_TEMPLATE = "humblebench-suffix"
 LETTERS = list("ABCDE")
 
@@ -112,8 +114,12 @@ def mcq_from_sample(sample: Sample) -> MCQ | None:
     if in_question is not None and not in_question.options:
         in_question = None
     if sample.choices:
-        options = [Choice(letter=c.letter, text=c.text.strip(), is_nota=c.is_nota or is_nota_text(c.text))
-                   for c in sample.choices]
+        options = [
+            Choice(letter=c.letter, text=c.text.strip(), is_nota=c.is_nota or is_nota_text(c.text))
+            for c in sample.choices
+        ]
+        source: str | None
+        listed: list[tuple[str, str]] | None
         if in_question is not None:
             stem = "\n".join(in_question.stem_lines).strip()
             trailing = "\n".join(in_question.trailing_lines).strip()
@@ -128,14 +134,21 @@ def mcq_from_sample(sample: Sample) -> MCQ | None:
     if in_question is None:
         return None
     options = [Choice(letter=ltr, text=txt, is_nota=is_nota_text(txt)) for ltr, txt in in_question.options]
-    return MCQ("\n".join(in_question.stem_lines).strip(), options, "\n".join(in_question.trailing_lines).strip(),
-               sample.label, sample.question.strip())
+    return MCQ(
+        "\n".join(in_question.stem_lines).strip(),
+        options,
+        "\n".join(in_question.trailing_lines).strip(),
+        sample.label,
+        sample.question.strip(),
+    )
 
 
 def _question_number(sample: Sample) -> tuple[int, str]:
     """The integer question id the official shuffle seeds with, and where it came from."""
-    for source, value in (("question_id", sample.question_id), ("metadata.question_id",
-                                                                sample.metadata.get("question_id"))):
+    for source, value in (
+        ("question_id", sample.question_id),
+        ("metadata.question_id", sample.metadata.get("question_id")),
+    ):
         try:
             return int(str(value).strip()), source
         except (TypeError, ValueError):

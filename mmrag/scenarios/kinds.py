@@ -15,20 +15,30 @@ use, so defining a kind imports nothing heavy and no import cycle can form.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 from mmrag.errors import InputError
 from mmrag.registry import Registry, load_dotted
 
 if TYPE_CHECKING:  # pragma: no cover
-    from mmrag.schema import Prompt, Sample
     from mmrag.scenarios.spec import ScenarioSpec
+    from mmrag.schema import Prompt, Sample
 
 #: The spec fields a kind may read besides the ones every kind reads (strictness, seed, template,
 #: max_images).  A field outside a kind's ``knobs`` is reset to its default on construction.
-KNOBS = ("n_distractors", "positive_modality", "negative_modality", "negatives", "gold_position",
-         "max_context_tokens", "stress", "shuffle_seed", "noise_seed")
+KNOBS = (
+    "n_distractors",
+    "positive_modality",
+    "negative_modality",
+    "negatives",
+    "gold_position",
+    "max_context_tokens",
+    "stress",
+    "shuffle_seed",
+    "noise_seed",
+)
 
 #: How stacked HumbleBench stress settings are joined in ids, labels, tables and frames (the joiner
 #: of the official ``build_setting_name``).
@@ -64,14 +74,14 @@ class ScenarioKind:
         """Whether prompts of this kind show retrieved documents (gold, negatives or both)."""
         return self.uses_gold or self.uses_negatives
 
-    def build(self, sample: "Sample", spec: "ScenarioSpec", miner: Any = None, store: Any = None) -> "Prompt":
+    def build(self, sample: Sample, spec: ScenarioSpec, miner: Any = None, store: Any = None) -> Prompt:
         return _resolve(self.builder)(sample, spec, miner, store)
 
-    def applicable(self, sample: "Sample", spec: "ScenarioSpec", store: Any = None) -> str | None:
+    def applicable(self, sample: Sample, spec: ScenarioSpec, store: Any = None) -> str | None:
         """None when ``sample`` fits ``spec``, else why not (cheap: no mining)."""
         return _resolve(self.applicability)(sample, spec, store) if self.applicability else None
 
-    def name(self, spec: "ScenarioSpec") -> str:
+    def name(self, spec: ScenarioSpec) -> str:
         """The readable part of ``spec.id`` (kept byte-stable: run directories are keyed by it)."""
         if "stress" in self.knobs:
             return f"{self.id}-" + (STRESS_JOINER.join(spec.stress) if spec.stress else "common")
@@ -165,35 +175,86 @@ def scenario_label(spec: dict[str, Any]) -> str:
 _RETRIEVAL_BUILDER = "mmrag.scenarios.compose:build_retrieval_prompt"
 _GOLD_RULE = "mmrag.scenarios.compose:gold_applicable"
 
-PARAMETRIC = register_kind(ScenarioKind(
-    id="parametric", label="parametric", order=0, builder=_RETRIEVAL_BUILDER,
-    knobs=frozenset({"max_context_tokens"}),
-    description="no contexts: answer from the model's own knowledge, deflect when it lacks it"))
-ORACLE = register_kind(ScenarioKind(
-    id="oracle", label="oracle", order=1, builder=_RETRIEVAL_BUILDER, uses_gold=True, applicability=_GOLD_RULE,
-    knobs=frozenset({"positive_modality", "max_context_tokens"}),
-    description="the gold evidence only: answer"))
-REALISTIC = register_kind(ScenarioKind(
-    id="realistic", label="realistic", order=2, builder=_RETRIEVAL_BUILDER, uses_gold=True, uses_negatives=True,
-    applicability=_GOLD_RULE,
-    knobs=frozenset({"n_distractors", "positive_modality", "negative_modality", "negatives", "gold_position",
-                     "max_context_tokens"}),
-    description="gold + N hard negatives: answer, ignoring the negatives"))
-ADVERSARIAL = register_kind(ScenarioKind(
-    id="adversarial", label="adversarial", order=3, builder=_RETRIEVAL_BUILDER, uses_negatives=True,
-    min_distractors=1, knobs=frozenset({"n_distractors", "negative_modality", "negatives", "max_context_tokens"}),
-    description="N hard negatives only: deflect"))
-HUMBLEBENCH = register_kind(ScenarioKind(
-    id="humblebench", label="humblebench", order=10, builder="mmrag.scenarios.humblebench:build_humblebench_prompt",
-    applicability="mmrag.scenarios.kinds:_humblebench_applicable", takes_strictness=False,
-    knobs=frozenset({"stress", "shuffle_seed", "noise_seed"}),
-    description="HumbleBench MCQ without context, under its stress settings"))
-KNOWHAL = register_kind(ScenarioKind(
-    id="knowhal", label="knowhal", order=11, builder="mmrag.scenarios.knowhal:build_knowhal_prompt",
-    description="KnowHal positive / false-premise question without context"))
+PARAMETRIC = register_kind(
+    ScenarioKind(
+        id="parametric",
+        label="parametric",
+        order=0,
+        builder=_RETRIEVAL_BUILDER,
+        knobs=frozenset({"max_context_tokens"}),
+        description="no contexts: answer from the model's own knowledge, deflect when it lacks it",
+    )
+)
+ORACLE = register_kind(
+    ScenarioKind(
+        id="oracle",
+        label="oracle",
+        order=1,
+        builder=_RETRIEVAL_BUILDER,
+        uses_gold=True,
+        applicability=_GOLD_RULE,
+        knobs=frozenset({"positive_modality", "max_context_tokens"}),
+        description="the gold evidence only: answer",
+    )
+)
+REALISTIC = register_kind(
+    ScenarioKind(
+        id="realistic",
+        label="realistic",
+        order=2,
+        builder=_RETRIEVAL_BUILDER,
+        uses_gold=True,
+        uses_negatives=True,
+        applicability=_GOLD_RULE,
+        knobs=frozenset(
+            {
+                "n_distractors",
+                "positive_modality",
+                "negative_modality",
+                "negatives",
+                "gold_position",
+                "max_context_tokens",
+            }
+        ),
+        description="gold + N hard negatives: answer, ignoring the negatives",
+    )
+)
+ADVERSARIAL = register_kind(
+    ScenarioKind(
+        id="adversarial",
+        label="adversarial",
+        order=3,
+        builder=_RETRIEVAL_BUILDER,
+        uses_negatives=True,
+        min_distractors=1,
+        knobs=frozenset({"n_distractors", "negative_modality", "negatives", "max_context_tokens"}),
+        description="N hard negatives only: deflect",
+    )
+)
+HUMBLEBENCH = register_kind(
+    ScenarioKind(
+        id="humblebench",
+        label="humblebench",
+        order=10,
+        builder="mmrag.scenarios.humblebench:build_humblebench_prompt",
+        applicability="mmrag.scenarios.kinds:_humblebench_applicable",
+        takes_strictness=False,
+        knobs=frozenset({"stress", "shuffle_seed", "noise_seed"}),
+        description="HumbleBench MCQ without context, under its stress settings",
+    )
+)
+KNOWHAL = register_kind(
+    ScenarioKind(
+        id="knowhal",
+        label="knowhal",
+        order=11,
+        builder="mmrag.scenarios.knowhal:build_knowhal_prompt",
+        description="KnowHal positive / false-premise question without context",
+    )
+)
 
 
-def _humblebench_applicable(sample: "Sample", spec: "ScenarioSpec", store: Any = None) -> str | None:
+def _humblebench_applicable(sample: Sample, spec: ScenarioSpec, store: Any = None) -> str | None:
     from mmrag.scenarios.humblebench import applicable
 
     return applicable(sample, spec)

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from mmrag.schema import Prompt, Sample
 from mmrag.scenarios.base import copy_choices, finish_prompt, option_lines
 from mmrag.scenarios.render import build_messages
 from mmrag.scenarios.spec import ScenarioSpec
 from mmrag.scenarios.templates import get_template
+from mmrag.schema import Prompt, Sample
 
 OPEN_TEMPLATE = "knowhal-open"
 MCQ_TEMPLATE = "knowhal-relation-mcq"
@@ -36,7 +36,11 @@ def build_knowhal_prompt(sample: Sample, spec: ScenarioSpec, miner: Any = None, 
         instructions.append(strict.fill("text"))
     body += "".join("\n" + s for s in instructions if s)
     messages = build_messages(system=main.fill("system") or None, query_images=list(sample.images), body=body)
-    meta = {"format": "mcq" if sample.choices else "open",
-            "dimension": sample.metadata.get("dimension"), "polarity": sample.metadata.get("polarity")}
-    return finish_prompt(sample, spec, messages, templates, choices=copy_choices(sample.choices),
-                         label=sample.label, metadata=meta)
+    meta = {
+        "format": "mcq" if sample.choices else "open",
+        "dimension": sample.metadata.get("dimension"),
+        "polarity": sample.metadata.get("polarity"),
+    }
+    return finish_prompt(
+        sample, spec, messages, templates, choices=copy_choices(sample.choices), label=sample.label, metadata=meta
+    )

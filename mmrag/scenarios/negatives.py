@@ -19,9 +19,9 @@ from typing import Any
 
 from mmrag.errors import InputError
 from mmrag.retrieval.base import DocStore, NegativeMiner
-from mmrag.schema import Document, Sample
 from mmrag.scenarios.base import seeded_rng
 from mmrag.scenarios.spec import ScenarioSpec
+from mmrag.schema import Document, Sample
 
 
 def curated_ids(sample: Sample) -> list[str]:
@@ -63,8 +63,9 @@ def draw_curated(sample: Sample, spec: ScenarioSpec, store: DocStore | None, n: 
     return picked, missing
 
 
-def choose_negatives(sample: Sample, spec: ScenarioSpec, miner: NegativeMiner | None,
-                     store: DocStore | None) -> tuple[list[Document], dict[str, Any]]:
+def choose_negatives(
+    sample: Sample, spec: ScenarioSpec, miner: NegativeMiner | None, store: DocStore | None
+) -> tuple[list[Document], dict[str, Any]]:
     """The negatives to show and the ``metadata["mining"]`` record of where they came from."""
     if not spec.uses_negatives:
         return [], {"requested": 0, "found": 0, "shortfall": 0, "dropped_leaks": 0}
@@ -80,8 +81,11 @@ def choose_negatives(sample: Sample, spec: ScenarioSpec, miner: NegativeMiner | 
     need = n - len(docs)
     leaks = guard = 0
     if need and miner is None and not docs:
-        raise InputError(f"scenario '{spec.kind}' with n_distractors={n} needs a negative miner "
-                         f"(sample '{sample.id}' has no curated negatives)", field="miner")
+        raise InputError(
+            f"scenario '{spec.kind}' with n_distractors={n} needs a negative miner "
+            f"(sample '{sample.id}' has no curated negatives)",
+            field="miner",
+        )
     mined: list[Document] = []
     if need and miner is not None:
         res = miner.negatives(sample, need + len(docs), spec.negative_modality, seed=spec.seed)

@@ -64,8 +64,14 @@ def render_evidence(b: PartsBuilder, header: str, contexts: list[Context]) -> No
             b.text(doc.text)
 
 
-def build_messages(*, system: str | None, query_images: list[ImageRef], body: str,
-                   evidence_header: str = "", contexts: list[Context] | None = None) -> list[Message]:
+def build_messages(
+    *,
+    system: str | None,
+    query_images: list[ImageRef],
+    body: str,
+    evidence_header: str = "",
+    contexts: list[Context] | None = None,
+) -> list[Message]:
     b = PartsBuilder()
     for ref in query_images:
         b.image(ref)

@@ -20,8 +20,8 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from mmrag.errors import InputError
-from mmrag.schema import stable_id
 from mmrag.scenarios.kinds import ORACLE, ScenarioKind, get_kind, kind_ids, kinds_where
+from mmrag.schema import stable_id
 
 ModalityChoice = Literal["text", "image", "multimodal", "any"]
 Strictness = Literal["none", "soft", "moderate", "severe"]
@@ -30,8 +30,13 @@ HumbleStress = Literal["noise_image", "nota_only", "shuffle_options", "cautious_
 
 #: The order in which the official HumbleBench code names (``build_setting_name``) and applies the
 #: settings; ``stress`` is stored in this order whatever order the user wrote it in.
-STRESS_ORDER: tuple[str, ...] = ("noise_image", "nota_only", "shuffle_options", "cautious_prompt",
-                                 "forced_grounding_prompt")
+STRESS_ORDER: tuple[str, ...] = (
+    "noise_image",
+    "nota_only",
+    "shuffle_options",
+    "cautious_prompt",
+    "forced_grounding_prompt",
+)
 STRICTNESS_LEVELS: tuple[str, ...] = ("none", "soft", "moderate", "severe")
 MODALITIES: tuple[str, ...] = ("text", "image", "multimodal", "any")
 
@@ -49,9 +54,16 @@ def _known_kind(v: str) -> str:
 #: a scenario kind id, checked against the registry (built-ins and ``mmrag.scenario_kinds`` plug-ins)
 KindId = Annotated[str, AfterValidator(_known_kind)]
 
-_DEFAULTS: dict[str, object] = {"n_distractors": 0, "positive_modality": "any", "negative_modality": "text",
-                                "gold_position": "random", "max_context_tokens": None, "negatives": "curated", "shuffle_seed": 42,
-                                "noise_seed": OFFICIAL_NOISE_SEED}
+_DEFAULTS: dict[str, object] = {
+    "n_distractors": 0,
+    "positive_modality": "any",
+    "negative_modality": "text",
+    "gold_position": "random",
+    "max_context_tokens": None,
+    "negatives": "curated",
+    "shuffle_seed": 42,
+    "noise_seed": OFFICIAL_NOISE_SEED,
+}
 
 
 def _kind_or_none(kind_id: object) -> ScenarioKind | None:
@@ -72,7 +84,9 @@ def canonical_fields(data: dict) -> dict:
     raw = (raw,) if isinstance(raw, str) else raw
     stress = tuple(raw) if isinstance(raw, (list, tuple)) else ()
     if stress:  # unknown names are kept (at the end) so that validation reports them
-        data["stress"] = tuple(x for x in STRESS_ORDER if x in stress) + tuple(x for x in stress if x not in STRESS_ORDER)
+        data["stress"] = tuple(x for x in STRESS_ORDER if x in stress) + tuple(
+            x for x in stress if x not in STRESS_ORDER
+        )
     if "shuffle_options" not in stress:
         ignored.append("shuffle_seed")
     if "noise_image" not in stress:
@@ -127,7 +141,7 @@ class ScenarioSpec(BaseModel):
         return v
 
     @model_validator(mode="after")
-    def _check(self) -> "ScenarioSpec":
+    def _check(self) -> ScenarioSpec:
         if "noise_image" in self.stress and "nota_only" in self.stress:
             raise ValueError("stress: noise_image cannot be combined with nota_only (as in the official code)")
         if "cautious_prompt" in self.stress and "forced_grounding_prompt" in self.stress:

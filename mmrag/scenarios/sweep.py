@@ -99,8 +99,10 @@ class Sweep(BaseModel):
                 if self.skip_invalid:
                     skipped.append({"cell": cell, "reason": pydantic_message(exc)})
                     continue
-                raise InputError(f"sweep '{self.name}': the cell {cell} is not a valid scenario: "
-                                 f"{pydantic_message(exc)}", field="axes") from None
+                raise InputError(
+                    f"sweep '{self.name}': the cell {cell} is not a valid scenario: {pydantic_message(exc)}",
+                    field="axes",
+                ) from None
             if spec.id not in seen:
                 seen.add(spec.id)
                 specs.append(spec)
@@ -133,7 +135,8 @@ def _node_line(root: yaml.Node | None, path: list[Any]) -> int | None:
 
 def _field_adapter(name: str) -> TypeAdapter:
     info = ScenarioSpec.model_fields[name]
-    return TypeAdapter(Annotated[info.annotation, info])
+    field_type: Any = Annotated[info.annotation, info]  # built at run time: statically just a type
+    return TypeAdapter(field_type)
 
 
 def _validate_values(data: dict[str, Any], path: Path, root: yaml.Node | None) -> None:
@@ -155,13 +158,14 @@ def _validate_values(data: dict[str, Any], path: Path, root: yaml.Node | None) -
             _field_adapter(name).validate_python(value)
         except ValidationError as exc:
             label = ".".join(str(p) if not isinstance(p, int) else f"[{p}]" for p in where).replace(".[", "[")
-            raise InputError(f"bad value {value!r}: {pydantic_message(exc)}", path=path,
-                             line=_node_line(root, where), field=label) from None
+            raise InputError(
+                f"bad value {value!r}: {pydantic_message(exc)}", path=path, line=_node_line(root, where), field=label
+            ) from None
 
 
 def builtin_sweeps() -> dict[str, Path]:
     """The ready-made sweeps shipped in ``mmrag/configs/sweeps`` (name -> file)."""
-    folder = resources.files("mmrag").joinpath("configs", "sweeps")
+    folder = resources.files("mmrag") / "configs" / "sweeps"  # Traversable.joinpath takes one part on 3.10
     return {p.name[:-5]: Path(str(p)) for p in folder.iterdir() if p.name.endswith(".yaml")}
 
 
@@ -181,47 +185,79 @@ def load_sweep(path_or_name: str | Path) -> Sweep:
         data = yaml.load(text, Loader=unique_key_loader())  # noqa: S506 - a SafeLoader that refuses duplicate keys
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        raise InputError(f"invalid YAML ({getattr(exc, 'problem', exc)})", path=path,
-                         line=mark.line + 1 if mark is not None else None) from None
+        raise InputError(
+            f"invalid YAML ({getattr(exc, 'problem', exc)})",
+            path=path,
+            line=mark.line + 1 if mark is not None else None,
+        ) from None
     if not isinstance(data, dict):
         raise InputError("a sweep file must hold a mapping with name, base, axes", path=path)
     for key in data:
         if key not in Sweep.model_fields:
             close = difflib.get_close_matches(str(key), list(Sweep.model_fields), n=1)
             hint = f" (did you mean '{close[0]}'?)" if close else ""
-            raise InputError(f"unknown key '{key}'{hint}; allowed: {', '.join(Sweep.model_fields)}", path=path,
-                             line=_node_line(root, [key]), field=str(key))
+            raise InputError(
+                f"unknown key '{key}'{hint}; allowed: {', '.join(Sweep.model_fields)}",
+                path=path,
+                line=_node_line(root, [key]),
+                field=str(key),
+            )
     for section, kind in (("base", dict), ("axes", dict), ("extra", list)):
         if section in data and not isinstance(data[section], kind):
-            raise InputError(f"'{section}' must be a {'mapping' if kind is dict else 'list'}", path=path,
-                             line=_node_line(root, [section]), field=section)
+            raise InputError(
+                f"'{section}' must be a {'mapping' if kind is dict else 'list'}",
+                path=path,
+                line=_node_line(root, [section]),
+                field=section,
+            )
     for section in ("base", "axes"):
         for k in data.get(section) or {}:
             if k not in SPEC_FIELDS:
-                raise InputError(f"'{k}' is not a scenario field{_suggest(str(k))}", path=path,
-                                 line=_node_line(root, [section, k]), field=f"{section}.{k}")
+                raise InputError(
+                    f"'{k}' is not a scenario field{_suggest(str(k))}",
+                    path=path,
+                    line=_node_line(root, [section, k]),
+                    field=f"{section}.{k}",
+                )
     for j, spec in enumerate(data.get("extra") or []):
         if not isinstance(spec, dict):
-            raise InputError("each extra entry must be a mapping of scenario fields", path=path,
-                             line=_node_line(root, ["extra", j]), field=f"extra[{j}]")
+            raise InputError(
+                "each extra entry must be a mapping of scenario fields",
+                path=path,
+                line=_node_line(root, ["extra", j]),
+                field=f"extra[{j}]",
+            )
         for k in spec:
             if k not in SPEC_FIELDS:
-                raise InputError(f"'{k}' is not a scenario field{_suggest(str(k))}", path=path,
-                                 line=_node_line(root, ["extra", j, k]), field=f"extra[{j}].{k}")
+                raise InputError(
+                    f"'{k}' is not a scenario field{_suggest(str(k))}",
+                    path=path,
+                    line=_node_line(root, ["extra", j, k]),
+                    field=f"extra[{j}].{k}",
+                )
     for k, values in (data.get("axes") or {}).items():
         if not isinstance(values, list) or not values:
-            raise InputError("an axis must be a non-empty list of values", path=path,
-                             line=_node_line(root, ["axes", k]), field=f"axes.{k}")
+            raise InputError(
+                "an axis must be a non-empty list of values",
+                path=path,
+                line=_node_line(root, ["axes", k]),
+                field=f"axes.{k}",
+            )
         if k in (data.get("base") or {}):
-            raise InputError(f"'{k}' is both in base and in axes; keep it in one place", path=path,
-                             line=_node_line(root, ["axes", k]), field=f"axes.{k}")
+            raise InputError(
+                f"'{k}' is both in base and in axes; keep it in one place",
+                path=path,
+                line=_node_line(root, ["axes", k]),
+                field=f"axes.{k}",
+            )
     _validate_values(data, path, root)
     try:
         sweep = Sweep.model_validate(data)
     except ValidationError as exc:
         loc = [p for p in exc.errors()[0].get("loc", ())]
-        raise InputError(pydantic_message(exc), path=path, line=_node_line(root, loc),
-                         field=".".join(str(p) for p in loc) or None) from None
+        raise InputError(
+            pydantic_message(exc), path=path, line=_node_line(root, loc), field=".".join(str(p) for p in loc) or None
+        ) from None
     try:
         sweep.plan()
     except InputError as exc:

@@ -30,9 +30,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
-from mmrag.util import read_yaml_mapping
 from mmrag.errors import InputError, pydantic_field, pydantic_message
 from mmrag.schema import DEFLECTION_PHRASE, canonical_json
+from mmrag.util import read_yaml_mapping
 
 #: placeholders each field may use; anything else is a typo and is rejected on load
 _ALLOWED: dict[str, set[str]] = {
@@ -100,12 +100,17 @@ def _check_placeholders(tpl: PromptTemplate, path: str | Path | None) -> None:
         try:
             names = {name for _, name, _, _ in string.Formatter().parse(raw) if name is not None}
         except ValueError as exc:
-            raise InputError(f"bad braces in template text ({exc}); write literal braces as {{{{ }}}}",
-                             path=path, field=field) from None
+            raise InputError(
+                f"bad braces in template text ({exc}); write literal braces as {{{{ }}}}", path=path, field=field
+            ) from None
         bad = sorted(n for n in names if n not in allowed)
         if bad:
-            raise InputError(f"unknown placeholder(s) {', '.join('{' + b + '}' for b in bad)}; "
-                             f"allowed here: {', '.join(sorted(allowed)) or 'none'}", path=path, field=field)
+            raise InputError(
+                f"unknown placeholder(s) {', '.join('{' + b + '}' for b in bad)}; "
+                f"allowed here: {', '.join(sorted(allowed)) or 'none'}",
+                path=path,
+                field=field,
+            )
 
 
 def parse_template(data: Any, path: str | Path | None = None) -> PromptTemplate:
@@ -133,7 +138,7 @@ def bundled_template_ids() -> list[str]:
     return sorted(p.name[:-5] for p in _bundled_dir().iterdir() if p.name.endswith(".yaml"))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _bundled(template_id: str) -> PromptTemplate:
     res = _bundled_dir().joinpath(f"{template_id}.yaml")
     tpl = load_template(Path(str(res)))
@@ -148,8 +153,7 @@ def get_template(name: str) -> PromptTemplate:
     if name.endswith((".yaml", ".yml")) or "/" in name or "\\" in name:
         return load_template(name)
     if name not in bundled_template_ids():
-        raise InputError(f"unknown template '{name}'; bundled: {', '.join(bundled_template_ids())}",
-                         field="template")
+        raise InputError(f"unknown template '{name}'; bundled: {', '.join(bundled_template_ids())}", field="template")
     return _bundled(name)
 
 

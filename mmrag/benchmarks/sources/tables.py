@@ -22,7 +22,7 @@ import gzip
 import zlib
 
 from mmrag.errors import InputError
-from mmrag.util import iter_jsonl, parse_json_line
+from mmrag.util import iter_jsonl, parse_json_line, read_lines
 
 Row = tuple[Path, int, dict[str, Any]]
 
@@ -76,7 +76,7 @@ def iter_jsonl_any(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     lineno = 0
     try:
         with gzip.open(path, "rb") as fh:
-            for lineno, raw in enumerate(fh, start=1):
+            for lineno, raw in read_lines(fh, path):   # bounded: a gzip bomb is one line too long
                 if raw.strip():
                     yield lineno, parse_json_line(raw, path, lineno)
     except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
