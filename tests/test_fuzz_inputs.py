@@ -1,4 +1,4 @@
-"""Fuzz: malformed records into every loader and ``validate`` — zero tracebacks (issue 17).
+"""Fuzz: malformed records into every loader and ``validate`` — zero tracebacks.
 
 From one valid record per format, a seeded generator makes malformed variants: random truncation,
 type swaps (at any depth), non-finite numbers (``NaN``, ``Infinity``, ``1e999``), invalid UTF-8 byte

@@ -1,4 +1,4 @@
-"""Security model (issue 17): configs and run directories are data; no secret reaches a file.
+"""Security model: configs and run directories are data; no secret reaches a file.
 
 * A plug-in named by dotted path in a config is imported only with ``--allow-code``, must be a
   class with the protocol's methods, and is never imported from a run directory (``--resume``).

@@ -1,7 +1,7 @@
 """Everything about a run config that can be checked in milliseconds, checked before anything slow.
 
 Why: a typo in a model's ``base_url`` or ``timeout``, or a retriever named by a dotted path without
-``--allow-code``, or a damaged response cache, used to surface only after the knowledge-base indices were built (tens of
+``--allow-code``, or a damaged response cache, would otherwise surface only after the knowledge-base indices were built (tens of
 seconds to hours).  :func:`check_config` resolves every plug-in name (without instantiating
 anything, so no weights load and no code named in a config runs) and validates every model's
 options; the engine calls it first.

@@ -1,4 +1,6 @@
-"""The row type of a run's ``samples.jsonl``: one line per sample x scenario x model.
+"""The full record of one cell (sample x scenario x model): the row type that ``read_records``
+rebuilds from a run's ``records/`` and ``objects/`` tables (old ``samples.jsonl`` runs stored one
+per line).
 
 A record carries the whole sample and prompt so that a saved run can be re-judged (``mmrag score``),
 browsed (the HTML browser) and loaded into pandas without the original dataset at hand.

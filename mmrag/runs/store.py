@@ -10,8 +10,8 @@ Layout (all Parquet, see :mod:`mmrag.runs.segments` for how segments are committ
                    earlier ones and the records stay as they were
     RUN/lock       held (``fcntl.flock``) by the one process writing the directory
 
-Why: a record used to carry its whole sample and prompt (4.3 KB); here it is ~100 bytes and the
-prompt is written once however many models answer it.  Opening a run to resume reads two columns
+Why: a record row is ~100 bytes because each sample and prompt is stored once in ``objects/`` (a
+self-contained record is 4.3 KB), and the prompt is written once however many models answer it.  Opening a run to resume reads two columns
 (key, status) instead of every record.  A cell whose latest row is ``failed`` is not finished:
 resume sends it again.  Rows are appended as they complete, durably (the engine flushes every N
 records or T seconds), and nothing on disk is ever rewritten.
