@@ -1,6 +1,6 @@
 """Items/s of the rule judge against an older judge from a git tag, side by side in one run.
 
-    python perf/judge_bench.py [--tag judge-rule14] [--repeats N] [--files NAME ...]
+    python perf/judge_bench.py [--tag 5253bb8] [--repeats N] [--files NAME ...]
 
 Judges the tuning replies (``tests/labels/hand_labelled.jsonl``, ``judge_tuning.jsonl``,
 ``judge_tuning2.jsonl``: 501 items; ``--repeats`` copies them) with this checkout's ``RuleJudge``
@@ -61,7 +61,7 @@ def run(pythonpath: Path, files: list[str], repeats: int) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--tag", default="judge-rule14")
+    ap.add_argument("--tag", default="5253bb8")
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--files", nargs="+", default=list(FILES))
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
