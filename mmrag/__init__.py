@@ -58,7 +58,7 @@ def _version() -> str:
 
     try:
         return version("mmrag")
-    except PackageNotFoundError:   # a source tree that was never installed
+    except PackageNotFoundError:  # a source tree that was never installed
         return "0+unknown"
 
 
@@ -73,7 +73,7 @@ def __getattr__(name: str) -> Any:
         value = getattr(value, attr) if attr else value
     else:
         raise AttributeError(f"module 'mmrag' has no attribute {name!r}")
-    globals()[name] = value   # later look-ups skip this function
+    globals()[name] = value  # later look-ups skip this function
     return value
 
 

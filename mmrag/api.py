@@ -4,16 +4,17 @@ or YAML files) and call the library layers.  No logic of their own beyond that c
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:   # for readers and type checkers only; nothing heavy is imported at run time
+if TYPE_CHECKING:  # for readers and type checkers only; nothing heavy is imported at run time
     from mmrag.models.base import VLM, ModelSpec
     from mmrag.runs.config import RunConfig
     from mmrag.runs.engine import RunResult
 
 
-def _config(config: "RunConfig | dict | str | Path | None", fields: dict[str, Any]) -> "RunConfig":
+def _config(config: RunConfig | dict | str | Path | None, fields: dict[str, Any]) -> RunConfig:
     from mmrag.runs.config import RunConfig, load_run_config
 
     if config is None:
@@ -27,7 +28,7 @@ def _config(config: "RunConfig | dict | str | Path | None", fields: dict[str, An
     return load_run_config(config)
 
 
-def run_dir(config: "RunConfig | dict", name: str = "run", root: str | Path | None = None) -> Path:
+def run_dir(config: RunConfig | dict, name: str = "run", root: str | Path | None = None) -> Path:
     """``MMRAG_HOME/runs/NAME-HASH``: a run directory named after the config's content (ten hex
     digits of its hash), so running the same config again resumes, finding finished cells done,
     and a changed config gets a directory of its own.  ``root`` replaces ``MMRAG_HOME/runs``."""
@@ -39,8 +40,15 @@ def run_dir(config: "RunConfig | dict", name: str = "run", root: str | Path | No
     return base / f"{name}-{stable_id(cfg.model_dump(mode='json'), length=10)}"
 
 
-def run(config: "RunConfig | dict | str | Path | None" = None, out: str | Path | None = None, *,
-        progress: bool = False, retry_failed: bool = False, allow_code: bool = False, **fields: Any) -> "RunResult":
+def run(
+    config: RunConfig | dict | str | Path | None = None,
+    out: str | Path | None = None,
+    *,
+    progress: bool = False,
+    retry_failed: bool = False,
+    allow_code: bool = False,
+    **fields: Any,
+) -> RunResult:
     """Execute (or resume) a run, as ``mmrag run`` does, and return its :class:`RunResult`
     (``run_dir``, ``summary``, ``new_records``, ``model_calls``, ``failure`` ...).
 
@@ -64,8 +72,15 @@ def run(config: "RunConfig | dict | str | Path | None" = None, out: str | Path |
             return execute(cfg, target, progress=bar, retry_failed=retry_failed)
 
 
-def report(run_dirs: str | Path | Sequence[str | Path], out: str | Path | None = None, *, level: float = 0.95,
-           n_boot: int = 1000, seed: int = 0, browser: bool = True) -> list[Path]:
+def report(
+    run_dirs: str | Path | Sequence[str | Path],
+    out: str | Path | None = None,
+    *,
+    level: float = 0.95,
+    n_boot: int = 1000,
+    seed: int = 0,
+    browser: bool = True,
+) -> list[Path]:
     """Write the report of one run (into ``RUN_DIR/report``) or several (into ``out``): tables with
     bootstrap intervals, paired tests, figures, ``report.md`` and the HTML sample browser.
     Returns every file written."""
@@ -75,7 +90,7 @@ def report(run_dirs: str | Path | Sequence[str | Path], out: str | Path | None =
     return make_report(run_dirs, out, opts=CIOptions(level=level, n_boot=n_boot, seed=seed), browser=browser)
 
 
-def judge(run_dir: str | Path, mode: str = "rule", model: "str | ModelSpec | None" = None) -> dict[str, Any]:
+def judge(run_dir: str | Path, mode: str = "rule", model: str | ModelSpec | None = None) -> dict[str, Any]:
     """Re-judge a saved run with another judge (``rule``, ``llm``, ``rule+llm``; the LLM modes take
     ``model``, e.g. ``"openai:NAME"``) without calling the evaluated model again, as
     ``mmrag score RUN_DIR`` does.  The new verdicts become the run's latest; returns its summary
@@ -84,16 +99,16 @@ def judge(run_dir: str | Path, mode: str = "rule", model: "str | ModelSpec | Non
     from mmrag.runs.rescore import rescore
 
     spec = _spec(model) if model is not None else None
-    return rescore(Path(run_dir), JudgeConfig(mode=mode, model=spec))   # type: ignore[arg-type]
+    return rescore(Path(run_dir), JudgeConfig(mode=mode, model=spec))  # type: ignore[arg-type]
 
 
-def _spec(model: "str | ModelSpec | dict") -> "ModelSpec":
+def _spec(model: str | ModelSpec | dict) -> ModelSpec:
     from mmrag.models.base import ModelSpec
 
     return model if isinstance(model, ModelSpec) else ModelSpec.model_validate(model)
 
 
-def create_model(model: "str | ModelSpec | dict", cache: Any = "default") -> "VLM":
+def create_model(model: str | ModelSpec | dict, cache: Any = "default") -> VLM:
     """A model from ``"BACKEND:MODEL"`` (``"context-reader"``, ``"sim-vlm:text_prior=0.9"``,
     ``"openai:NAME"`` with ``OPENAI_BASE_URL``), a dict or a :class:`ModelSpec`, behind the shared
     response cache (``cache=None``: none; a path: that cache file).  ``model.generate(prompts,

@@ -11,8 +11,12 @@ import typer
 
 from mmrag.errors import MmragError
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
-                  help="mmrag: measure how VLMs answer, deflect or hallucinate with retrieved evidence.")
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="mmrag: measure how VLMs answer, deflect or hallucinate with retrieved evidence.",
+)
 
 #: (module, attribute, command name) — plain commands
 COMMANDS = [

@@ -18,8 +18,9 @@ class MmragError(Exception):
 class InputError(MmragError):
     """Bad user input: a file, a record, a config field or a flag."""
 
-    def __init__(self, message: str, *, path: str | Path | None = None, line: int | None = None,
-                 field: str | None = None) -> None:
+    def __init__(
+        self, message: str, *, path: str | Path | None = None, line: int | None = None, field: str | None = None
+    ) -> None:
         self.path = str(path) if path is not None else None
         self.line = line
         self.field = field

@@ -25,22 +25,27 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 from urllib.parse import urlsplit
 
 REDACTED = "***"
 SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
-SECRET_HEADER = re.compile(r"^(cookie|set-cookie)$|auth|key|token|secret|passw|credential|session|signature",
-                           re.IGNORECASE)
+SECRET_HEADER = re.compile(
+    r"^(cookie|set-cookie)$|auth|key|token|secret|passw|credential|session|signature", re.IGNORECASE
+)
 #: a URL query parameter whose name looks secret (``?api_key=...``, ``&access_token=...``, ``sig=``)
-_QUERY_SECRET = re.compile(r"(?P<name>[?&;][A-Za-z0-9_.\-]*(?:key|token|secret|passw|auth|sig|credential)"
-                           r"[A-Za-z0-9_.\-]*=)(?P<value>[^&#\s\"'<>]+)", re.IGNORECASE)
+_QUERY_SECRET = re.compile(
+    r"(?P<name>[?&;][A-Za-z0-9_.\-]*(?:key|token|secret|passw|auth|sig|credential)"
+    r"[A-Za-z0-9_.\-]*=)(?P<value>[^&#\s\"'<>]+)",
+    re.IGNORECASE,
+)
 #: a header value that looks like a key whatever the header is called: one long token of key
 #: characters with both letters and digits (``sk-...``, a JWT, a hex or base64 secret)
 _KEYLIKE = re.compile(r"^(?=.*[A-Za-z])(?=.*\d)[A-Za-z0-9._~+/=:\-]{16,}$")
 _USERINFO = re.compile(r"(?P<scheme>\b[a-zA-Z][a-zA-Z0-9+.\-]*://)(?P<info>[^/?#@\s\"']+)@")
 _CREDENTIAL = re.compile(r"\b(?P<kind>Bearer|Basic|Token)\s+(?P<value>[A-Za-z0-9._~+/=\-]{6,})", re.IGNORECASE)
-_MIN_LEN = 6           # shorter values ("1", "true") would redact ordinary words
+_MIN_LEN = 6  # shorter values ("1", "true") would redact ordinary words
 _registered: set[str] = set()
 
 
@@ -92,7 +97,7 @@ def redact_text(text: str, secrets: Iterable[str] = (), headers: Mapping[str, An
     if not isinstance(text, str) or not text:
         return text
     known = set(secrets) | _registered | _env_secrets() | header_secrets(headers)
-    for s in sorted(known, key=len, reverse=True):   # longest first: a key inside "Bearer key"
+    for s in sorted(known, key=len, reverse=True):  # longest first: a key inside "Bearer key"
         if s and s in text:
             text = text.replace(s, REDACTED)
     text = _USERINFO.sub(lambda m: f"{m.group('scheme')}{REDACTED}@", text)

@@ -8,8 +8,9 @@ import math
 import os
 import re
 import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator, TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -101,7 +102,7 @@ def invalid_value(obj: Any, where: str = "") -> tuple[str, str] | None:
                 continue
             seen.add(id(node))
             items = list(node.items()) if isinstance(node, dict) else list(enumerate(node))
-            for k, v in reversed(items):   # reversed: the first bad value in document order is found first
+            for k, v in reversed(items):  # reversed: the first bad value in document order is found first
                 stack.append((v, f"{at}.{k}" if at else str(k)))
                 if isinstance(k, str):
                     stack.append((k, at))
@@ -141,8 +142,9 @@ def _decode_line(raw: bytes, path: Path, lineno: int) -> str:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise InputError(f"not UTF-8 text (byte 0x{raw[exc.start]:02x} at column {exc.start + 1})", path=path,
-                         line=lineno) from None
+        raise InputError(
+            f"not UTF-8 text (byte 0x{raw[exc.start]:02x} at column {exc.start + 1})", path=path, line=lineno
+        ) from None
     return text.lstrip("\ufeff") if lineno == 1 else text
 
 
@@ -175,7 +177,7 @@ def _no_constant(token: str) -> float:
 
 def _finite_float(token: str) -> float:
     value = float(token)
-    if not math.isfinite(value):   # 1e999 parses to inf
+    if not math.isfinite(value):  # 1e999 parses to inf
         raise _NonFinite(token)
     return value
 
@@ -199,11 +201,19 @@ def parse_json_line(raw: bytes, path: Path, lineno: int) -> dict[str, Any]:
         try:
             obj = json.loads(text, object_pairs_hook=_unique_pairs)
         except _DuplicateKey as exc:
-            raise InputError(f"duplicate key '{exc.key}' in a JSON object (the later value would silently win)",
-                             path=path, line=lineno, field=exc.key) from None
+            raise InputError(
+                f"duplicate key '{exc.key}' in a JSON object (the later value would silently win)",
+                path=path,
+                line=lineno,
+                field=exc.key,
+            ) from None
     except _DuplicateKey as exc:
-        raise InputError(f"duplicate key '{exc.key}' in a JSON object (the later value would silently win)",
-                         path=path, line=lineno, field=exc.key) from None
+        raise InputError(
+            f"duplicate key '{exc.key}' in a JSON object (the later value would silently win)",
+            path=path,
+            line=lineno,
+            field=exc.key,
+        ) from None
     except json.JSONDecodeError as exc:
         raise InputError(f"invalid JSON ({exc.msg} at column {exc.colno})", path=path, line=lineno) from None
     except RecursionError:
@@ -267,14 +277,20 @@ def read_lines(fh: Any, path: str | Path, limit: int | None = None) -> Iterator[
             return
         lineno += 1
         if len(raw) > limit and not raw.endswith(b"\n"):
-            raise InputError(f"line longer than {limit} bytes (a file without newlines?); the bound is "
-                             "MMRAG_MAX_LINE_BYTES", path=path, line=lineno)
+            raise InputError(
+                f"line longer than {limit} bytes (a file without newlines?); the bound is MMRAG_MAX_LINE_BYTES",
+                path=path,
+                line=lineno,
+            )
         yield lineno, raw
 
 
-def iter_jsonl(path: str | Path, *, on_error: Callable[[InputError], None] = _raise,
-               on_truncated_tail: Callable[[InputError], None] | None = None
-               ) -> Iterator[tuple[int, dict[str, Any]]]:
+def iter_jsonl(
+    path: str | Path,
+    *,
+    on_error: Callable[[InputError], None] = _raise,
+    on_truncated_tail: Callable[[InputError], None] | None = None,
+) -> Iterator[tuple[int, dict[str, Any]]]:
     """THE JSONL reader: yield ``(line_number, object)`` for each non-blank line.
 
     One error policy: every problem of a line (not UTF-8, not JSON, not an object, a NaN or
@@ -290,14 +306,18 @@ def iter_jsonl(path: str | Path, *, on_error: Callable[[InputError], None] = _ra
         try:
             obj = parse_json_line(raw, path, lineno)
         except InputError as exc:
-            cut = last and on_truncated_tail is not None and exc.field is None and (
-                exc.message.startswith("invalid JSON") or exc.message.startswith("not UTF-8"))
-            (on_truncated_tail if cut else on_error)(exc)   # type: ignore[misc]
+            cut = (
+                last
+                and on_truncated_tail is not None
+                and exc.field is None
+                and (exc.message.startswith("invalid JSON") or exc.message.startswith("not UTF-8"))
+            )
+            (on_truncated_tail if cut else on_error)(exc)  # type: ignore[misc]
             return
         yield lineno, obj
 
     with open_data_file(path) as fh:
-        pending: tuple[int, bytes] | None = None   # one line of lookahead: is this the last one?
+        pending: tuple[int, bytes] | None = None  # one line of lookahead: is this the last one?
         for lineno, raw in read_lines(fh, path):
             if not raw.strip():
                 continue
@@ -308,8 +328,7 @@ def iter_jsonl(path: str | Path, *, on_error: Callable[[InputError], None] = _ra
             yield from one(*pending, last=True)
 
 
-def parse_record(model: type[M], obj: dict[str, Any], *, path: str | Path | None = None,
-                 line: int | None = None) -> M:
+def parse_record(model: type[M], obj: dict[str, Any], *, path: str | Path | None = None, line: int | None = None) -> M:
     """Validate one record, turning a pydantic error into an InputError naming file, line, field."""
     try:
         return model.model_validate(obj)
@@ -318,18 +337,23 @@ def parse_record(model: type[M], obj: dict[str, Any], *, path: str | Path | None
 
 
 #: errno -> why a write failed, for the errors that mean "no room": the disk, a quota, a size limit
-_NO_ROOM = {errno.ENOSPC: "no space left on device", errno.EDQUOT: "disk quota exceeded",
-            errno.EFBIG: "file too large (a file-size limit: `ulimit -f`, or the filesystem's)"}
+_NO_ROOM = {
+    errno.ENOSPC: "no space left on device",
+    errno.EDQUOT: "disk quota exceeded",
+    errno.EFBIG: "file too large (a file-size limit: `ulimit -f`, or the filesystem's)",
+}
 
 
-def disk_full(path: str | Path | None, action: str = "free space and run the command again",
-              why: str = "no space left on device") -> InputError:
+def disk_full(
+    path: str | Path | None, action: str = "free space and run the command again", why: str = "no space left on device"
+) -> InputError:
     """The one message for a full disk: what could not be written and the way out."""
     return InputError(f"{why}; {action} (what was written before is intact)", path=path)
 
 
-def as_input_error(exc: OSError, path: str | Path | None = None,
-                   action: str = "free space and run the command again") -> InputError | OSError:
+def as_input_error(
+    exc: OSError, path: str | Path | None = None, action: str = "free space and run the command again"
+) -> InputError | OSError:
     """An OSError from a write as a clear InputError when it is the user's to fix (full disk,
     quota, a file-size limit, permissions, read-only filesystem); anything else is returned unchanged."""
     where = exc.filename or path
@@ -359,8 +383,11 @@ def unique_key_loader():
             if self.check_event(yaml.events.AliasEvent):
                 event = self.peek_event()
                 raise yaml.composer.ComposerError(
-                    None, None, f"YAML aliases (*{event.anchor}) are not allowed here; write the value out",
-                    event.start_mark)
+                    None,
+                    None,
+                    f"YAML aliases (*{event.anchor}) are not allowed here; write the value out",
+                    event.start_mark,
+                )
             return super().compose_node(parent, index)
 
         def construct_mapping(self, node, deep=False):  # noqa: D102 - see the class docstring
@@ -369,11 +396,12 @@ def unique_key_loader():
                 key = self.construct_object(key_node, deep=deep)
                 try:
                     first = seen.get(key)
-                except TypeError:   # an unhashable key: let SafeLoader report it
+                except TypeError:  # an unhashable key: let SafeLoader report it
                     continue
                 if first is not None:
                     raise yaml.constructor.ConstructorError(
-                        None, None, f"duplicate key '{key}' (first on line {first})", key_node.start_mark)
+                        None, None, f"duplicate key '{key}' (first on line {first})", key_node.start_mark
+                    )
                 seen[key] = key_node.start_mark.line + 1
             return super().construct_mapping(node, deep=deep)
 
@@ -399,8 +427,11 @@ def read_yaml_mapping(path: str | Path, what: str = "file") -> dict[str, Any]:
         data = yaml.load(text, Loader=unique_key_loader())  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        raise InputError(f"invalid YAML ({getattr(exc, 'problem', None) or exc})", path=path,
-                         line=mark.line + 1 if mark is not None else None) from None
+        raise InputError(
+            f"invalid YAML ({getattr(exc, 'problem', None) or exc})",
+            path=path,
+            line=mark.line + 1 if mark is not None else None,
+        ) from None
     except RecursionError:
         raise InputError("invalid YAML (nested too deeply)", path=path) from None
     if not isinstance(data, dict):

@@ -35,8 +35,13 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
-           "TOKENIZERS_PARALLELISM": "false", "HF_HUB_DISABLE_PROGRESS_BARS": "1"}
+OFFLINE = {
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "HF_DATASETS_OFFLINE": "1",
+    "TOKENIZERS_PARALLELISM": "false",
+    "HF_HUB_DISABLE_PROGRESS_BARS": "1",
+}
 
 _REFERENCE = textwrap.dedent("""
     import json, sys, time
@@ -137,16 +142,22 @@ def main() -> None:
     cells = cold_manifest["counts"]["records"]
     stages = {k: v for k, v in cold_manifest.get("stages", {}).items() if k.endswith("_s")}
     n_texts = {k: len(v) for k, v in texts.items()}
-    print(f"demo: {cells} cells ({'--limit ' + str(limit) if limit else 'all samples'}), "
-          f"MiniLM texts: {', '.join(f'{n:,} {k}' for k, n in n_texts.items())}")
+    print(
+        f"demo: {cells} cells ({'--limit ' + str(limit) if limit else 'all samples'}), "
+        f"MiniLM texts: {', '.join(f'{n:,} {k}' for k, n in n_texts.items())}"
+    )
     print(f"{'':44} {'wall s':>8} {'CPU s':>8}")
     print(f"{'mmrag demo, cold (fresh MMRAG_HOME)':44} {cold_wall:8.1f} {cold_cpu:8.1f}")
     print(f"{'mmrag demo, warm (world, indices, responses cached)':44} {warm_wall:8.1f} {warm_cpu:8.1f}")
-    print(f"{'reference: import + load MiniLM + encode them':44} {ref_wall:8.1f} {ref_cpu:8.1f}"
-          f"   (import {ref['import_s']:.1f}, load {ref['load_s']:.1f}, encode {ref['encode_s']:.1f})")
+    print(
+        f"{'reference: import + load MiniLM + encode them':44} {ref_wall:8.1f} {ref_cpu:8.1f}"
+        f"   (import {ref['import_s']:.1f}, load {ref['load_s']:.1f}, encode {ref['encode_s']:.1f})"
+    )
     print("cold stages (engine, s): " + ", ".join(f"{k}={v:.1f}" for k, v in stages.items()))
-    print(f"ratio cold / reference: wall {cold_wall / ref_wall:.2f}x, CPU {cold_cpu / ref_cpu:.2f}x; "
-          f"warm / reference: wall {warm_wall / ref_wall:.2f}x")
+    print(
+        f"ratio cold / reference: wall {cold_wall / ref_wall:.2f}x, CPU {cold_cpu / ref_cpu:.2f}x; "
+        f"warm / reference: wall {warm_wall / ref_wall:.2f}x"
+    )
     load1 = os.getloadavg()
     print(f"load average after: {load1[0]:.1f} / {load1[1]:.1f} / {load1[2]:.1f}")
 

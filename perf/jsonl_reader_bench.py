@@ -24,12 +24,20 @@ from mmrag.util import iter_jsonl  # noqa: E402
 
 
 def record(i: int) -> dict:
-    return {"sample_id": f"s{i}", "question_id": f"q{i // 2}", "question": f"What is the capital of entity {i}?",
-            "query_images": [f"images/{i}.png"], "answer": f"City {i}", "aliases": [f"C{i}", f"Town {i}"],
-            "numeric_ranges": [[i * 0.5, i * 0.5 + 1.25]], "source": "demo", "entity_id": f"e{i}",
-            "gold_contexts": [{"doc_id": f"d{i}", "modality": "text"}, {"doc_id": f"i{i}", "modality": "image"}],
-            "negative_doc_ids": [f"d{i + k}" for k in range(1, 6)],
-            "metadata": {"question_type": "capital", "difficulty": i % 5, "note": "café ✓ " * 8}}
+    return {
+        "sample_id": f"s{i}",
+        "question_id": f"q{i // 2}",
+        "question": f"What is the capital of entity {i}?",
+        "query_images": [f"images/{i}.png"],
+        "answer": f"City {i}",
+        "aliases": [f"C{i}", f"Town {i}"],
+        "numeric_ranges": [[i * 0.5, i * 0.5 + 1.25]],
+        "source": "demo",
+        "entity_id": f"e{i}",
+        "gold_contexts": [{"doc_id": f"d{i}", "modality": "text"}, {"doc_id": f"i{i}", "modality": "image"}],
+        "negative_doc_ids": [f"d{i + k}" for k in range(1, 6)],
+        "metadata": {"question_type": "capital", "difficulty": i % 5, "note": "café ✓ " * 8},
+    }
 
 
 def bare(path: Path) -> int:

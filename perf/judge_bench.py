@@ -35,11 +35,14 @@ def worker(files: list[str], repeats: int) -> dict:
     batch = []
     for name in files:
         path = LABELS / f"{name}.jsonl"
-        batch += [record_to_item(json.loads(x), path, i) for i, x in enumerate(path.read_text().splitlines(), 1)
-                  if x.strip()]
+        batch += [
+            record_to_item(json.loads(x), path, i) for i, x in enumerate(path.read_text().splitlines(), 1) if x.strip()
+        ]
     batch *= repeats
     warm_path = LABELS / "judge_tuning3.jsonl"
-    warm = [record_to_item(json.loads(x), warm_path, i) for i, x in enumerate(warm_path.read_text().splitlines()[:40], 1)]
+    warm = [
+        record_to_item(json.loads(x), warm_path, i) for i, x in enumerate(warm_path.read_text().splitlines()[:40], 1)
+    ]
     judge = RuleJudge()
     t0 = time.perf_counter()
     judge.judge_many(warm)
@@ -47,15 +50,30 @@ def worker(files: list[str], repeats: int) -> dict:
     t0 = time.perf_counter()
     judge.judge_many(batch)
     took = time.perf_counter() - t0
-    return {"judge": judge.judge_id, "items": len(batch), "seconds": took, "items_per_s": len(batch) / took,
-            "load_s": load}
+    return {
+        "judge": judge.judge_id,
+        "items": len(batch),
+        "seconds": took,
+        "items_per_s": len(batch) / took,
+        "load_s": load,
+    }
 
 
 def run(pythonpath: Path, files: list[str], repeats: int) -> dict:
-    env = {**os.environ, "PYTHONPATH": str(pythonpath), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-           "TOKENIZERS_PARALLELISM": "false"}
-    out = subprocess.run([sys.executable, __file__, "--worker", "--repeats", str(repeats), "--files", *files],
-                         env=env, capture_output=True, text=True, check=True)
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(pythonpath),
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+    }
+    out = subprocess.run(
+        [sys.executable, __file__, "--worker", "--repeats", str(repeats), "--files", *files],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -70,14 +88,17 @@ def main() -> None:
         print(json.dumps(worker(args.files, args.repeats)))
         return
     with tempfile.TemporaryDirectory() as tmp:
-        archive = subprocess.run(["git", "-C", str(ROOT), "archive", args.tag, "mmrag"], capture_output=True,
-                                 check=True).stdout
+        archive = subprocess.run(
+            ["git", "-C", str(ROOT), "archive", args.tag, "mmrag"], capture_output=True, check=True
+        ).stdout
         subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
         old = run(Path(tmp), args.files, args.repeats)
     new = run(ROOT, args.files, args.repeats)
     for r in (old, new):
-        print(f"{r['judge']:<10} {r['items']:>6} items  {r['seconds']:7.2f} s  {r['items_per_s']:8.0f} items/s"
-              f"   (warm-up, loads included: {r['load_s']:.1f} s)")
+        print(
+            f"{r['judge']:<10} {r['items']:>6} items  {r['seconds']:7.2f} s  {r['items_per_s']:8.0f} items/s"
+            f"   (warm-up, loads included: {r['load_s']:.1f} s)"
+        )
     print(f"ratio ({new['judge']} / {old['judge']} items/s): {new['items_per_s'] / old['items_per_s']:.1f}x")
 
 

@@ -28,8 +28,18 @@ def make_kb(path: Path, pages: int, seed: int = 0) -> list[str]:
     with gzip.open(path, "wt", encoding="utf-8", compresslevel=6) as fh:
         for i in range(pages):
             text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(40, 160)))
-            fh.write(json.dumps({"wikidata_id": f"Q{i}", "wikipedia_title": f"Page {i}", "wikipedia_content": text,
-                                 "wikipedia_image_url": None, "wikipedia_summary": text[:80]}) + "\n")
+            fh.write(
+                json.dumps(
+                    {
+                        "wikidata_id": f"Q{i}",
+                        "wikipedia_title": f"Page {i}",
+                        "wikipedia_content": text,
+                        "wikipedia_image_url": None,
+                        "wikipedia_summary": text[:80],
+                    }
+                )
+                + "\n"
+            )
     return [f"Q{i}" for i in rng.sample(range(pages), 100)]
 
 
@@ -67,8 +77,11 @@ def main() -> None:
         t_ours, t_parse, t_gz = (best(f, args.repeats) for f in (ours, parse_all, decompress))
         size = path.stat().st_size / 2**20
         print(f"{args.pages:,} pages, {size:.1f} MiB gz")
-        for name, t in (("gzip decompress only", t_gz), ("gzip + json.loads every line", t_parse),
-                        ("mmrag load_wikidata_kb (100 pages kept)", t_ours)):
+        for name, t in (
+            ("gzip decompress only", t_gz),
+            ("gzip + json.loads every line", t_parse),
+            ("mmrag load_wikidata_kb (100 pages kept)", t_ours),
+        ):
             print(f"{name:42s} {t:7.3f} s  {args.pages / t:12,.0f} pages/s")
         print(f"ours / (gzip + json.loads) = {t_ours / t_parse:.2f}x")
 

@@ -50,11 +50,22 @@ def make_images(d: Path, n: int) -> list[Path]:
 
 
 def make_prompts(n: int, images: list[Path]) -> list[Prompt]:
-    return [Prompt(sample_id=f"s{i}", messages=[
-        Message(role="system", content=[ContentPart(type="text", text="Answer in one word.")]),
-        Message(role="user", content=[ContentPart(type="image", image=ImageRef(path=str(images[i % len(images)]))),
-                                      ContentPart(type="text", text=f"Question number {i}: what is shown?")])])
-        for i in range(n)]
+    return [
+        Prompt(
+            sample_id=f"s{i}",
+            messages=[
+                Message(role="system", content=[ContentPart(type="text", text="Answer in one word.")]),
+                Message(
+                    role="user",
+                    content=[
+                        ContentPart(type="image", image=ImageRef(path=str(images[i % len(images)]))),
+                        ContentPart(type="text", text=f"Question number {i}: what is shown?"),
+                    ],
+                ),
+            ],
+        )
+        for i in range(n)
+    ]
 
 
 def timed(model, prompts) -> tuple[float, list]:
@@ -69,9 +80,15 @@ async def bare_httpx(url: str, bodies: list[bytes], conc: int, shard: int | None
     client: no retries, limiter, rendering or Response objects)."""
     size = shard or conc
     n = conc // size
-    clients = [httpx.AsyncClient(limits=httpx.Limits(max_connections=size, max_keepalive_connections=size),
-                                 timeout=60, verify=False, headers={"Content-Type": "application/json"})
-               for _ in range(n)]
+    clients = [
+        httpx.AsyncClient(
+            limits=httpx.Limits(max_connections=size, max_keepalive_connections=size),
+            timeout=60,
+            verify=False,
+            headers={"Content-Type": "application/json"},
+        )
+        for _ in range(n)
+    ]
     sem = asyncio.Semaphore(conc)
     load = [0] * n
 
@@ -95,7 +112,7 @@ def bench_throughput(n: int, n_seq: int, images: list[Path]) -> dict:
     with ServerProcess(latency=0.2, max_concurrency=64, answer="blue") as srv:
         prompts = make_prompts(n, images)
         warm = OpenAICompatible("bench", srv.url, options={"max_concurrency": 64})
-        warm.generate(prompts[:64], G)                             # connection/import warm-up
+        warm.generate(prompts[:64], G)  # connection/import warm-up
         srv.reset()
         m = OpenAICompatible("bench", srv.url, options={"max_concurrency": 64})
         dt, rs = timed(m, prompts)
@@ -108,8 +125,10 @@ def bench_throughput(n: int, n_seq: int, images: list[Path]) -> dict:
         dt_floor = asyncio.run(bare_httpx(srv.url, bodies, 64, shard=8))
     tput, tput_seq, tput_bare, tput_floor = n / dt, n_seq / dt_seq, n / dt_bare, n / dt_floor
     print(f"\n[1] throughput, 200 ms latency, room for 64 in flight, {n} requests")
-    print(f"    mmrag client (cap 64, adaptive): {tput:7.1f} req/s  ({dt:.2f} s, errors {errors}, "
-          f"server max in flight {st['max_open']}, 429s {st['statuses'].get('429', 0)})")
+    print(
+        f"    mmrag client (cap 64, adaptive): {tput:7.1f} req/s  ({dt:.2f} s, errors {errors}, "
+        f"server max in flight {st['max_open']}, 429s {st['statuses'].get('429', 0)})"
+    )
     print(f"    ideal 64/0.2 s                 : {320.0:7.1f} req/s  -> ratio {tput / 320:.3f} (target >= 0.90)")
     print(f"    sequential client ({n_seq} req)  : {tput_seq:7.1f} req/s  -> speed-up {tput / tput_seq:.1f}x")
     print(f"    bare httpx, one pool of 64     : {tput_bare:7.1f} req/s  -> mmrag/bare {tput / tput_bare:.3f}")
@@ -130,8 +149,10 @@ def bench_rate_limit(n: int, limit: int, grid: list[int], images: list[Path]) ->
             dt, rs = timed(m, prompts)
             st = srv.stats()
             results[c] = n / dt
-            print(f"    fixed {c:3d}: {n / dt:7.1f} req/s  429s {st['statuses'].get('429', 0):5d}  "
-                  f"errors {sum(r.error is not None for r in rs)}")
+            print(
+                f"    fixed {c:3d}: {n / dt:7.1f} req/s  429s {st['statuses'].get('429', 0):5d}  "
+                f"errors {sum(r.error is not None for r in rs)}"
+            )
         srv.reset()
         m = OpenAICompatible("bench", srv.url, options={"max_concurrency": 64, **retry})
         dt, rs = timed(m, prompts)
@@ -140,13 +161,22 @@ def bench_rate_limit(n: int, limit: int, grid: list[int], images: list[Path]) ->
     adaptive = n / dt
     lim = m.limiter
     mean_limit = _mean_limit(lim.history, dt)
-    print(f"    adaptive (cap 64): {adaptive:7.1f} req/s  429s {st['statuses'].get('429', 0):5d}  "
-          f"errors {sum(r.error is not None for r in rs)}  decreases {lim.decreases_by}  final limit {lim.limit:.1f}"
-          f"  mean limit {mean_limit:.1f}")
-    print(f"    best fixed: {best_c} at {results[best_c]:.1f} req/s -> adaptive/best = "
-          f"{adaptive / results[best_c]:.3f} (target >= 0.80)")
-    return {"adaptive": adaptive, "best_fixed": results[best_c], "best_c": best_c, "scan": results,
-            "ratio": adaptive / results[best_c]}
+    print(
+        f"    adaptive (cap 64): {adaptive:7.1f} req/s  429s {st['statuses'].get('429', 0):5d}  "
+        f"errors {sum(r.error is not None for r in rs)}  decreases {lim.decreases_by}  final limit {lim.limit:.1f}"
+        f"  mean limit {mean_limit:.1f}"
+    )
+    print(
+        f"    best fixed: {best_c} at {results[best_c]:.1f} req/s -> adaptive/best = "
+        f"{adaptive / results[best_c]:.3f} (target >= 0.80)"
+    )
+    return {
+        "adaptive": adaptive,
+        "best_fixed": results[best_c],
+        "best_c": best_c,
+        "scan": results,
+        "ratio": adaptive / results[best_c],
+    }
 
 
 def _mean_limit(history: list[tuple[float, float]], span: float) -> float:
@@ -194,8 +224,10 @@ def main() -> None:
         c = bench_cache(1000, Path(d), 50)
     print(f"\nload average after: {os.getloadavg()[0]:.2f}")
     ok = t["ratio_ideal"] >= 0.9 and r["ratio"] >= 0.8 and c["calls2"] == 0 and c["ratio"] <= 0.05
-    print(f"\nsummary: throughput/ideal {t['ratio_ideal']:.3f}, adaptive/best-fixed {r['ratio']:.3f}, "
-          f"cache re-run calls {c['calls2']} at {c['ratio']:.4f} of the first run -> {'PASS' if ok else 'MISS'}")
+    print(
+        f"\nsummary: throughput/ideal {t['ratio_ideal']:.3f}, adaptive/best-fixed {r['ratio']:.3f}, "
+        f"cache re-run calls {c['calls2']} at {c['ratio']:.4f} of the first run -> {'PASS' if ok else 'MISS'}"
+    )
 
 
 if __name__ == "__main__":

@@ -35,14 +35,26 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 def _prompts(n: int):
     from mmrag.schema import Prompt
 
-    return [Prompt.model_validate({"id": f"p{i}", "sample_id": f"s{i}", "messages": [
-        {"role": "user", "content": [{"type": "text", "text": f"Question {i}: what is the capital of Nowhere {i}?"}]}]})
-        for i in range(n)]
+    return [
+        Prompt.model_validate(
+            {
+                "id": f"p{i}",
+                "sample_id": f"s{i}",
+                "messages": [
+                    {
+                        "role": "user",
+                        "content": [{"type": "text", "text": f"Question {i}: what is the capital of Nowhere {i}?"}],
+                    }
+                ],
+            }
+        )
+        for i in range(n)
+    ]
 
 
 async def _engine_like(vlm, prompts, settings, batch: int = 32) -> float:
     t0 = time.perf_counter()
-    await asyncio.gather(*(vlm.agenerate(prompts[i:i + batch], settings) for i in range(0, len(prompts), batch)))
+    await asyncio.gather(*(vlm.agenerate(prompts[i : i + batch], settings) for i in range(0, len(prompts), batch)))
     return time.perf_counter() - t0
 
 
@@ -63,7 +75,7 @@ def scaling(n: int, delay_ms: float) -> bool:
     base = None
     for r in (1, 2, 4):
         vlm = RayVLM(spec, r)
-        asyncio.run(_engine_like(vlm, prompts[:8], settings))   # warm: actors built, first call done
+        asyncio.run(_engine_like(vlm, prompts[:8], settings))  # warm: actors built, first call done
         wall = asyncio.run(_engine_like(vlm, prompts, settings))
         vlm.close()
         thr = n / wall
@@ -72,8 +84,10 @@ def scaling(n: int, delay_ms: float) -> bool:
         ok &= ratio >= 0.9
         rows.append((r, wall, thr, ratio, thr / (r * 1000 / delay_ms)))
     over_ms = (rows[0][1] - n * delay_ms / 1000) / n * 1000
-    print(f"\n{n} prompts, {delay_ms:g} ms per prompt; in-process (no Ray): {n / t_local:.1f} prompts/s "
-          f"(limit {1000 / delay_ms:.1f})")
+    print(
+        f"\n{n} prompts, {delay_ms:g} ms per prompt; in-process (no Ray): {n / t_local:.1f} prompts/s "
+        f"(limit {1000 / delay_ms:.1f})"
+    )
     print("| replicas | wall s | prompts/s | / (replicas x 1-replica) | / physical limit |")
     print("| --- | --- | --- | --- | --- |")
     for r, wall, thr, ratio, lim in rows:
@@ -116,15 +130,18 @@ def index(n: int, local_runs: int = 2) -> bool:
     t_start = time.perf_counter() - t0
     stats: dict = {}
     t0 = time.perf_counter()
-    build_index_ray(kb, spec, "text", "Flat", tmp / "ray", pool_size=2, encoder_cpus=0.75, stats=stats,
-                    block_docs=max(1, n // 8))
+    build_index_ray(
+        kb, spec, "text", "Flat", tmp / "ray", pool_size=2, encoder_cpus=0.75, stats=stats, block_docs=max(1, n // 8)
+    )
     t_ray = time.perf_counter() - t0
     # the machine is shared: local is measured before and after Ray and the faster counts; at 200 k
     # documents one local build is ~25 min on two cores, so --local-runs 1 keeps only the first
     t_local_after = local() if local_runs > 1 else float("nan")
     t_local = min(t_local_before, t_local_after) if local_runs > 1 else t_local_before
-    print(f"load average {load0:.1f} before, {os.getloadavg()[0]:.1f} after; local builds "
-          f"{t_local_before:.1f} s and {t_local_after:.1f} s")
+    print(
+        f"load average {load0:.1f} before, {os.getloadavg()[0]:.1f} after; local builds "
+        f"{t_local_before:.1f} s and {t_local_after:.1f} s"
+    )
     a, b = (json.loads((tmp / d / "manifest.json").read_text()) for d in ("local", "ray"))
     a.pop("created_at"), b.pop("created_at")
     same = a == b
@@ -133,12 +150,16 @@ def index(n: int, local_runs: int = 2) -> bool:
     print("| --- | --- | --- | --- |")
     print(f"| local (one process) | {t_local:.1f} | {n / t_local:.0f} | 1.00 |")
     print(f"| Ray, 2 encoder actors (cluster already up) | {t_ray:.1f} | {n / t_ray:.0f} | {t_local / t_ray:.2f} |")
-    print(f"Ray time split: cluster start {t_start:.1f} s (once per process), scan {stats['scan_s']:.1f} s, "
-          f"encode pipeline {stats['encode_s']:.1f} s, FAISS + write {stats['faiss_s']:.1f} s; "
-          f"{stats['blocks']} blocks, {stats['batches']} batches")
+    print(
+        f"Ray time split: cluster start {t_start:.1f} s (once per process), scan {stats['scan_s']:.1f} s, "
+        f"encode pipeline {stats['encode_s']:.1f} s, FAISS + write {stats['faiss_s']:.1f} s; "
+        f"{stats['blocks']} blocks, {stats['batches']} batches"
+    )
     for target in (200_000,):
-        print(f"extrapolated to {target:,} docs: local {target * t_local / n / 60:.1f} min, "
-              f"Ray {(t_start + target * t_ray / n) / 60:.1f} min (linear in documents)")
+        print(
+            f"extrapolated to {target:,} docs: local {target * t_local / n / 60:.1f} min, "
+            f"Ray {(t_start + target * t_ray / n) / 60:.1f} min (linear in documents)"
+        )
     print("identical index (manifest minus created_at):", same)
     return same
 
@@ -150,8 +171,13 @@ def main() -> None:
     ap.add_argument("--prompts", type=int, default=None)
     ap.add_argument("--delay-ms", type=float, default=20.0)
     ap.add_argument("--docs", type=int, default=None)
-    ap.add_argument("--local-runs", type=int, default=2, choices=(1, 2),
-                    help="local builds around the Ray build (2: before and after, the faster counts)")
+    ap.add_argument(
+        "--local-runs",
+        type=int,
+        default=2,
+        choices=(1, 2),
+        help="local builds around the Ray build (2: before and after, the faster counts)",
+    )
     args = ap.parse_args()
     ok = True
     if args.part in ("scaling", "all"):

@@ -44,16 +44,58 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="100 samples")
     args = ap.parse_args()
     limit = 100 if args.quick else args.limit
-    with tempfile.TemporaryDirectory() as tmp, ServerProcess(latency=args.latency, max_concurrency=64, echo=True) as srv:
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        ServerProcess(latency=args.latency, max_concurrency=64, echo=True) as srv,
+    ):
         tmp = Path(tmp)
-        env = dict(os.environ, MMRAG_HOME=str(tmp / "home"), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
-                   HF_DATASETS_OFFLINE="1")
-        base = [sys.executable, "-m", "mmrag.cli", "run", "--benchmark", "demo", "--model", "openai:echo",
-                "--base-url", srv.url, "--scenarios", "parametric,oracle", "--limit", str(limit),
-                "--batch-size", str(args.batch_size), "--cache-path", str(tmp / "cache.sqlite")]
+        env = dict(
+            os.environ,
+            MMRAG_HOME=str(tmp / "home"),
+            HF_HUB_OFFLINE="1",
+            TRANSFORMERS_OFFLINE="1",
+            HF_DATASETS_OFFLINE="1",
+        )
+        base = [
+            sys.executable,
+            "-m",
+            "mmrag.cli",
+            "run",
+            "--benchmark",
+            "demo",
+            "--model",
+            "openai:echo",
+            "--base-url",
+            srv.url,
+            "--scenarios",
+            "parametric,oracle",
+            "--limit",
+            str(limit),
+            "--batch-size",
+            str(args.batch_size),
+            "--cache-path",
+            str(tmp / "cache.sqlite"),
+        ]
         # warm the demo world and its indices so the first timed run measures a run, not set-up
-        _run([sys.executable, "-m", "mmrag.cli", "run", "--benchmark", "demo", "--model", "always-deflect",
-              "--scenarios", "oracle", "--limit", "1", "--out", str(tmp / "warm")], env)
+        _run(
+            [
+                sys.executable,
+                "-m",
+                "mmrag.cli",
+                "run",
+                "--benchmark",
+                "demo",
+                "--model",
+                "always-deflect",
+                "--scenarios",
+                "oracle",
+                "--limit",
+                "1",
+                "--out",
+                str(tmp / "warm"),
+            ],
+            env,
+        )
         r0 = srv.stats()["requests"]
         first = _run(base + ["--out", str(tmp / "a")], env)
         r1 = srv.stats()["requests"]
@@ -62,15 +104,24 @@ def main() -> None:
         new_dir = _run(base + ["--out", str(tmp / "b")], env)
         r3 = srv.stats()["requests"]
         n = sum(1 for _ in open(tmp / "a" / "samples.jsonl"))
-    out = {"cells": n, "latency_s": args.latency, "first_run_s": round(first, 2), "first_run_requests": r1 - r0,
-           "rerun_same_dir_s": round(same_dir, 2), "rerun_same_dir_requests": r2 - r1,
-           "rerun_same_dir_ratio": round(same_dir / first, 3),
-           "rerun_new_dir_s": round(new_dir, 2), "rerun_new_dir_requests": r3 - r2,
-           "rerun_new_dir_ratio": round(new_dir / first, 3)}
+    out = {
+        "cells": n,
+        "latency_s": args.latency,
+        "first_run_s": round(first, 2),
+        "first_run_requests": r1 - r0,
+        "rerun_same_dir_s": round(same_dir, 2),
+        "rerun_same_dir_requests": r2 - r1,
+        "rerun_same_dir_ratio": round(same_dir / first, 3),
+        "rerun_new_dir_s": round(new_dir, 2),
+        "rerun_new_dir_requests": r3 - r2,
+        "rerun_new_dir_ratio": round(new_dir / first, 3),
+    }
     print(json.dumps(out, indent=2))
-    print(f"[rerun] first run {first:.1f} s ({r1 - r0} requests); same command again {same_dir:.1f} s "
-          f"({r2 - r1} requests, {100 * same_dir / first:.1f} %); into a new directory {new_dir:.1f} s "
-          f"({r3 - r2} requests, {100 * new_dir / first:.1f} %)")
+    print(
+        f"[rerun] first run {first:.1f} s ({r1 - r0} requests); same command again {same_dir:.1f} s "
+        f"({r2 - r1} requests, {100 * same_dir / first:.1f} %); into a new directory {new_dir:.1f} s "
+        f"({r3 - r2} requests, {100 * new_dir / first:.1f} %)"
+    )
 
 
 if __name__ == "__main__":

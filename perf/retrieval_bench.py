@@ -24,6 +24,7 @@ Measured side by side, same queries, k = 10, best of ``--repeat`` timings:
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import resource
@@ -81,14 +82,34 @@ def build_child(args: argparse.Namespace) -> None:
             yield [f"d{i:08d}" for i in range(lo, lo + m)], ["text"] * m, x
 
     t0 = time.perf_counter()
-    m = build_index_from_embeddings(batches(), args.out, dim=dim, kind="text", encoder_fingerprint="bench:vectors",
-                                    kb_content_hash="bench", factory=args.factory, threads=args.threads,
-                                    add_batch=batch, search_params=json.loads(args.search_params))
+    m = build_index_from_embeddings(
+        batches(),
+        args.out,
+        dim=dim,
+        kind="text",
+        encoder_fingerprint="bench:vectors",
+        kb_content_hash="bench",
+        factory=args.factory,
+        threads=args.threads,
+        add_batch=batch,
+        search_params=json.loads(args.search_params),
+    )
     secs = time.perf_counter() - t0
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     index_mb = sum(s.bytes for s in m.shards) / 2**20
-    print(json.dumps({"build_s": secs, "peak_rss_mb": peak, "baseline_rss_mb": base, "index_mb": index_mb,
-                      "batch_mb": batch * dim * 4 / 2**20, "factory": m.factory, "search_params": m.search_params}))
+    print(
+        json.dumps(
+            {
+                "build_s": secs,
+                "peak_rss_mb": peak,
+                "baseline_rss_mb": base,
+                "index_mb": index_mb,
+                "batch_mb": batch * dim * 4 / 2**20,
+                "factory": m.factory,
+                "search_params": m.search_params,
+            }
+        )
+    )
 
 
 def best(fn, repeat: int) -> tuple[float, object]:
@@ -103,11 +124,11 @@ def best(fn, repeat: int) -> tuple[float, object]:
 def numpy_exact(x: np.ndarray, q: np.ndarray, k: int, block: int = 100) -> np.ndarray:
     out = np.empty((len(q), k), dtype=np.int64)
     for i in range(0, len(q), block):
-        s = q[i:i + block] @ x.T
+        s = q[i : i + block] @ x.T
         s *= -1.0
         part = np.argpartition(s, k, axis=1)[:, :k]
         order = np.argsort(np.take_along_axis(s, part, 1), axis=1, kind="stable")
-        out[i:i + block] = np.take_along_axis(part, order, 1)
+        out[i : i + block] = np.take_along_axis(part, order, 1)
     return out
 
 
@@ -132,8 +153,11 @@ def main() -> None:
     ap.add_argument("--li-queries", type=int, default=200, help="queries through llama-index (one per call)")
     ap.add_argument("--simple-n", type=int, default=100_000)
     ap.add_argument("--simple-queries", type=int, default=5)
-    ap.add_argument("--workdir", default=str(Path(tempfile.gettempdir()) / "mmrag_retrieval_bench"),
-                    help="where the vectors and the index are written (default: under the system temp folder)")
+    ap.add_argument(
+        "--workdir",
+        default=str(Path(tempfile.gettempdir()) / "mmrag_retrieval_bench"),
+        help="where the vectors and the index are written (default: under the system temp folder)",
+    )
     ap.add_argument("--keep", action="store_true", help="keep the vector file and index")
     ap.add_argument("--_build", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--data", help=argparse.SUPPRESS)
@@ -154,8 +178,15 @@ def main() -> None:
     wd.mkdir(parents=True, exist_ok=True)
     data, out = wd / f"vectors_{args.n}_{args.dim}.f32", wd / f"index_{args.n}"
     n, dim, k = args.n, args.dim, args.k
-    res: dict = {"n": n, "dim": dim, "clusters": args.clusters, "queries": args.queries, "k": k,
-                 "threads": args.threads, "faiss": faiss.__version__}
+    res: dict = {
+        "n": n,
+        "dim": dim,
+        "clusters": args.clusters,
+        "queries": args.queries,
+        "k": k,
+        "threads": args.threads,
+        "faiss": faiss.__version__,
+    }
     t0 = time.perf_counter()
     if not data.exists() or data.stat().st_size != n * dim * 4:
         generate(data, n, dim, args.clusters)
@@ -163,19 +194,43 @@ def main() -> None:
     q = gen_chunk(0, 10_000_019, args.queries, dim, args.clusters)  # a chunk id no data chunk uses
 
     print(f"[bench] building the default index ({args.factory}) on {n} x {dim} in a subprocess ...", flush=True)
-    child = subprocess.run([sys.executable, __file__, "--_build", "--data", str(data), "--out", str(out),
-                            "--n", str(n), "--dim", str(dim), "--factory", args.factory, "--search-params", args.search_params, "--threads",
-                            str(args.threads), "--batch", str(args.batch)], capture_output=True, text=True)
+    child = subprocess.run(
+        [
+            sys.executable,
+            __file__,
+            "--_build",
+            "--data",
+            str(data),
+            "--out",
+            str(out),
+            "--n",
+            str(n),
+            "--dim",
+            str(dim),
+            "--factory",
+            args.factory,
+            "--search-params",
+            args.search_params,
+            "--threads",
+            str(args.threads),
+            "--batch",
+            str(args.batch),
+        ],
+        capture_output=True,
+        text=True,
+    )
     if child.returncode != 0:
         sys.exit(child.stderr)
     b = json.loads(child.stdout.strip().splitlines()[-1])
     res["build"] = b
     limit = 1.5 * (b["index_mb"] + b["batch_mb"])
     res["build"]["rss_limit_mb"] = limit
-    print(f"[bench] build {b['build_s']:.1f} s, factory {b['factory']} {b['search_params']}, index "
-          f"{b['index_mb']:.0f} MiB, peak RSS {b['peak_rss_mb']:.0f} MiB (growth "
-          f"{b['peak_rss_mb'] - b['baseline_rss_mb']:.0f} MiB) vs limit 1.5 x (index + batch) = {limit:.0f} MiB",
-          flush=True)
+    print(
+        f"[bench] build {b['build_s']:.1f} s, factory {b['factory']} {b['search_params']}, index "
+        f"{b['index_mb']:.0f} MiB, peak RSS {b['peak_rss_mb']:.0f} MiB (growth "
+        f"{b['peak_rss_mb'] - b['baseline_rss_mb']:.0f} MiB) vs limit 1.5 x (index + batch) = {limit:.0f} MiB",
+        flush=True,
+    )
 
     # exact numpy over the vectors held once (in a Flat index's storage, viewed without a copy)
     flat = faiss.IndexFlatL2(dim)
@@ -183,7 +238,7 @@ def main() -> None:
         m = min(262144, n - lo)
         flat.add(np.fromfile(data, dtype=np.float32, count=m * dim, offset=lo * dim * 4).reshape(m, dim))
     x = faiss.rev_swig_ptr(flat.get_xb(), n * dim).reshape(n, dim)
-    t_np, truth = best(lambda: numpy_exact(x, q, k), 1 if n > 300_000 else args.repeat)
+    t_np, truth = best(functools.partial(numpy_exact, x, q, k), 1 if n > 300_000 else args.repeat)
     res["numpy"] = {"s": t_np, "qps": len(q) / t_np}
     print(f"[bench] numpy exact: {t_np:.2f} s = {len(q) / t_np:.0f} QPS", flush=True)
 
@@ -202,17 +257,30 @@ def main() -> None:
         r_dense.append(c / a - 1)
         t_raw, t_idx, t_dense = min(t_raw, a), min(t_idx, b_), min(t_dense, c)
     rec = recall(raw_rows, truth)
-    res["index"] = {"factory": index.manifest.factory, "search_params": index.manifest.search_params,
-                    "raw_s": t_raw, "raw_qps": len(q) / t_raw, "recall@10": rec, "speedup_vs_numpy": t_np / t_raw,
-                    "mmrag_index_s": t_idx, "mmrag_dense_s": t_dense,
-                    "overhead_index": float(np.median(r_idx)), "overhead_dense": float(np.median(r_dense)),
-                    "overhead_dense_rounds": r_dense}
+    res["index"] = {
+        "factory": index.manifest.factory,
+        "search_params": index.manifest.search_params,
+        "raw_s": t_raw,
+        "raw_qps": len(q) / t_raw,
+        "recall@10": rec,
+        "speedup_vs_numpy": t_np / t_raw,
+        "mmrag_index_s": t_idx,
+        "mmrag_dense_s": t_dense,
+        "overhead_index": float(np.median(r_idx)),
+        "overhead_dense": float(np.median(r_dense)),
+        "overhead_dense_rounds": r_dense,
+    }
     assert [h.doc_id for h in hits[0]] == [f"d{r:08d}" for r in raw_rows[0]]
-    print(f"[bench] {index.manifest.factory} raw faiss: {t_raw:.3f} s = {len(q) / t_raw:.0f} QPS, recall@10 "
-          f"{rec:.3f}, {t_np / t_raw:.1f}x numpy", flush=True)
-    print(f"[bench] mmrag Index.search {t_idx:.3f} s (median overhead {100 * np.median(r_idx):+.1f} %), "
-          f"DenseRetriever (Hit objects) {t_dense:.3f} s (median overhead {100 * np.median(r_dense):+.1f} %)",
-          flush=True)
+    print(
+        f"[bench] {index.manifest.factory} raw faiss: {t_raw:.3f} s = {len(q) / t_raw:.0f} QPS, recall@10 "
+        f"{rec:.3f}, {t_np / t_raw:.1f}x numpy",
+        flush=True,
+    )
+    print(
+        f"[bench] mmrag Index.search {t_idx:.3f} s (median overhead {100 * np.median(r_idx):+.1f} %), "
+        f"DenseRetriever (Hit objects) {t_dense:.3f} s (median overhead {100 * np.median(r_dense):+.1f} %)",
+        flush=True,
+    )
 
     from llama_index.core.vector_stores.types import VectorStoreQuery
     from llama_index.vector_stores.faiss import FaissVectorStore
@@ -226,12 +294,19 @@ def main() -> None:
     mm_label = "mmrag-" + index.manifest.factory.lower()
     for label, faiss_index, count in (("flatl2", flat, min(nq, 50 if n > 300_000 else nq)), (mm_label, raw, nq)):
         store = FaissVectorStore(faiss_index=faiss_index)
-        t_li, _ = best(lambda: li_path(store, count), 1)
+        t_li, _ = best(functools.partial(li_path, store, count), 1)
         li_qps = count / t_li
-        res[f"llamaindex_faiss_{label}"] = {"queries": count, "s": t_li, "qps": li_qps,
-                                             "mmrag_speedup": (len(q) / t_dense) / li_qps}
-        print(f"[bench] llama-index FaissVectorStore.query over {label}: {li_qps:.1f} QPS -> mmrag "
-              f"DenseRetriever is {(len(q) / t_dense) / li_qps:.1f}x faster", flush=True)
+        res[f"llamaindex_faiss_{label}"] = {
+            "queries": count,
+            "s": t_li,
+            "qps": li_qps,
+            "mmrag_speedup": (len(q) / t_dense) / li_qps,
+        }
+        print(
+            f"[bench] llama-index FaissVectorStore.query over {label}: {li_qps:.1f} QPS -> mmrag "
+            f"DenseRetriever is {(len(q) / t_dense) / li_qps:.1f}x faster",
+            flush=True,
+        )
     del flat, x
 
     from llama_index.core.vector_stores import SimpleVectorStore
@@ -240,12 +315,14 @@ def main() -> None:
     sn = min(args.simple_n, n)
     xs = np.fromfile(data, dtype=np.float32, count=sn * dim).reshape(sn, dim)
     t0 = time.perf_counter()
-    simple = SimpleVectorStore(data=SimpleVectorStoreData(
-        embedding_dict={f"d{i:08d}": xs[i].tolist() for i in range(sn)}))
+    simple = SimpleVectorStore(
+        data=SimpleVectorStoreData(embedding_dict={f"d{i:08d}": xs[i].tolist() for i in range(sn)})
+    )
     t_fill = time.perf_counter() - t0
     sq = min(args.simple_queries, len(q))
-    t_s, _ = best(lambda: [simple.query(VectorStoreQuery(query_embedding=v, similarity_top_k=k))
-                           for v in qlists[:sq]], 1)
+    t_s, _ = best(
+        lambda: [simple.query(VectorStoreQuery(query_embedding=v, similarity_top_k=k)) for v in qlists[:sq]], 1
+    )
     res["llamaindex_simple"] = {"n": sn, "fill_s": t_fill, "queries": sq, "qps": sq / t_s}
     print(f"[bench] llama-index SimpleVectorStore at {sn}: {sq / t_s:.2f} QPS (filled in {t_fill:.1f} s)", flush=True)
     print(json.dumps(res, indent=2))

@@ -26,8 +26,14 @@ from mmrag.metrics.humblebench import official_humblebench_metrics  # noqa: E402
 N_FULL = 22_831
 TYPES = ["Object"] * 7224 + ["Relation"] * 7528 + ["Attribute"] * 8079
 LABEL_WEIGHTS = {"A": 17.53, "B": 20.16, "C": 27.07, "D": 20.67, "E": 14.57}
-SETTINGS = ["common", "noise_image", "nota_only", "shuffle_nota_position", "cautious_prompt",
-            "noise_image__forced_grounding_prompt"]
+SETTINGS = [
+    "common",
+    "noise_image",
+    "nota_only",
+    "shuffle_nota_position",
+    "cautious_prompt",
+    "noise_image__forced_grounding_prompt",
+]
 OBJECTS = ["dog", "cat", "bench", "tree", "car", "person", "umbrella", "kite", "bus", "horse", "cup", "sofa"]
 
 
@@ -48,8 +54,10 @@ def _prediction(rng: random.Random, label: str, p_right: float, p_e: float) -> s
         return rng.choice(OBJECTS)
     # verbose reasoning, unique per record
     obj, other = rng.sample(OBJECTS, 2)
-    return (f"<think>The image shows a {obj} near the {other} at position {rng.randint(0, 10**6)}; "
-            f"option {rng.choice('ABCDE')} mentions the {obj}.</think> Answer: {letter}")
+    return (
+        f"<think>The image shows a {obj} near the {other} at position {rng.randint(0, 10**6)}; "
+        f"option {rng.choice('ABCDE')} mentions the {obj}.</think> Answer: {letter}"
+    )
 
 
 def build(n: int, seed: int = 0) -> dict[str, tuple[list[str], list[str], list[str]]]:
@@ -61,8 +69,11 @@ def build(n: int, seed: int = 0) -> dict[str, tuple[list[str], list[str], list[s
     data = {}
     for s, setting in enumerate(SETTINGS):
         srng = random.Random(seed * 100 + s)
-        labs = ["E"] * n if setting == "nota_only" else (
-            [srng.choice("ABCDE") for _ in labels] if setting == "shuffle_nota_position" else list(labels))
+        labs = (
+            ["E"] * n
+            if setting == "nota_only"
+            else ([srng.choice("ABCDE") for _ in labels] if setting == "shuffle_nota_position" else list(labels))
+        )
         p_right, p_e = (0.2, 0.8) if setting.startswith("noise") else (0.7, 0.3 if "cautious" in setting else 0.15)
         preds = [_prediction(srng, lb, p_right, p_e) for lb in labs]
         data[setting] = (preds, labs, types)
@@ -100,10 +111,14 @@ def main() -> None:
     same = results["official"] == results["mmrag"]
     total = n * len(SETTINGS)
     print(f"records: {n} x {len(SETTINGS)} settings = {total}")
-    print(f"official humblebench 1.0.2 compute_metrics: {timings['official']:.3f} s "
-          f"({total / timings['official']:,.0f} records/s)")
-    print(f"mmrag official_humblebench_metrics:        {timings['mmrag']:.3f} s "
-          f"({total / timings['mmrag']:,.0f} records/s)")
+    print(
+        f"official humblebench 1.0.2 compute_metrics: {timings['official']:.3f} s "
+        f"({total / timings['official']:,.0f} records/s)"
+    )
+    print(
+        f"mmrag official_humblebench_metrics:        {timings['mmrag']:.3f} s "
+        f"({total / timings['mmrag']:,.0f} records/s)"
+    )
     print(f"identical numbers: {same}")
     print(f"speed-up: {timings['official'] / timings['mmrag']:.1f}x")
     if not same:

@@ -17,8 +17,33 @@ from mmrag.retrieval.base import Hit, Query
 from mmrag.schema import Document
 
 _WORD = re.compile(r"[a-z0-9]+")
-_STOP = frozenset({"the", "of", "and", "is", "in", "a", "an", "what", "which", "who", "whose", "was", "were",
-                   "its", "to", "for", "by", "on", "at", "with", "from", "this", "that"})
+_STOP = frozenset(
+    {
+        "the",
+        "of",
+        "and",
+        "is",
+        "in",
+        "a",
+        "an",
+        "what",
+        "which",
+        "who",
+        "whose",
+        "was",
+        "were",
+        "its",
+        "to",
+        "for",
+        "by",
+        "on",
+        "at",
+        "with",
+        "from",
+        "this",
+        "that",
+    }
+)
 
 
 def content_words(text: str, min_len: int) -> set[str]:
@@ -31,8 +56,11 @@ class KeywordRetriever:
 
     def __init__(self, documents: Sequence[Document], min_len: int = 4) -> None:
         self.min_len = int(min_len)
-        self._docs = [(d.id, d.modality, content_words(f"{d.title or ''} {d.text}", self.min_len))
-                      for d in documents if d.text and d.text.strip()]
+        self._docs = [
+            (d.id, d.modality, content_words(f"{d.title or ''} {d.text}", self.min_len))
+            for d in documents
+            if d.text and d.text.strip()
+        ]
         digest = hashlib.sha256("\n".join(i for i, _, _ in self._docs).encode()).hexdigest()[:16]
         self.fingerprint = f"keyword-overlap:v1:min{self.min_len}:{digest}"
 

@@ -9,8 +9,8 @@ canvas and that a drawn label does not sit on a bar (:func:`text_over_bars`).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
@@ -65,7 +65,7 @@ def layout_problems(fig: Figure) -> list[str]:
         if not _inside(box, canvas):
             problems.append(f"text {_name(t)} at {box.bounds} lies outside the canvas {canvas.bounds}")
     for i, (a, ba) in enumerate(texts):
-        for b, bb in texts[i + 1:]:
+        for b, bb in texts[i + 1 :]:
             if _shrink(ba, TOLERANCE_PX).overlaps(_shrink(bb, TOLERANCE_PX)):
                 problems.append(f"texts {_name(a)} and {_name(b)} overlap ({ba.bounds} / {bb.bounds})")
     for ax in fig.axes:
@@ -75,15 +75,16 @@ def layout_problems(fig: Figure) -> list[str]:
     for leg in [*fig.legends, *(ax.get_legend() for ax in fig.axes)]:
         if leg is not None and not _inside(leg.get_window_extent(renderer), canvas):
             problems.append(f"a legend lies outside the canvas ({leg.get_window_extent(renderer).bounds})")
-    tight = fig.get_tightbbox(renderer)   # inches: every artist of the figure
+    tight = fig.get_tightbbox(renderer)  # inches: every artist of the figure
     if not _inside(tight, fig.bbox_inches, tol=TOLERANCE_PX / fig.dpi):
         problems.append(f"something is drawn outside the canvas: tight box {tight.bounds} vs {fig.bbox_inches.bounds}")
     return problems
 
 
 def _inside(box: Bbox, outer: Bbox, tol: float = TOLERANCE_PX) -> bool:
-    return (box.x0 >= outer.x0 - tol and box.y0 >= outer.y0 - tol
-            and box.x1 <= outer.x1 + tol and box.y1 <= outer.y1 + tol)
+    return (
+        box.x0 >= outer.x0 - tol and box.y0 >= outer.y0 - tol and box.x1 <= outer.x1 + tol and box.y1 <= outer.y1 + tol
+    )
 
 
 def text_over_bars(fig: Figure) -> list[str]:
@@ -93,7 +94,7 @@ def text_over_bars(fig: Figure) -> list[str]:
     for ax in fig.axes:
         bars = [p.get_window_extent(renderer) for p in ax.patches if isinstance(p, Rectangle) and p.get_height()]
         for t, box in texts:
-            if t not in ax.texts:   # tick labels and titles sit outside the data area
+            if t not in ax.texts:  # tick labels and titles sit outside the data area
                 continue
             for bar in bars:
                 if _shrink(box, TOLERANCE_PX).overlaps(bar):
@@ -104,4 +105,6 @@ def text_over_bars(fig: Figure) -> list[str]:
 
 def assert_readable(fig: Figure, what: str = "figure") -> None:
     problems = layout_problems(fig)
-    assert not problems, f"{what}: " + "; ".join(problems[:8]) + (f" (+{len(problems) - 8} more)" if len(problems) > 8 else "")
+    assert not problems, (
+        f"{what}: " + "; ".join(problems[:8]) + (f" (+{len(problems) - 8} more)" if len(problems) > 8 else "")
+    )

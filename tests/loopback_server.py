@@ -36,11 +36,14 @@ import sys
 import threading
 import time
 from collections import Counter, deque
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable
+from typing import Any
 
-OVERFLOW_MESSAGE = ("This model's maximum context length is {limit} tokens. However, your messages resulted "
-                    "in {n} tokens. Please reduce the length of the messages.")
+OVERFLOW_MESSAGE = (
+    "This model's maximum context length is {limit} tokens. However, your messages resulted "
+    "in {n} tokens. Please reduce the length of the messages."
+)
 
 
 @dataclass
@@ -52,26 +55,26 @@ class Action:
     code: int = 200  # HTTP status of a "status" action (not named `status`: that is the constructor below)
     retry_after: float | str | None = None
     delay: float = 0.0
-    body: str | bytes | None = None   # a "status" action's raw body, sent as is (any bytes)
+    body: str | bytes | None = None  # a "status" action's raw body, sent as is (any bytes)
     finish_reason: str = "stop"
-    usage: Any = "auto"   # "auto": counted tokens; anything else is sent as the ``usage`` value
+    usage: Any = "auto"  # "auto": counted tokens; anything else is sent as the ``usage`` value
 
     @classmethod
-    def answer(cls, text: str, delay: float = 0.0, finish_reason: str = "stop", usage: Any = "auto") -> "Action":
+    def answer(cls, text: str, delay: float = 0.0, finish_reason: str = "stop", usage: Any = "auto") -> Action:
         return cls("answer", text=text, delay=delay, finish_reason=finish_reason, usage=usage)
 
     @classmethod
-    def status(cls, code: int, retry_after: float | str | None = None, body: str | None = None) -> "Action":
+    def status(cls, code: int, retry_after: float | str | None = None, body: str | None = None) -> Action:
         return cls("status", code=code, retry_after=retry_after, body=body)
 
     @classmethod
-    def hang(cls, seconds: float) -> "Action":
+    def hang(cls, seconds: float) -> Action:
         return cls("hang", delay=seconds)
 
-    malformed = classmethod(lambda cls: cls("malformed"))       # 200 with a truncated JSON body
-    bad_shape = classmethod(lambda cls: cls("bad_shape"))       # 200, valid JSON, no choices
-    overflow = classmethod(lambda cls: cls("overflow", code=400))   # a context-length 400
-    close = classmethod(lambda cls: cls("close"))               # drop the connection, no reply
+    malformed = classmethod(lambda cls: cls("malformed"))  # 200 with a truncated JSON body
+    bad_shape = classmethod(lambda cls: cls("bad_shape"))  # 200, valid JSON, no choices
+    overflow = classmethod(lambda cls: cls("overflow", code=400))  # a context-length 400
+    close = classmethod(lambda cls: cls("close"))  # drop the connection, no reply
 
 
 @dataclass
@@ -143,8 +146,13 @@ class _Core:
 
     def stats(self) -> dict[str, Any]:
         with self.lock:
-            return {"requests": self.requests, "max_open": self.max_open, "open": self.open,
-                    "statuses": {str(k): v for k, v in self.statuses.items()}, "queued": len(self.queue)}
+            return {
+                "requests": self.requests,
+                "max_open": self.max_open,
+                "open": self.open,
+                "statuses": {str(k): v for k, v in self.statuses.items()},
+                "queued": len(self.queue),
+            }
 
     # -- HTTP plumbing ---------------------------------------------------------------------------
     async def handle_conn(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -174,16 +182,22 @@ class _Core:
                 pass
 
     @staticmethod
-    async def send(writer: asyncio.StreamWriter, status: int, body: bytes, extra: dict[str, str] | None = None,
-                   ctype: str = "application/json") -> None:
+    async def send(
+        writer: asyncio.StreamWriter,
+        status: int,
+        body: bytes,
+        extra: dict[str, str] | None = None,
+        ctype: str = "application/json",
+    ) -> None:
         reason = {200: "OK", 400: "Bad Request", 404: "Not Found", 429: "Too Many Requests"}.get(status, "Status")
         hdr = [f"HTTP/1.1 {status} {reason}", f"Content-Type: {ctype}", f"Content-Length: {len(body)}"]
         hdr += [f"{k}: {v}" for k, v in (extra or {}).items()]
         writer.write(("\r\n".join(hdr) + "\r\n\r\n").encode("latin-1") + body)
         await writer.drain()
 
-    async def dispatch(self, method: str, path: str, headers: dict[str, str], raw: bytes,
-                       writer: asyncio.StreamWriter) -> bool:
+    async def dispatch(
+        self, method: str, path: str, headers: dict[str, str], raw: bytes, writer: asyncio.StreamWriter
+    ) -> bool:
         if path.endswith("/_stats"):
             await self.send(writer, 200, json.dumps(self.stats()).encode())
             return True
@@ -220,8 +234,7 @@ class _Core:
             self.max_open = max(self.max_open, self.open)
             self.records.append(rec)
             action = self.queue.popleft() if self.queue else None
-            over = (action is None and self.cfg.max_concurrency is not None
-                    and self.accepted >= self.cfg.max_concurrency)
+            over = action is None and self.cfg.max_concurrency is not None and self.accepted >= self.cfg.max_concurrency
             if action is None and not over:
                 self.accepted += 1
         try:
@@ -258,9 +271,11 @@ class _Core:
             return await self.reply(rec, writer, 200, _completion(body, a.text, a.finish_reason, a.usage))
         if a.kind == "status":
             extra = {"Retry-After": _fmt(a.retry_after)} if a.retry_after is not None else {}
-            payload = (a.body if isinstance(a.body, bytes) else a.body.encode("utf-8", "surrogatepass")) \
-                if a.body is not None else json.dumps(
-                {"error": {"message": f"scripted status {a.code}"}}).encode()
+            payload = (
+                (a.body if isinstance(a.body, bytes) else a.body.encode("utf-8", "surrogatepass"))
+                if a.body is not None
+                else json.dumps({"error": {"message": f"scripted status {a.code}"}}).encode()
+            )
             return await self.reply(rec, writer, a.code, payload, extra)
         if a.kind == "malformed":
             return await self.reply(rec, writer, 200, b'{"id": "x", "choices": [ {"message": ')
@@ -277,8 +292,14 @@ class _Core:
             return False
         raise ValueError(f"unknown action kind {a.kind!r}")
 
-    async def reply(self, rec: Received, writer: asyncio.StreamWriter, status: int, payload: Any,
-                    extra: dict[str, str] | None = None) -> bool:
+    async def reply(
+        self,
+        rec: Received,
+        writer: asyncio.StreamWriter,
+        status: int,
+        payload: Any,
+        extra: dict[str, str] | None = None,
+    ) -> bool:
         rec.status = status
         rec.done = time.monotonic()
         with self.lock:
@@ -296,17 +317,26 @@ def _fmt(v: float | str) -> str:
 
 
 def _overflow(limit: int, n: int) -> dict[str, Any]:
-    return {"error": {"message": OVERFLOW_MESSAGE.format(limit=limit, n=n), "type": "invalid_request_error",
-                      "param": "messages", "code": "context_length_exceeded"}}
+    return {
+        "error": {
+            "message": OVERFLOW_MESSAGE.format(limit=limit, n=n),
+            "type": "invalid_request_error",
+            "param": "messages",
+            "code": "context_length_exceeded",
+        }
+    }
 
 
 def _completion(body: dict[str, Any], text: str, finish_reason: str = "stop", usage: Any = "auto") -> dict[str, Any]:
     p, c = count_tokens(body), len(text.split())
-    return {"id": "chatcmpl-loopback", "object": "chat.completion", "created": int(time.time()),
-            "model": body.get("model", ""),
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                         "finish_reason": finish_reason}],
-            "usage": {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c} if usage == "auto" else usage}
+    return {
+        "id": "chatcmpl-loopback",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": body.get("model", ""),
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish_reason}],
+        "usage": {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c} if usage == "auto" else usage,
+    }
 
 
 def mean_in_flight(records: list[dict[str, Any]] | list[Received], until: float | None = None) -> float:
@@ -343,7 +373,7 @@ class LoopbackServer:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
-    def start(self) -> "LoopbackServer":
+    def start(self) -> LoopbackServer:
         self._thread = threading.Thread(target=self._run, name="loopback-server", daemon=True)
         self._thread.start()
         if not self._ready.wait(10):
@@ -369,7 +399,7 @@ class LoopbackServer:
         if self._thread is not None:
             self._thread.join(10)
 
-    def __enter__(self) -> "LoopbackServer":
+    def __enter__(self) -> LoopbackServer:
         return self.start()
 
     def __exit__(self, *exc: Any) -> None:
@@ -394,14 +424,36 @@ class LoopbackServer:
 class ServerProcess:
     """This file run as a separate process; ``stats``/``script``/``reset`` go over HTTP."""
 
-    def __init__(self, *, latency: float = 0.0, max_concurrency: int | None = None,
-                 retry_after_429: float | None = None, answer: str = "ok", echo: bool = False,
-                 max_prompt_tokens: int | None = None, record_bodies: bool = False, port: int = 0,
-                 latency_sigma: float = 0.0) -> None:
-        args = [sys.executable, __file__, "--port", str(port), "--latency", str(latency), "--answer", answer,
-                "--latency-sigma", str(latency_sigma)]
-        for flag, v in (("--max-concurrency", max_concurrency), ("--retry-after", retry_after_429),
-                        ("--max-prompt-tokens", max_prompt_tokens)):
+    def __init__(
+        self,
+        *,
+        latency: float = 0.0,
+        max_concurrency: int | None = None,
+        retry_after_429: float | None = None,
+        answer: str = "ok",
+        echo: bool = False,
+        max_prompt_tokens: int | None = None,
+        record_bodies: bool = False,
+        port: int = 0,
+        latency_sigma: float = 0.0,
+    ) -> None:
+        args = [
+            sys.executable,
+            __file__,
+            "--port",
+            str(port),
+            "--latency",
+            str(latency),
+            "--answer",
+            answer,
+            "--latency-sigma",
+            str(latency_sigma),
+        ]
+        for flag, v in (
+            ("--max-concurrency", max_concurrency),
+            ("--retry-after", retry_after_429),
+            ("--max-prompt-tokens", max_prompt_tokens),
+        ):
             args += [flag, str(v)] if v is not None else []
         args += (["--echo"] if echo else []) + (["--record-bodies"] if record_bodies else [])
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
@@ -418,7 +470,11 @@ class ServerProcess:
     def _call(self, path: str, payload: Any = None, post: bool = False) -> Any:
         import httpx
 
-        r = httpx.post(self.url + path, json=payload or [], timeout=10) if post else httpx.get(self.url + path, timeout=10)
+        r = (
+            httpx.post(self.url + path, json=payload or [], timeout=10)
+            if post
+            else httpx.get(self.url + path, timeout=10)
+        )
         r.raise_for_status()
         return r.json()
 
@@ -447,7 +503,7 @@ class ServerProcess:
             except subprocess.TimeoutExpired:
                 self.kill()
 
-    def __enter__(self) -> "ServerProcess":
+    def __enter__(self) -> ServerProcess:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -466,9 +522,18 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--max-prompt-tokens", type=int, default=None, help="context-length 400 above this")
     ap.add_argument("--record-bodies", action="store_true", help="keep request bodies (memory grows)")
     a = ap.parse_args(argv)
-    core = _Core(ServerConfig(latency=a.latency, latency_sigma=a.latency_sigma, max_concurrency=a.max_concurrency, retry_after_429=a.retry_after,
-                              answer=a.answer, echo=a.echo, max_prompt_tokens=a.max_prompt_tokens,
-                              record_bodies=a.record_bodies))
+    core = _Core(
+        ServerConfig(
+            latency=a.latency,
+            latency_sigma=a.latency_sigma,
+            max_concurrency=a.max_concurrency,
+            retry_after_429=a.retry_after,
+            answer=a.answer,
+            echo=a.echo,
+            max_prompt_tokens=a.max_prompt_tokens,
+            record_bodies=a.record_bodies,
+        )
+    )
 
     async def serve() -> None:
         server = await asyncio.start_server(core.handle_conn, "127.0.0.1", a.port, backlog=1024)

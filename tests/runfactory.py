@@ -17,11 +17,23 @@ from PIL import Image, ImageDraw
 
 from mmrag.runs.records import RunRecord, record_key
 from mmrag.scenarios.spec import ScenarioSpec
-from mmrag.schema import (DEFLECTION_PHRASE, Choice, ContentPart, Context, Document, ImageRef, Message,
-                          Prompt, Response, Sample, Usage, Verdict)
+from mmrag.schema import (
+    DEFLECTION_PHRASE,
+    Choice,
+    ContentPart,
+    Context,
+    Document,
+    ImageRef,
+    Message,
+    Prompt,
+    Response,
+    Sample,
+    Usage,
+    Verdict,
+)
 
 MODELS = ("good-vlm", "weak-vlm")
-XSS = "<script>window.__pwned = 1</script><img src=x onerror=\"window.__pwned=2\">"
+XSS = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned=2">'
 
 
 def _image(path: Path, color: tuple[int, int, int], text: str, size: tuple[int, int] = (48, 40)) -> ImageRef:
@@ -34,20 +46,27 @@ def _image(path: Path, color: tuple[int, int, int], text: str, size: tuple[int, 
 
 
 def deflection_specs(full: bool = True) -> list[ScenarioSpec]:
-    specs = [ScenarioSpec(kind="parametric"), ScenarioSpec(kind="oracle", positive_modality="text"),
-             ScenarioSpec(kind="oracle", positive_modality="image")]
+    specs = [
+        ScenarioSpec(kind="parametric"),
+        ScenarioSpec(kind="oracle", positive_modality="text"),
+        ScenarioSpec(kind="oracle", positive_modality="image"),
+    ]
     counts = (1, 2, 4) if full else (2,)
     negs = ("text", "image", "multimodal") if full else ("text",)
     for pos in ("text", "image"):
         for n in counts:
             for neg in negs:
-                specs.append(ScenarioSpec(kind="realistic", n_distractors=n, positive_modality=pos,
-                                          negative_modality=neg))
+                specs.append(
+                    ScenarioSpec(kind="realistic", n_distractors=n, positive_modality=pos, negative_modality=neg)
+                )
     specs.append(ScenarioSpec(kind="adversarial", n_distractors=2, negative_modality="text"))
     if full:
         for s in ("soft", "moderate", "severe"):
-            specs.append(ScenarioSpec(kind="realistic", n_distractors=2, positive_modality="text",
-                                      negative_modality="text", strictness=s))
+            specs.append(
+                ScenarioSpec(
+                    kind="realistic", n_distractors=2, positive_modality="text", negative_modality="text", strictness=s
+                )
+            )
             specs.append(ScenarioSpec(kind="adversarial", n_distractors=2, negative_modality="text", strictness=s))
     return specs
 
@@ -72,9 +91,18 @@ def _draw_outcome(rng: random.Random, kind: str, spec: ScenarioSpec, model: str)
     return "hallucination"
 
 
-def _record(sample: Sample, spec: ScenarioSpec, model: str, contexts: list[Context], outcome: str,
-            text: str, extracted: str | None, choices: list[Choice] | None = None,
-            label: str | None = None, bench_kind: str = "deflection") -> RunRecord:
+def _record(
+    sample: Sample,
+    spec: ScenarioSpec,
+    model: str,
+    contexts: list[Context],
+    outcome: str,
+    text: str,
+    extracted: str | None,
+    choices: list[Choice] | None = None,
+    label: str | None = None,
+    bench_kind: str = "deflection",
+) -> RunRecord:
     parts = [ContentPart(type="image", image=im) for im in sample.images]
     for c in contexts:
         if c.document.image is not None:
@@ -82,19 +110,39 @@ def _record(sample: Sample, spec: ScenarioSpec, model: str, contexts: list[Conte
         if c.document.text:
             parts.append(ContentPart(type="text", text=f"Context: {c.document.text}"))
     parts.append(ContentPart(type="text", text=f"Question: {sample.question}"))
-    prompt = Prompt(sample_id=sample.id, scenario=spec.model_dump(mode="json"), scenario_id=spec.id,
-                    template_id=f"{spec.kind}-{spec.strictness}", template_version="1",
-                    messages=[Message(role="system", content=[ContentPart(type="text", text="Answer briefly.")]),
-                              Message(role="user", content=parts)],
-                    contexts=contexts, choices=choices or [], label=label)
+    prompt = Prompt(
+        sample_id=sample.id,
+        scenario=spec.model_dump(mode="json"),
+        scenario_id=spec.id,
+        template_id=f"{spec.kind}-{spec.strictness}",
+        template_version="1",
+        messages=[
+            Message(role="system", content=[ContentPart(type="text", text="Answer briefly.")]),
+            Message(role="user", content=parts),
+        ],
+        contexts=contexts,
+        choices=choices or [],
+        label=label,
+    )
     fp = f"{model}@fp"
     return RunRecord(
-        key=record_key(sample.id, spec.id, fp), benchmark=sample.benchmark, benchmark_kind=bench_kind,
-        scenario_id=spec.id, scenario=spec.model_dump(mode="json"), model=model, model_fingerprint=fp,
-        sample=sample, prompt=prompt,
-        response=Response(prompt_id=prompt.id, text=text, model=model, latency_s=0.25,
-                          usage=Usage(prompt_tokens=50, completion_tokens=5),
-                          error="timeout" if outcome == "unparseable" and not text else None),
+        key=record_key(sample.id, spec.id, fp),
+        benchmark=sample.benchmark,
+        benchmark_kind=bench_kind,
+        scenario_id=spec.id,
+        scenario=spec.model_dump(mode="json"),
+        model=model,
+        model_fingerprint=fp,
+        sample=sample,
+        prompt=prompt,
+        response=Response(
+            prompt_id=prompt.id,
+            text=text,
+            model=model,
+            latency_s=0.25,
+            usage=Usage(prompt_tokens=50, completion_tokens=5),
+            error="timeout" if outcome == "unparseable" and not text else None,
+        ),
         verdict=Verdict(outcome=outcome, extracted=extracted, judge_id="rule-v1", reason=f"fixture {outcome}"),
     )
 
@@ -108,28 +156,62 @@ def deflection_records(root: Path, n_questions: int = 4, full: bool = True, seed
             sid = f"demo-q{q}-s{s}"
             qimg = _image(img / f"query_{q}_{s}.png", (40 * q % 255, 90, 160), f"q{q}")
             src = ("infoseek", "webqa")[q % 2]
-            sample = Sample(id=sid, benchmark="demo", question_id=f"demo-q{q}", question=f"What is entity {q} made of?",
-                            images=[qimg], answers=[f"answer{q}"], source=src,
-                            metadata={"positive_modality": "text"})
+            sample = Sample(
+                id=sid,
+                benchmark="demo",
+                question_id=f"demo-q{q}",
+                question=f"What is entity {q} made of?",
+                images=[qimg],
+                answers=[f"answer{q}"],
+                source=src,
+                metadata={"positive_modality": "text"},
+            )
             for spec in deflection_specs(full):
                 gold_mod = spec.positive_modality if spec.positive_modality != "any" else "text"
                 contexts: list[Context] = []
                 if spec.uses_gold:
                     gimg = _image(img / f"gold_{q}.png", (200, 60, 30), "gold") if gold_mod != "text" else None
-                    contexts.append(Context(role="gold", score=0.9, document=Document(
-                        id=f"gold-{q}", modality=gold_mod, text="" if gold_mod == "image" else f"Entity {q} is made of answer{q}.",
-                        image=gimg)))
+                    contexts.append(
+                        Context(
+                            role="gold",
+                            score=0.9,
+                            document=Document(
+                                id=f"gold-{q}",
+                                modality=gold_mod,
+                                text="" if gold_mod == "image" else f"Entity {q} is made of answer{q}.",
+                                image=gimg,
+                            ),
+                        )
+                    )
                 if spec.uses_negatives:
                     for k in range(spec.n_distractors):
-                        nimg = (_image(img / f"neg_{q}_{k}.png", (30, 150, 40 * k % 255), f"n{k}")
-                                if spec.negative_modality != "text" else None)
-                        contexts.append(Context(role="negative", score=0.5, document=Document(
-                            id=f"neg-{q}-{k}", modality=spec.negative_modality, image=nimg,
-                            text="" if spec.negative_modality == "image" else f"Entity {q + 1} is made of wood {k}.")))
+                        nimg = (
+                            _image(img / f"neg_{q}_{k}.png", (30, 150, 40 * k % 255), f"n{k}")
+                            if spec.negative_modality != "text"
+                            else None
+                        )
+                        contexts.append(
+                            Context(
+                                role="negative",
+                                score=0.5,
+                                document=Document(
+                                    id=f"neg-{q}-{k}",
+                                    modality=spec.negative_modality,
+                                    image=nimg,
+                                    text=""
+                                    if spec.negative_modality == "image"
+                                    else f"Entity {q + 1} is made of wood {k}.",
+                                ),
+                            )
+                        )
                 for model in MODELS:
                     outcome = _draw_outcome(rng, spec.kind, spec, model)
-                    text, ext = {"correct": (f"answer{q}", f"answer{q}"), "deflection": (DEFLECTION_PHRASE, None),
-                                 "hallucination": (f"wood {q}", f"wood {q}"), "unparseable": ("", None)}[outcome]
+                    text, ext = {
+                        "correct": (f"answer{q}", f"answer{q}"),
+                        "deflection": (DEFLECTION_PHRASE, None),
+                        "hallucination": (f"wood {q}", f"wood {q}"),
+                        "unparseable": ("", None),
+                    }[outcome]
                     out.append(_record(sample, spec, model, contexts, outcome, text, ext))
     return out
 
@@ -144,9 +226,17 @@ def humblebench_records(root: Path, n_questions: int = 6, seed: int = 1) -> list
         choices = [Choice(letter=L, text=f"option {L.lower()}{q}") for L in "ABCD"]
         choices.append(Choice(letter="E", text="None of the above", is_nota=True))
         label = "ABCDE"[q % 5]
-        sample = Sample(id=f"hb-{q}", benchmark="humblebench", question_id=f"hb-{q}", question=f"Which object {q}?",
-                        images=[qimg], choices=choices, label=label, source="humblebench",
-                        metadata={"type": types[q % 3]})
+        sample = Sample(
+            id=f"hb-{q}",
+            benchmark="humblebench",
+            question_id=f"hb-{q}",
+            question=f"Which object {q}?",
+            images=[qimg],
+            choices=choices,
+            label=label,
+            source="humblebench",
+            metadata={"type": types[q % 3]},
+        )
         for stress in stresses:
             spec = ScenarioSpec(kind="humblebench", stress=stress)
             eff_choices, eff_label = list(choices), label
@@ -176,10 +266,16 @@ def knowhal_records(root: Path, n_questions: int = 8, seed: int = 2) -> list[Run
     for q in range(n_questions):
         qimg = _image(root / "images" / f"kh_{q}.png", (120, 20 * q % 255, 20), f"kh{q}")
         for pol in ("positive", "negative"):
-            sample = Sample(id=f"kh-{q}-{pol}", benchmark="knowhal", question_id=f"kh-{q}",
-                            question=f"What color is thing {q}?" if pol == "positive" else f"Why is the cat {q} flying?",
-                            images=[qimg], answers=[f"red{q}"], source="knowhal",
-                            metadata={"dimension": dims[q % 4], "polarity": pol, "pair_id": f"kh-pair-{q}"})
+            sample = Sample(
+                id=f"kh-{q}-{pol}",
+                benchmark="knowhal",
+                question_id=f"kh-{q}",
+                question=f"What color is thing {q}?" if pol == "positive" else f"Why is the cat {q} flying?",
+                images=[qimg],
+                answers=[f"red{q}"],
+                source="knowhal",
+                metadata={"dimension": dims[q % 4], "polarity": pol, "pair_id": f"kh-pair-{q}"},
+            )
             for model in MODELS:
                 pc = (0.8 if pol == "positive" else 0.4) * (1.0 if model == MODELS[0] else 0.7)
                 u = rng.random()
@@ -200,8 +296,9 @@ def write_run(run_dir: Path, records: list[RunRecord], *, truncated_tail: bool =
     return run_dir
 
 
-def build_run(root: Path, name: str = "run", *, full: bool = True, xss: bool = False,
-              truncated_tail: bool = False) -> Path:
+def build_run(
+    root: Path, name: str = "run", *, full: bool = True, xss: bool = False, truncated_tail: bool = False
+) -> Path:
     """A run directory with all three benchmark kinds (``full=False`` keeps it small for the browser)."""
     recs = deflection_records(root, n_questions=4 if full else 2, full=full)
     recs += humblebench_records(root, n_questions=6 if full else 3)

@@ -43,8 +43,11 @@ class OverlapMiner:
     def negatives(self, sample: Sample, n: int, modality: str, seed: int = 0) -> MiningResult:
         self.calls += 1
         gold = set(sample.gold_doc_ids)
-        cands = [d for d in self.store if d.id not in gold and d.entity_id != sample.entity_id
-                 and modality in ("any", d.modality)]
+        cands = [
+            d
+            for d in self.store
+            if d.id not in gold and d.entity_id != sample.entity_id and modality in ("any", d.modality)
+        ]
         answers = [a.lower() for a in sample.answers]
         leaks = [d for d in cands if any(a in d.text.lower() for a in answers)]
         cands = [d for d in cands if d not in leaks]
@@ -76,41 +79,102 @@ def make_world(root: Path | None = None) -> tuple[Sample, DictStore, OverlapMine
     candidate negatives (three per modality from other entities, one same-entity doc, one leak)."""
     img = lambda name, shade: _ref(root, name, shade)  # noqa: E731
     docs = [
-        Document(id="g-text", modality="text", title="Varnholt Tower", entity_id="varnholt",
-                 text="Varnholt Tower is a stone lighthouse finished in 1887 on the cliffs of Ossel."),
-        Document(id="g-img", modality="image", title="Varnholt Tower", entity_id="varnholt",
-                 image=img("g-img", 10)),
-        Document(id="g-mm", modality="multimodal", entity_id="varnholt", image=img("g-mm", 20),
-                 text="The lighthouse of Ossel, whose construction ended in 1887."),
-        Document(id="same-entity", modality="text", entity_id="varnholt", title="Varnholt Tower",
-                 text="Varnholt Tower keepers' logbook."),
-        Document(id="n-text-1", modality="text", title="Quill Spire", entity_id="quill",
-                 text="Quill Spire is a lighthouse on the cliffs of Marrow, finished in 1902."),
-        Document(id="n-text-2", modality="text", title="Brenn Light", entity_id="brenn",
-                 text="Brenn Light was a lighthouse built of brick."),
-        Document(id="n-text-3", modality="text", title="Halde Mill", entity_id="halde",
-                 text="A windmill by the river Halde."),
-        Document(id="n-leak", modality="text", title="Old Records", entity_id="records",
-                 text="Many towers were finished in 1887 in that region."),
+        Document(
+            id="g-text",
+            modality="text",
+            title="Varnholt Tower",
+            entity_id="varnholt",
+            text="Varnholt Tower is a stone lighthouse finished in 1887 on the cliffs of Ossel.",
+        ),
+        Document(id="g-img", modality="image", title="Varnholt Tower", entity_id="varnholt", image=img("g-img", 10)),
+        Document(
+            id="g-mm",
+            modality="multimodal",
+            entity_id="varnholt",
+            image=img("g-mm", 20),
+            text="The lighthouse of Ossel, whose construction ended in 1887.",
+        ),
+        Document(
+            id="same-entity",
+            modality="text",
+            entity_id="varnholt",
+            title="Varnholt Tower",
+            text="Varnholt Tower keepers' logbook.",
+        ),
+        Document(
+            id="n-text-1",
+            modality="text",
+            title="Quill Spire",
+            entity_id="quill",
+            text="Quill Spire is a lighthouse on the cliffs of Marrow, finished in 1902.",
+        ),
+        Document(
+            id="n-text-2",
+            modality="text",
+            title="Brenn Light",
+            entity_id="brenn",
+            text="Brenn Light was a lighthouse built of brick.",
+        ),
+        Document(
+            id="n-text-3", modality="text", title="Halde Mill", entity_id="halde", text="A windmill by the river Halde."
+        ),
+        Document(
+            id="n-leak",
+            modality="text",
+            title="Old Records",
+            entity_id="records",
+            text="Many towers were finished in 1887 in that region.",
+        ),
         Document(id="n-img-1", modality="image", title="Quill Spire", entity_id="quill", image=img("n-img-1", 30)),
         Document(id="n-img-2", modality="image", title="Brenn Light", entity_id="brenn", image=img("n-img-2", 40)),
         Document(id="n-img-3", modality="image", entity_id="halde", image=img("n-img-3", 50)),
-        Document(id="n-mm-1", modality="multimodal", entity_id="quill", image=img("n-mm-1", 60),
-                 text="Quill Spire lighthouse at dusk, finished in 1902."),
-        Document(id="n-mm-2", modality="multimodal", entity_id="brenn", image=img("n-mm-2", 70),
-                 text="Brenn Light seen from the harbour."),
-        Document(id="n-mm-3", modality="multimodal", entity_id="halde", image=img("n-mm-3", 80),
-                 text="The Halde windmill in winter."),
+        Document(
+            id="n-mm-1",
+            modality="multimodal",
+            entity_id="quill",
+            image=img("n-mm-1", 60),
+            text="Quill Spire lighthouse at dusk, finished in 1902.",
+        ),
+        Document(
+            id="n-mm-2",
+            modality="multimodal",
+            entity_id="brenn",
+            image=img("n-mm-2", 70),
+            text="Brenn Light seen from the harbour.",
+        ),
+        Document(
+            id="n-mm-3",
+            modality="multimodal",
+            entity_id="halde",
+            image=img("n-mm-3", 80),
+            text="The Halde windmill in winter.",
+        ),
     ]
     store = DictStore(docs)
-    sample = Sample(id="varnholt-q1", benchmark="demo", question="In which year was the lighthouse in the image finished?",
-                    images=[img("query", 90)], answers=["1887"], gold_doc_ids=["g-text", "g-img", "g-mm"],
-                    entity_id="varnholt", source="demo")
+    sample = Sample(
+        id="varnholt-q1",
+        benchmark="demo",
+        question="In which year was the lighthouse in the image finished?",
+        images=[img("query", 90)],
+        answers=["1887"],
+        gold_doc_ids=["g-text", "g-img", "g-mm"],
+        entity_id="varnholt",
+        source="demo",
+    )
     return sample, store, OverlapMiner(store)
 
 
 def mcq_sample(root: Path | None = None) -> Sample:
     sample, _, _ = make_world(root)
-    return sample.model_copy(update={
-        "id": "varnholt-q1-mcq", "choices": [Choice(letter="A", text="1887"), Choice(letter="B", text="1902"),
-                                             Choice(letter="C", text="1850")], "label": "A"}, deep=True)
+    return sample.model_copy(
+        update={
+            "id": "varnholt-q1-mcq",
+            "choices": [
+                Choice(letter="A", text="1887"),
+                Choice(letter="B", text="1902"),
+                Choice(letter="C", text="1850"),
+            ],
+            "label": "A",
+        },
+        deep=True,
+    )

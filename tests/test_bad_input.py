@@ -19,35 +19,87 @@ from mmrag.cli import main
 #: every bad input the suite guarantees a clear error for
 CASES = (
     # configs and flags
-    "config misspelt field", "config invalid yaml", "config missing", "config wrong type",
-    "config not utf-8", "config duplicate key", "config limit true", "config temperature negative",
-    "config max_new_tokens zero", "config oracle with distractors", "config benchmark option wrongly typed",
-    "config retriever path names a non-class", "config retriever path without allow-code",
-    "config ftp base url", "config negative timeout",
-    "unknown benchmark", "unknown model backend", "unknown baseline", "unknown scenario",
-    "distractors not ints", "distractors negative", "unknown strictness", "unknown negative modality",
-    "max-new-tokens negative", "max-new-tokens zero", "resume without manifest", "resume with damaged manifest",
+    "config misspelt field",
+    "config invalid yaml",
+    "config missing",
+    "config wrong type",
+    "config not utf-8",
+    "config duplicate key",
+    "config limit true",
+    "config temperature negative",
+    "config max_new_tokens zero",
+    "config oracle with distractors",
+    "config benchmark option wrongly typed",
+    "config retriever path names a non-class",
+    "config retriever path without allow-code",
+    "config ftp base url",
+    "config negative timeout",
+    "unknown benchmark",
+    "unknown model backend",
+    "unknown baseline",
+    "unknown scenario",
+    "distractors not ints",
+    "distractors negative",
+    "unknown strictness",
+    "unknown negative modality",
+    "max-new-tokens negative",
+    "max-new-tokens zero",
+    "resume without manifest",
+    "resume with damaged manifest",
     "api key env unset",
     # run --source
-    "source file missing", "deflection invalid json", "deflection missing field", "deflection missing image",
-    "deflection corrupt image", "deflection unknown source", "deflection not utf-8", "deflection parquet as jsonl",
-    "deflection NaN in numeric_ranges", "deflection Infinity in metadata", "deflection empty file",
-    "deflection TIFF image for an openai model", "deflection decompression bomb",
-    "knowhal bad dimension", "knowhal not utf-8", "humblebench bad label", "humblebench jsonl as parquet",
+    "source file missing",
+    "deflection invalid json",
+    "deflection missing field",
+    "deflection missing image",
+    "deflection corrupt image",
+    "deflection unknown source",
+    "deflection not utf-8",
+    "deflection parquet as jsonl",
+    "deflection NaN in numeric_ranges",
+    "deflection Infinity in metadata",
+    "deflection empty file",
+    "deflection TIFF image for an openai model",
+    "deflection decompression bomb",
+    "knowhal bad dimension",
+    "knowhal not utf-8",
+    "humblebench bad label",
+    "humblebench jsonl as parquet",
     "humblebench parquet with non-image bytes",
     # response cache
-    "cache file is not sqlite", "cache path is a folder",
+    "cache file is not sqlite",
+    "cache path is a folder",
     # benchmark validate
-    "validate reports line and field", "validate deflection not utf-8", "validate kb not utf-8",
-    "validate knowhal not utf-8", "validate humblebench not utf-8", "validate deflection parquet",
-    "validate kb parquet", "validate knowhal parquet", "validate kb on a folder", "validate NaN",
+    "validate reports line and field",
+    "validate deflection not utf-8",
+    "validate kb not utf-8",
+    "validate knowhal not utf-8",
+    "validate humblebench not utf-8",
+    "validate deflection parquet",
+    "validate kb parquet",
+    "validate knowhal parquet",
+    "validate kb on a folder",
+    "validate NaN",
     "validate empty file",
     # index, judge, score
-    "kb record missing text", "empty kb", "kb not utf-8", "kb parquet as jsonl", "index shard size negative",
-    "index dir missing", "judge input missing field", "judge input not utf-8", "judge input parquet",
-    "judge-agreement not utf-8", "judge-agreement parquet", "judge-agreement two empty files",
-    "score predictions malformed", "score predictions not utf-8", "score predictions parquet",
-    "sweep bad field", "sweep duplicate key", "curate bad field",
+    "kb record missing text",
+    "empty kb",
+    "kb not utf-8",
+    "kb parquet as jsonl",
+    "index shard size negative",
+    "index dir missing",
+    "judge input missing field",
+    "judge input not utf-8",
+    "judge input parquet",
+    "judge-agreement not utf-8",
+    "judge-agreement parquet",
+    "judge-agreement two empty files",
+    "score predictions malformed",
+    "score predictions not utf-8",
+    "score predictions parquet",
+    "sweep bad field",
+    "sweep duplicate key",
+    "curate bad field",
 )
 
 
@@ -85,8 +137,21 @@ def test_unwritable_output_directory(tmp_path, capsys):
         ro.mkdir()
         ro.chmod(0o500)
         target = ro / "run"
-    code = main(["run", "--benchmark", "demo", "--model", "always-deflect", "--limit", "2", "--scenarios", "parametric",
-                 "--out", str(target)])
+    code = main(
+        [
+            "run",
+            "--benchmark",
+            "demo",
+            "--model",
+            "always-deflect",
+            "--limit",
+            "2",
+            "--scenarios",
+            "parametric",
+            "--out",
+            str(target),
+        ]
+    )
     err = capsys.readouterr().err
     assert code != 0 and str(target) in err and "not writable" in err
 
@@ -96,8 +161,10 @@ def test_model_config_errors_come_before_any_index_is_built(tmp_path, capsys, mo
     home = tmp_path / "home"
     monkeypatch.setenv("MMRAG_HOME", str(home))
     cfg = tmp_path / "c.yaml"
-    cfg.write_text("benchmarks: [{name: demo}]\nscenarios: [{kind: realistic, n_distractors: 2}]\n"
-                   "models: [{backend: openai, model: m, base_url: 'http://127.0.0.1:9/v1', options: {timeout: -1}}]\n")
+    cfg.write_text(
+        "benchmarks: [{name: demo}]\nscenarios: [{kind: realistic, n_distractors: 2}]\n"
+        "models: [{backend: openai, model: m, base_url: 'http://127.0.0.1:9/v1', options: {timeout: -1}}]\n"
+    )
     assert main(["run", "--config", str(cfg), "--out", str(tmp_path / "run")]) != 0
     assert "models.0.options.timeout" in capsys.readouterr().err
     assert not (home / "indices").exists() and not (tmp_path / "run").exists()
@@ -109,5 +176,5 @@ def test_validate_accepts_every_layout_the_loader_reads_and_counts_records(tmp_p
     pq_file = humblebench_parquet(tmp_path / "hb.parquet", [png_bytes(), png_bytes("blue")])
     assert main(["benchmark", "validate", str(pq_file), "--benchmark", "humblebench"]) == 0
     assert "2 record(s)" in capsys.readouterr().out
-    assert main(["benchmark", "validate", str(tmp_path), "--benchmark", "humblebench"]) == 0   # a folder of parquet
+    assert main(["benchmark", "validate", str(tmp_path), "--benchmark", "humblebench"]) == 0  # a folder of parquet
     assert "2 record(s)" in capsys.readouterr().out

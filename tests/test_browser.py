@@ -14,24 +14,34 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-
-from mmrag.reports.browser import browser_html, write_browser
-from mmrag.scenarios.kinds import scenario_label
-from mmrag.runs.frame import read_records
-from mmrag.schema import sha256_file
 from runfactory import XSS, build_run
 
+from mmrag.reports.browser import browser_html, write_browser
+from mmrag.runs.frame import read_records
+from mmrag.scenarios.kinds import scenario_label
+from mmrag.schema import sha256_file
+
 CHROMIUM = os.environ.get("MMRAG_CHROMIUM", "/usr/bin/chromium")
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 @pytest.fixture(scope="module")
 def browser():
     if not (Path(CHROMIUM).exists() or shutil.which(CHROMIUM)):
-        pytest.fail(f"Chromium not found at {CHROMIUM}: install Debian's package with "
-                    "`apt-get update && apt-get install -y chromium` (do not run `playwright install`), "
-                    "or point MMRAG_CHROMIUM at a Chromium binary")
+        pytest.fail(
+            f"Chromium not found at {CHROMIUM}: install Debian's package with "
+            "`apt-get update && apt-get install -y chromium` (do not run `playwright install`), "
+            "or point MMRAG_CHROMIUM at a Chromium binary"
+        )
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
@@ -108,7 +118,9 @@ def test_filters_change_the_visible_rows(page, run):
 
 def test_clicking_a_row_shows_its_detail_with_rendered_images(page, run):
     _, records, _ = run
-    rec = next(r for r in records if r.scenario.get("kind") == "realistic" and r.scenario.get("positive_modality") == "image")
+    rec = next(
+        r for r in records if r.scenario.get("kind") == "realistic" and r.scenario.get("positive_modality") == "image"
+    )
     page.click(f"tr.row[data-key='{rec.key}']")
     page.wait_for_selector(f"#detail[data-key='{rec.key}']")
     assert "selected" in page.get_attribute(f"tr.row[data-key='{rec.key}']", "class")
@@ -119,8 +131,13 @@ def test_clicking_a_row_shows_its_detail_with_rendered_images(page, run):
     assert rec.verdict.outcome in page.inner_text("#d-verdict")
     # the query image, the gold image context and every image part of the prompt actually decode
     widths = page.eval_on_selector_all(
-        "#detail img", "ims => Promise.all(ims.map(i => i.decode().then(() => i.naturalWidth, () => 0)))")
-    n_expected = len(rec.sample.images) + sum(c.document.image is not None for c in rec.prompt.contexts) + len(rec.prompt.images())
+        "#detail img", "ims => Promise.all(ims.map(i => i.decode().then(() => i.naturalWidth, () => 0)))"
+    )
+    n_expected = (
+        len(rec.sample.images)
+        + sum(c.document.image is not None for c in rec.prompt.contexts)
+        + len(rec.prompt.images())
+    )
     assert len(widths) == n_expected and all(w > 0 for w in widths)
     assert page.eval_on_selector("#d-question img.query-image", "i => i.naturalWidth") == 48
     # the hash of the URL selects the sample on reload (a shareable link to one sample)
@@ -144,8 +161,11 @@ def test_response_with_script_is_shown_as_text_and_never_runs(page, run):
 
 def test_images_are_deduplicated_and_the_size_guard_omits_the_rest(run, browser, tmp_path):
     d, records, path = run
-    data = json.loads(re.search(r'<script id="mmrag-data" type="application/json">(.*?)</script>',
-                                path.read_text(encoding="utf-8"), re.S).group(1))
+    data = json.loads(
+        re.search(
+            r'<script id="mmrag-data" type="application/json">(.*?)</script>', path.read_text(encoding="utf-8"), re.S
+        ).group(1)
+    )
     used = {im.path for r in records for im in (*r.sample.images, *r.prompt.images())}
     used |= {c.document.image.path for r in records for c in r.prompt.contexts if c.document.image}
     # de-duplicated by content: identical pixels under two file names are stored once
@@ -162,7 +182,9 @@ def test_images_are_deduplicated_and_the_size_guard_omits_the_rest(run, browser,
         assert "omitted by the size budget" in page.inner_text("#notice")
         page.click("tr.row >> nth=0")
         page.wait_for_selector("#detail h2")
-        n_omitted = page.eval_on_selector_all(".noimg", "n => n.filter(x => x.textContent.includes('size budget')).length")
+        n_omitted = page.eval_on_selector_all(
+            ".noimg", "n => n.filter(x => x.textContent.includes('size budget')).length"
+        )
         assert n_omitted + page.eval_on_selector_all("#detail img", "n => n.length") > 0
     finally:
         page.close()
@@ -205,7 +227,8 @@ def test_list_shows_responses_scrolls_to_the_selection_and_tables_metadata(page,
     inside = page.eval_on_selector(
         f"tr.row[data-key='{last}']",
         "tr => { const l = document.getElementById('list').getBoundingClientRect(), r = tr.getBoundingClientRect();"
-        " return r.top >= l.top - 1 && r.bottom <= l.bottom + 1 && document.getElementById('list').scrollTop > 0; }")
+        " return r.top >= l.top - 1 && r.bottom <= l.bottom + 1 && document.getElementById('list').scrollTop > 0; }",
+    )
     assert inside
     # metadata and verdict details are tables with one row per key, not a JSON line
     rec = next(r for r in records if r.sample.metadata)

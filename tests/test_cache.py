@@ -19,8 +19,15 @@ sys.path.insert(0, str(Path(__file__).parent))
 from loopback_server import Action, LoopbackServer  # noqa: E402
 
 from mmrag.errors import InputError  # noqa: E402
-from mmrag.models import (CachedVLM, GenerationSettings, OpenAICompatible, ResponseCache, cache_key,  # noqa: E402
-                          create_model, parse_model_arg)
+from mmrag.models import (  # noqa: E402
+    CachedVLM,
+    GenerationSettings,
+    OpenAICompatible,
+    ResponseCache,
+    cache_key,
+    create_model,
+    parse_model_arg,
+)
 from mmrag.schema import ContentPart, ImageRef, Message, Prompt, Response  # noqa: E402
 
 G = GenerationSettings(max_new_tokens=16)
@@ -29,8 +36,15 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def image_prompt(img: Path, text: str) -> Prompt:
-    return Prompt(sample_id=text, messages=[Message(role="user", content=[
-        ContentPart(type="image", image=ImageRef(path=str(img))), ContentPart(type="text", text=text)])])
+    return Prompt(
+        sample_id=text,
+        messages=[
+            Message(
+                role="user",
+                content=[ContentPart(type="image", image=ImageRef(path=str(img))), ContentPart(type="text", text=text)],
+            )
+        ],
+    )
 
 
 def text_prompt(text: str) -> Prompt:
@@ -57,9 +71,9 @@ def test_key_is_content_addressed(tmp_path, img):
     other = tmp_path / "c.png"
     Image.new("RGB", (4, 4), (9, 9, 9)).save(other)
     k = cache_key("fp", image_prompt(img, "q"), G)
-    assert cache_key("fp", image_prompt(moved, "q"), G) == k                      # path does not matter
-    assert cache_key("fp", image_prompt(other, "q"), G) != k                      # pixels do
-    assert cache_key("fp2", image_prompt(img, "q"), G) != k                       # model does
+    assert cache_key("fp", image_prompt(moved, "q"), G) == k  # path does not matter
+    assert cache_key("fp", image_prompt(other, "q"), G) != k  # pixels do
+    assert cache_key("fp2", image_prompt(img, "q"), G) != k  # model does
     assert cache_key("fp", image_prompt(img, "q"), GenerationSettings(max_new_tokens=17)) != k
     assert cache_key("fp", image_prompt(img, "q2"), G) != k
     assert cache_key("fp", image_prompt(img, "q"), G, extra={"id": 1}) != k
@@ -115,7 +129,7 @@ def test_errors_are_never_cached(tmp_path, server):
     server.script(Action.status(500), Action.status(500))
     [bad] = m.generate([text_prompt("a")], G)
     assert bad.error == "server_error" and len(m.cache) == 0
-    [good] = m.generate([text_prompt("a")], G)       # retried on re-run, then stored
+    [good] = m.generate([text_prompt("a")], G)  # retried on re-run, then stored
     assert good.error is None and good.text == "a" and not good.cached
     [hit] = m.generate([text_prompt("a")], G)
     assert hit.cached and server.stats()["requests"] == 3
@@ -159,7 +173,7 @@ def test_put_refuses_errors_and_roundtrips(tmp_path):
 def test_default_location_and_bad_file(tmp_path, monkeypatch):
     monkeypatch.setenv("MMRAG_HOME", str(tmp_path / "home"))
     assert ResponseCache.default().path == tmp_path / "home" / "cache" / "responses.sqlite"
-    m = create_model(parse_model_arg("always-deflect"))                 # default: shared cache
+    m = create_model(parse_model_arg("always-deflect"))  # default: shared cache
     assert isinstance(m, CachedVLM) and m.cache.path == tmp_path / "home" / "cache" / "responses.sqlite"
     iso = create_model(parse_model_arg("always-deflect"), cache=tmp_path / "iso.sqlite")
     assert iso.cache.path == tmp_path / "iso.sqlite"

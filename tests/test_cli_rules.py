@@ -59,7 +59,7 @@ def test_enumerated_knobs_list_their_values(capsys):
 
 def test_one_flag_means_one_thing():
     meaning: dict[str, set[str]] = {}
-    for name, cmd in COMMANDS.items():
+    for cmd in COMMANDS.values():
         for p in _options(cmd):
             for short in (o for o in p.opts if re.fullmatch(r"-[a-zA-Z]", o)):
                 meaning.setdefault(short, set()).add(max(p.opts, key=len))
@@ -74,11 +74,14 @@ def test_one_flag_means_one_thing():
         assert flag in [o for p in _options(COMMANDS["sweep"]) for o in p.opts]
 
 
-@pytest.mark.parametrize("args,dropped", [
-    (["--resume", "{out}", "--scenarios", "oracle"], "--scenarios"),
-    (["--resume", "{out}", "--limit", "3", "-m", "always-deflect"], "--model, --limit"),
-    (["--config", "{cfg}", "--model", "always-deflect"], "--model"),
-])
+@pytest.mark.parametrize(
+    "args,dropped",
+    [
+        (["--resume", "{out}", "--scenarios", "oracle"], "--scenarios"),
+        (["--resume", "{out}", "--limit", "3", "-m", "always-deflect"], "--model, --limit"),
+        (["--config", "{cfg}", "--model", "always-deflect"], "--model"),
+    ],
+)
 def test_resume_and_config_refuse_other_flags(tmp_path, capsys, args, dropped):
     cfg = tmp_path / "run.yaml"
     cfg.write_text("benchmarks: [{name: demo}]\nmodels: [{backend: always-deflect}]\n")
@@ -98,7 +101,7 @@ def test_progress_column_labels_elapsed_and_eta():
     known = p.add_task("known", total=10)
     p.start_task(known)
     p.advance(known, 5)
-    unknown = p.add_task("unknown", total=None)
+    p.add_task("unknown", total=None)
     text = [str(TimeColumn().render(t)) for t in p.tasks]
     assert re.fullmatch(r"\d+:\d\d:\d\d elapsed · eta (\d+:\d\d:\d\d|\?)", text[0])
     assert text[1].endswith("eta ?")

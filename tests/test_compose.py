@@ -10,9 +10,8 @@ import pytest
 from scenario_doubles import OverlapMiner, make_world, mcq_sample
 
 from mmrag.errors import InputError
+from mmrag.scenarios import ScenarioNotApplicable, ScenarioSpec, applicable, compose, get_template, load_template
 from mmrag.schema import DEFLECTION_PHRASE, Choice, Sample
-from mmrag.scenarios import (ScenarioNotApplicable, ScenarioSpec, applicable, compose, get_template,
-                             load_template)
 
 MODS = ("text", "image", "multimodal", "any")
 STRICT = ("none", "soft", "moderate", "severe")
@@ -25,7 +24,9 @@ def world(tmp_path_factory):
 
 def _all_specs() -> list[ScenarioSpec]:
     specs, seen = [], set()
-    for kind, pos, neg, s in itertools.product(("parametric", "oracle", "realistic", "adversarial"), MODS, MODS, STRICT):
+    for kind, pos, neg, s in itertools.product(
+        ("parametric", "oracle", "realistic", "adversarial"), MODS, MODS, STRICT
+    ):
         spec = ScenarioSpec(kind=kind, n_distractors=2, positive_modality=pos, negative_modality=neg, strictness=s)
         if spec.id not in seen:
             seen.add(spec.id)
@@ -71,7 +72,7 @@ def test_every_kind_modality_strictness(world, spec):
     user = prompt.messages[-1]
     assert user.content[0].type == "image" and user.content[0].image.path == sample.images[0].path
     text = user.text()
-    for i, ctx in enumerate(prompt.contexts, start=1):
+    for i, _ctx in enumerate(prompt.contexts, start=1):
         assert f"[{i}]" in text
     assert f"[{len(prompt.contexts) + 1}]" not in text
     n_ctx_images = sum(c.document.modality in ("image", "multimodal") for c in prompt.contexts)
@@ -113,8 +114,10 @@ def test_deterministic_and_seeded(world):
     spec = ScenarioSpec(kind="realistic", n_distractors=4, negative_modality="any")
     a, b = compose(sample, spec, miner=miner), compose(sample, spec, miner=miner)
     assert a.model_dump() == b.model_dump() and a.id == b.id
-    orders = {tuple(c.document.id for c in compose(sample, spec.model_copy(update={"seed": s}), miner=miner).contexts)
-              for s in range(8)}
+    orders = {
+        tuple(c.document.id for c in compose(sample, spec.model_copy(update={"seed": s}), miner=miner).contexts)
+        for s in range(8)
+    }
     assert len(orders) > 1  # the seed really moves the gold position / negatives
 
 
@@ -126,14 +129,17 @@ def test_never_mutates_the_sample(tmp_path):
     mcq_before = copy.deepcopy(mcq)
     for spec in _all_specs()[::7] + [ScenarioSpec(kind="knowhal", strictness="soft")]:
         compose(sample, spec, miner=miner)
-        p = compose(mcq, spec.model_copy(update={"kind": "parametric"}) if spec.kind != "knowhal" else spec, miner=miner)
+        p = compose(
+            mcq, spec.model_copy(update={"kind": "parametric"}) if spec.kind != "knowhal" else spec, miner=miner
+        )
         p.choices[0].text = "changed"  # the prompt's choices must not alias the sample's
     assert sample == before and mcq == mcq_before
     assert sample.images[0].sha256 is None and list(store) == store_before  # no hash written back
 
 
-@pytest.mark.parametrize("position,expected", [("first", [0, 1, 2]), ("last", [2, 3, 4]), (1, [1, 2, 3]),
-                                               (9, [2, 3, 4])])
+@pytest.mark.parametrize(
+    "position,expected", [("first", [0, 1, 2]), ("last", [2, 3, 4]), (1, [1, 2, 3]), (9, [2, 3, 4])]
+)
 def test_gold_position(world, position, expected):
     sample, store, miner = world
     spec = ScenarioSpec(kind="realistic", n_distractors=2, gold_position=position)
@@ -146,8 +152,10 @@ def test_gold_position(world, position, expected):
 def test_random_gold_position_varies_across_samples(world):
     sample, store, miner = world
     spec = ScenarioSpec(kind="realistic", n_distractors=2, positive_modality="text")
-    positions = {tuple(compose(sample.model_copy(update={"id": f"s{i}"}), spec, miner=miner).metadata["gold_positions"])
-                 for i in range(12)}
+    positions = {
+        tuple(compose(sample.model_copy(update={"id": f"s{i}"}), spec, miner=miner).metadata["gold_positions"])
+        for i in range(12)
+    }
     assert positions == {(0,), (1,), (2,)}
 
 
@@ -177,8 +185,16 @@ def test_missing_inputs_are_named(world):
 def test_shortfall_and_leaks_are_recorded(world):
     sample, store, miner = world
     prompt = compose(sample, ScenarioSpec(kind="adversarial", n_distractors=8, negative_modality="image"), miner=miner)
-    assert prompt.metadata["mining"] == {"requested": 8, "found": 3, "shortfall": 5, "dropped_leaks": 0,
-                                         "negatives": "curated", "from_curated": 0, "from_miner": 3, "filled": False}
+    assert prompt.metadata["mining"] == {
+        "requested": 8,
+        "found": 3,
+        "shortfall": 5,
+        "dropped_leaks": 0,
+        "negatives": "curated",
+        "from_curated": 0,
+        "from_miner": 3,
+        "filled": False,
+    }
     prompt = compose(sample, ScenarioSpec(kind="adversarial", n_distractors=2, negative_modality="text"), miner=miner)
     assert prompt.metadata["mining"]["dropped_leaks"] == 1
     assert [c.document.id for c in prompt.contexts] == ["n-text-1", "n-text-2"]  # ranked by overlap
@@ -186,15 +202,18 @@ def test_shortfall_and_leaks_are_recorded(world):
 
 def test_a_miner_returning_gold_is_caught(world):
     sample, store, _ = world
-    prompt = compose(sample, ScenarioSpec(kind="adversarial", n_distractors=2), miner=OverlapMiner(store, leak_gold=True))
+    prompt = compose(
+        sample, ScenarioSpec(kind="adversarial", n_distractors=2), miner=OverlapMiner(store, leak_gold=True)
+    )
     assert all(c.document.id not in sample.gold_doc_ids for c in prompt.contexts)
     assert prompt.metadata["mining"]["dropped_gold"] == 1 and len(prompt.contexts) == 2
 
 
 def test_token_budget_drops_negatives_first(world):
     sample, store, miner = world
-    spec = ScenarioSpec(kind="realistic", n_distractors=3, negative_modality="text", positive_modality="text",
-                        max_context_tokens=31)
+    spec = ScenarioSpec(
+        kind="realistic", n_distractors=3, negative_modality="text", positive_modality="text", max_context_tokens=31
+    )
     prompt = compose(sample, spec, miner=miner)
     budget = prompt.metadata["budget"]
     # gold passage: 2 title + 14 text words = 16; negatives ranked n-text-1 (15), n-text-2 (10), n-text-3 (8):
@@ -220,8 +239,9 @@ def test_image_budget_keeps_text_and_gold(world):
 
 def test_budget_drops_gold_only_when_no_negative_is_left(world):
     sample, store, miner = world
-    prompt = compose(sample, ScenarioSpec(kind="realistic", n_distractors=1, negative_modality="image", max_images=2),
-                     miner=miner)
+    prompt = compose(
+        sample, ScenarioSpec(kind="realistic", n_distractors=1, negative_modality="image", max_images=2), miner=miner
+    )
     dropped = prompt.metadata["budget"]["dropped"]
     assert [d["role"] for d in dropped] == ["negative", "gold"] and dropped[1]["doc_id"] == "g-mm"
     over = compose(sample, ScenarioSpec(kind="oracle", max_images=0), store=store)
@@ -247,12 +267,15 @@ def test_user_template_override(tmp_path, world):
     assert prompt.template_hash == load_template(path).sha256
 
 
-@pytest.mark.parametrize("content,field,line", [
-    ('id: t\nversion: "1"\ntext: "Reply {deflection}"\n', "text", None),
-    ('id: t\nversion: "1"\nquestion: "no placeholder"\n', "question", None),
-    ('id: t\nversion: "1"\ntext: [unclosed\n', None, 4),
-    ('id: t\ntext: hi\n', "version", None),
-])
+@pytest.mark.parametrize(
+    "content,field,line",
+    [
+        ('id: t\nversion: "1"\ntext: "Reply {deflection}"\n', "text", None),
+        ('id: t\nversion: "1"\nquestion: "no placeholder"\n', "question", None),
+        ('id: t\nversion: "1"\ntext: [unclosed\n', None, 4),
+        ("id: t\ntext: hi\n", "version", None),
+    ],
+)
 def test_bad_templates_are_named(tmp_path, content, field, line):
     path = tmp_path / "bad.yaml"
     path.write_text(content)
@@ -271,15 +294,23 @@ def test_template_hash_tracks_wording_not_description():
 
 def test_knowhal_open_and_relation(world):
     sample, _, _ = world
-    open_q = sample.model_copy(update={"question": "What is the name of this lighthouse?",
-                                       "metadata": {"dimension": "E", "polarity": "positive"}})
+    open_q = sample.model_copy(
+        update={
+            "question": "What is the name of this lighthouse?",
+            "metadata": {"dimension": "E", "polarity": "positive"},
+        }
+    )
     p = compose(open_q, ScenarioSpec(kind="knowhal"))
     assert p.template_id == "knowhal-open" and p.contexts == [] and p.metadata["format"] == "open"
     assert p.messages[0].content[0].type == "image"
     assert p.messages[0].text() == "What is the name of this lighthouse?\n" + get_template("knowhal-open").text
-    rel = open_q.model_copy(update={"question": "Where is the boat relative to the tower?",
-                                    "choices": [Choice(letter="A", text="left of it"), Choice(letter="B", text="behind it")],
-                                    "label": "B"})
+    rel = open_q.model_copy(
+        update={
+            "question": "Where is the boat relative to the tower?",
+            "choices": [Choice(letter="A", text="left of it"), Choice(letter="B", text="behind it")],
+            "label": "B",
+        }
+    )
     p = compose(rel, ScenarioSpec(kind="knowhal", strictness="moderate"))
     assert p.template_id == "knowhal-relation-mcq+strictness-moderate"
     assert "A. left of it\nB. behind it" in p.messages[0].text() and DEFLECTION_PHRASE in p.messages[0].text()
@@ -319,7 +350,11 @@ def test_curated_negatives_are_the_negatives_with_a_counted_flagged_fill(world):
     negs = [c.document.id for c in p.contexts]
     assert set(negs[:3]) == set(curated) and not set(negs[3:]) & set(curated) and miner.calls == calls + 1
     assert {k: p.metadata["mining"][k] for k in ("from_curated", "from_miner", "filled", "shortfall")} == {
-        "from_curated": 3, "from_miner": 2, "filled": True, "shortfall": 0}
+        "from_curated": 3,
+        "from_miner": 2,
+        "filled": True,
+        "shortfall": 0,
+    }
     # a modality filter applies to curated negatives too; with no miner the shortfall is recorded
     p = compose(s, ScenarioSpec(kind="adversarial", n_distractors=2, negative_modality="image"), store=store)
     assert [c.document.id for c in p.contexts] == ["n-img-3"] and p.metadata["mining"]["shortfall"] == 1
@@ -342,5 +377,7 @@ def test_paper_preset_and_the_visual_positive_row(world):
     assert [c.document.id for c in p.contexts] == ["g-img", "g-mm"]
     mm_only = sample.model_copy(update={"gold_doc_ids": ["g-text", "g-mm"]})
     assert applicable(mm_only, ScenarioSpec(kind="realistic", positive_modality="image"), store) is None
-    assert [c.document.id for c in compose(mm_only, ScenarioSpec(kind="oracle", positive_modality="text"),
-                                           miner=miner).contexts] == ["g-text"]
+    assert [
+        c.document.id
+        for c in compose(mm_only, ScenarioSpec(kind="oracle", positive_modality="text"), miner=miner).contexts
+    ] == ["g-text"]

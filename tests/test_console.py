@@ -24,12 +24,14 @@ from mmrag.reports.render import label_legend, short_labels, to_rich
 def test_names_sharing_a_prefix_get_distinct_short_labels():
     names = ["sim-vlm:text_prior=0.1,vision=0.8", "sim-vlm:text_prior=0.9,vision=0.8", "context-reader"]
     labels = short_labels(names)
-    assert labels["context-reader"] == "context-reader"   # short names are left alone
+    assert labels["context-reader"] == "context-reader"  # short names are left alone
     a, b = labels[names[0]], labels[names[1]]
     assert a != b and len(a) <= 24 and len(b) <= 24
-    assert "0.1" in a and "0.9" in b   # the part that differs survives
+    assert "0.1" in a and "0.9" in b  # the part that differs survives
     assert short_labels(["sim-vlm:text_prior=0.1", "sim-vlm:text_prior=0.9"]) == {
-        "sim-vlm:text_prior=0.1": "sim-vlm:text_prior=0.1", "sim-vlm:text_prior=0.9": "sim-vlm:text_prior=0.9"}
+        "sim-vlm:text_prior=0.1": "sim-vlm:text_prior=0.1",
+        "sim-vlm:text_prior=0.9": "sim-vlm:text_prior=0.9",
+    }
     legend = label_legend(labels)
     assert f"{a} = {names[0]}" in legend and f"{b} = {names[1]}" in legend and "context-reader" not in legend
 
@@ -42,31 +44,47 @@ def test_short_labels_are_unique_for_any_names():
     assert len(set(labels.values())) == len(names)
     for name, label in labels.items():
         assert len(label) <= 24 or label == name
-        head, _, tail = label.partition("…")   # "H…T": starts with H, ends with T, something between
-        matches = [n for n in names if n.startswith(head) and n.endswith(tail) and len(n) > len(head) + len(tail)] \
-            if "…" in label else [name]
-        assert matches == [name], (label, matches)   # a label names exactly one model
+        head, _, tail = label.partition("…")  # "H…T": starts with H, ends with T, something between
+        matches = (
+            [n for n in names if n.startswith(head) and n.endswith(tail) and len(n) > len(head) + len(tail)]
+            if "…" in label
+            else [name]
+        )
+        assert matches == [name], (label, matches)  # a label names exactly one model
 
 
 def _summary(models):
     rates = {"correct": 50.0, "deflection": 25.0, "hallucination": 25.0, "unparseable": 0.0}
-    return {"groups": [{"benchmark": "demo", "scenario": {"kind": "realistic", "n_distractors": 2,
-                                                         "negative_modality": "text"},
-                        "model": m, "n": 10, "rates": rates} for m in models]}
+    return {
+        "groups": [
+            {
+                "benchmark": "demo",
+                "scenario": {"kind": "realistic", "n_distractors": 2, "negative_modality": "text"},
+                "model": m,
+                "n": 10,
+                "rates": rates,
+            }
+            for m in models
+        ]
+    }
 
 
 @pytest.mark.parametrize("width", [80, 120])
 def test_results_table_tells_the_models_apart_in_a_narrow_terminal(width):
-    models = ["sim-vlm:text_prior=0.1,strictness_gain=0.5", "sim-vlm:text_prior=0.9,strictness_gain=0.5",
-              "sim-vlm:text_prior=0.1", "sim-vlm:text_prior=0.9"]
+    models = [
+        "sim-vlm:text_prior=0.1,strictness_gain=0.5",
+        "sim-vlm:text_prior=0.9,strictness_gain=0.5",
+        "sim-vlm:text_prior=0.1",
+        "sim-vlm:text_prior=0.9",
+    ]
     console = Console(width=width, record=True)
     console.print(results_table(_summary(models)))
     text = console.export_text()
     labels = short_labels(models)
     rows = [line for line in text.splitlines() if line.startswith("│ demo")]
     shown = [max((lab for lab in labels.values() if lab in line), key=len) for line in rows]
-    assert sorted(shown) == sorted(labels.values())   # each row shows its whole, distinct label
-    for model in models[:2]:   # the legend spells the shortened ones out
+    assert sorted(shown) == sorted(labels.values())  # each row shows its whole, distinct label
+    for model in models[:2]:  # the legend spells the shortened ones out
         assert f"{labels[model]} = {model}" in text
 
 
@@ -98,13 +116,21 @@ def test_demo_command_says_what_it_is_doing(module_home, tmp_path):
     assert res.exit_code == 0, res.output
     err = res.stderr
     lines = [line.strip() for line in err.splitlines()]
-    assert lines[0] == f"run directory: {out}", lines[:3]   # named before any slow step
-    for said in ("loading benchmark demo", "generating the demo world (seed 0", "building the text index over",
-                 "building the visual index over", "building the multimodal index over", "loading the judge"):
+    assert lines[0] == f"run directory: {out}", lines[:3]  # named before any slow step
+    for said in (
+        "loading benchmark demo",
+        "generating the demo world (seed 0",
+        "building the text index over",
+        "building the visual index over",
+        "building the multimodal index over",
+        "loading the judge",
+    ):
         assert any(said in line for line in lines), (said, err[-2000:])
-    first = {said: next(i for i, line in enumerate(lines) if said in line)
-             for said in ("run directory", "generating the demo world", "building the text index", "loading the judge")}
-    assert list(first.values()) == sorted(first.values())   # in the order the steps happen
+    first = {
+        said: next(i for i, line in enumerate(lines) if said in line)
+        for said in ("run directory", "generating the demo world", "building the text index", "loading the judge")
+    }
+    assert list(first.values()) == sorted(first.values())  # in the order the steps happen
     bar = next(line for line in lines if "cells (2 models)" in line)
     assert "96 cells (2 models)" in bar and "model(s)" not in err and " x 2" not in err
     assert re.search(r"\d+\.\d/s", bar)
@@ -112,7 +138,7 @@ def test_demo_command_says_what_it_is_doing(module_home, tmp_path):
     rate = float(re.search(r"(\d+\.\d)/s", bar).group(1))
     h, m, s = map(int, re.search(r"(\d+):(\d\d):(\d\d) elapsed", bar).groups())
     elapsed = 3600 * h + 60 * m + s
-    if elapsed >= 2:   # the clock shows whole seconds
+    if elapsed >= 2:  # the clock shows whole seconds
         assert 96 / (elapsed + 1) <= rate <= 96 / (elapsed - 1)
     assert json.loads((out / "manifest.json").read_text())["status"] == "complete"
-    assert f"run directory: {out}" in res.stdout   # and again in the closing line
+    assert f"run directory: {out}" in res.stdout  # and again in the closing line

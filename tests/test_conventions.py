@@ -45,12 +45,30 @@ def test_openai_env_variables_are_used_when_no_flag_is_given(tmp_path, monkeypat
         monkeypatch.setenv("OPENAI_API_KEY", KEY)
         monkeypatch.setenv("OPENAI_BASE_URL", srv.url)
         run = tmp_path / "run"
-        assert main(["run", "-b", "demo", "-m", "openai:env-model", "--scenarios", "parametric", "--limit", "2",
-                     "--cache-path", str(tmp_path / "cache.sqlite"), "--out", str(run)]) == 0
+        assert (
+            main(
+                [
+                    "run",
+                    "-b",
+                    "demo",
+                    "-m",
+                    "openai:env-model",
+                    "--scenarios",
+                    "parametric",
+                    "--limit",
+                    "2",
+                    "--cache-path",
+                    str(tmp_path / "cache.sqlite"),
+                    "--out",
+                    str(run),
+                ]
+            )
+            == 0
+        )
         assert srv.records and all(r.headers.get("authorization") == f"Bearer {KEY}" for r in srv.records)
     manifest = json.loads((run / "manifest.json").read_text())
     [m] = manifest["config"]["models"]
-    assert m["api_key_env"] == "OPENAI_API_KEY" and m["base_url"] == srv.url   # the name, never the key
+    assert m["api_key_env"] == "OPENAI_API_KEY" and m["base_url"] == srv.url  # the name, never the key
     for f in _files(run, tmp_path, Path(os.environ["MMRAG_HOME"])):
         assert KEY.encode() not in f.read_bytes(), f"the key leaked into {f}"
 
@@ -60,7 +78,7 @@ def test_flags_win_over_the_environment_and_a_missing_url_says_both_ways(monkeyp
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     spec = parse_model_arg("openai:m", base_url="http://127.0.0.1:7/v2", api_key_env="MY_KEY")
     assert (spec.base_url, spec.api_key_env) == ("http://127.0.0.1:7/v2", "MY_KEY")
-    assert parse_model_arg("openai:m").api_key_env is None   # no variable set: no key sent
+    assert parse_model_arg("openai:m").api_key_env is None  # no variable set: no key sent
     monkeypatch.delenv("OPENAI_BASE_URL")
     with pytest.raises(InputError, match="OPENAI_BASE_URL"):
         parse_model_arg("openai:m")
@@ -68,8 +86,13 @@ def test_flags_win_over_the_environment_and_a_missing_url_says_both_ways(monkeyp
 
 def test_gen_kwargs_parse_like_lmms_eval():
     got = parse_gen_kwargs("temperature=0.2,top_p=0.9,max_tokens=64,until=###,num_beams=1,do_sample=false,x=none")
-    assert got == {"temperature": 0.2, "top_p": 0.9, "max_new_tokens": 64, "stop": ["###"],
-                   "extra": {"num_beams": 1, "do_sample": False, "x": None}}
+    assert got == {
+        "temperature": 0.2,
+        "top_p": 0.9,
+        "max_new_tokens": 64,
+        "stop": ["###"],
+        "extra": {"num_beams": 1, "do_sample": False, "x": None},
+    }
     for bad, why in (("temperature", "key=value"), ("a=1,a=2", "twice")):
         with pytest.raises(InputError, match=why):
             parse_gen_kwargs(bad)
@@ -80,9 +103,33 @@ def test_gen_kwargs_parse_like_lmms_eval():
 def test_generation_flags_reach_the_body_the_fingerprint_and_the_cache_key(tmp_path, module_home):
     with LoopbackServer(answer="Paris") as srv:
         run = tmp_path / "run"
-        assert main(["run", "-b", "demo", "-m", "openai:gen-model", "--base-url", srv.url, "--scenarios",
-                     "parametric", "--limit", "1", "--top-p", "0.5", "--seed", "7",
-                     "--gen-kwargs", "max_new_tokens=9,repetition_penalty=1.1", "--no-cache", "--out", str(run)]) == 0
+        assert (
+            main(
+                [
+                    "run",
+                    "-b",
+                    "demo",
+                    "-m",
+                    "openai:gen-model",
+                    "--base-url",
+                    srv.url,
+                    "--scenarios",
+                    "parametric",
+                    "--limit",
+                    "1",
+                    "--top-p",
+                    "0.5",
+                    "--seed",
+                    "7",
+                    "--gen-kwargs",
+                    "max_new_tokens=9,repetition_penalty=1.1",
+                    "--no-cache",
+                    "--out",
+                    str(run),
+                ]
+            )
+            == 0
+        )
         [rec] = srv.records
     body = rec.body
     assert (body["top_p"], body["seed"], body["max_tokens"], body["repetition_penalty"]) == (0.5, 7, 9, 1.1)
@@ -93,16 +140,31 @@ def test_generation_flags_reach_the_body_the_fingerprint_and_the_cache_key(tmp_p
     # the cache key changes with every setting, extra gen kwargs included; defaults keep old keys
     p = _prompt()
     base = GenerationSettings()
-    keys = {cache_key("m", p, s) for s in (base, base.model_copy(update={"top_p": 0.5}),
-                                           base.model_copy(update={"extra": {"num_beams": 2}}))}
+    keys = {
+        cache_key("m", p, s)
+        for s in (base, base.model_copy(update={"top_p": 0.5}), base.model_copy(update={"extra": {"num_beams": 2}}))
+    }
     assert len(keys) == 3
     legacy = {k: v for k, v in base.model_dump(mode="json").items() if k != "extra"}
     assert cache_key("m", p, base) == cache_key("m", p, legacy)
 
 
 def test_a_flag_and_the_same_gen_kwarg_is_an_error(tmp_path, capsys):
-    rc = main(["run", "-b", "demo", "-m", "always-deflect", "--temperature", "0.5", "--gen-kwargs", "temperature=0.1",
-               "--out", str(tmp_path / "r")])
+    rc = main(
+        [
+            "run",
+            "-b",
+            "demo",
+            "-m",
+            "always-deflect",
+            "--temperature",
+            "0.5",
+            "--gen-kwargs",
+            "temperature=0.1",
+            "--out",
+            str(tmp_path / "r"),
+        ]
+    )
     assert rc != 0 and "--gen-kwargs" in capsys.readouterr().err and not (tmp_path / "r").exists()
 
 
@@ -129,7 +191,7 @@ def test_help_says_limit_is_per_benchmark_and_lists_the_generation_flags():
     runner = CliRunner()
     for cmd in ("run", "sweep"):
         out = runner.invoke(app, [cmd, "--help"], env={"COLUMNS": "240"}).output
-        text = " ".join(re.sub(r"[│╭╮╰╯─]", " ", out).split())   # rich's help boxes wrap long lines
+        text = " ".join(re.sub(r"[│╭╮╰╯─]", " ", out).split())  # rich's help boxes wrap long lines
         assert "per benchmark" in text and "4N requests" in text, cmd
         for flag in ("--temperature", "--top-p", "--seed", "--gen-kwargs"):
             assert flag in text, (cmd, flag)

@@ -23,8 +23,17 @@ from mmrag.cli import main
 from mmrag.retrieval.base import MiningResult
 
 DEFLECT = "I don't know."
-FILES = ("stage1_parametric.jsonl", "stage2_mining.jsonl", "stage3_oracle.jsonl", "curated.jsonl",
-         "curated.kb.jsonl", "report.json", "report.md", "config.json", "manifest.json")
+FILES = (
+    "stage1_parametric.jsonl",
+    "stage2_mining.jsonl",
+    "stage3_oracle.jsonl",
+    "curated.jsonl",
+    "curated.kb.jsonl",
+    "report.json",
+    "report.md",
+    "config.json",
+    "manifest.json",
+)
 
 
 # -- shared fixtures -------------------------------------------------------------------------------
@@ -65,9 +74,17 @@ def leaky(context: str) -> bool:
 
 
 def write_config(path: Path, **overrides) -> Path:
-    cfg = {"benchmark": {"name": "demo"}, "judge": {"mode": "rule"}, "modalities": ["text", "image", "multimodal"],
-           "negatives_per_modality": 2, "k_min": 2, "seed": 0, "negatives": "regenerate",
-           "gating_models": [{"backend": "context-reader"}, {"backend": "first-option"}], "limit": 30}
+    cfg = {
+        "benchmark": {"name": "demo"},
+        "judge": {"mode": "rule"},
+        "modalities": ["text", "image", "multimodal"],
+        "negatives_per_modality": 2,
+        "k_min": 2,
+        "seed": 0,
+        "negatives": "regenerate",
+        "gating_models": [{"backend": "context-reader"}, {"backend": "first-option"}],
+        "limit": 30,
+    }
     cfg.update(overrides)
     path.write_text(yaml.safe_dump(cfg))
     return path
@@ -128,7 +145,7 @@ def test_every_stage_records_a_decision_for_every_sample(plain, bench):
     assert [r["sample_id"] for r in s3] == [r["sample_id"] for r in s2 if r["kept"]]
     for r in s1 + s2 + s3:
         assert isinstance(r["kept"], bool)
-        assert bool(r["reason"]) == (not r["kept"]), r       # a reason exactly for every removal
+        assert bool(r["reason"]) == (not r["kept"]), r  # a reason exactly for every removal
     # Stage I: both gating models were asked and neither can answer without context
     assert all(len(r["outcomes"]) == 2 and "correct" not in r["outcomes"].values() for r in s1)
     # Stage II: negatives from each modality's index, k_min respected
@@ -137,8 +154,11 @@ def test_every_stage_records_a_decision_for_every_sample(plain, bench):
         assert r["kept"] == (len({d for ids in r["negatives"].values() for d in ids}) >= 2)
     # Stage III removed some samples (no gating model reads images) and kept some
     assert any(r["kept"] for r in s3) and any(not r["kept"] for r in s3)
-    assert all(r["reason"] == "every gating model fails with gold evidence" for r in s3 if not r["kept"]
-               and "correct" not in r["oracle_outcomes"].values())
+    assert all(
+        r["reason"] == "every gating model fails with gold evidence"
+        for r in s3
+        if not r["kept"] and "correct" not in r["oracle_outcomes"].values()
+    )
 
 
 def test_report_counts_are_consistent(plain):
@@ -170,8 +190,24 @@ def test_curated_file_is_a_deflection_benchmark_that_runs(plain, tmp_path, capsy
     assert main(["benchmark", "validate", str(curated), "--benchmark", "deflection"]) == 0
     assert "valid deflection file" in capsys.readouterr().out
     out = tmp_path / "run"
-    assert main(["run", "--benchmark", "deflection", "--source", str(curated), "--model", "context-reader",
-                 "--scenarios", "oracle,adversarial", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "--benchmark",
+                "deflection",
+                "--source",
+                str(curated),
+                "--model",
+                "context-reader",
+                "--scenarios",
+                "oracle,adversarial",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     from mmrag.runs import read_records
 
     records = [r.model_dump(mode="json") for r in read_records(out)]
@@ -201,8 +237,9 @@ def test_stage3_semantics_hold_when_rechecked_independently(plain, bench):
     failed = [r for r in s3 if r["reason"] == "every gating model fails with gold evidence"]
     # no surviving negative lets a gating model answer correctly when shown alone
     shown = [(by_id[r["sample_id"]], d) for r in kept[:3] for d in r["negatives"]]
-    checks = [(s, compose(s, _spec("adversarial", 1), miner=OneNegative(store, store.get(d)), store=store))
-              for s, d in shown]
+    checks = [
+        (s, compose(s, _spec("adversarial", 1), miner=OneNegative(store, store.get(d)), store=store)) for s, d in shown
+    ]
     assert len(checks) >= 6
     assert all([c.document.id for c in p.contexts] == [d] for (_, p), (_, d) in zip(checks, shown))
     assert "correct" not in verdicts_of(reader, checks)
@@ -212,7 +249,9 @@ def test_stage3_semantics_hold_when_rechecked_independently(plain, bench):
     assert oracle
     assert "correct" not in verdicts_of(reader, oracle) + verdicts_of(first, oracle)
     # and a kept one is answered by at least one of them
-    kept_oracle = [(by_id[r["sample_id"]], compose(by_id[r["sample_id"]], _spec("oracle"), store=store)) for r in kept[:2]]
+    kept_oracle = [
+        (by_id[r["sample_id"]], compose(by_id[r["sample_id"]], _spec("oracle"), store=store)) for r in kept[:2]
+    ]
     assert all(o == "correct" for o in verdicts_of(reader, kept_oracle))
 
 
@@ -241,8 +280,15 @@ def leaky_gate(answers_by_question):
 @pytest.fixture(scope="module")
 def http_config(leaky_gate, tmp_path_factory):
     root = tmp_path_factory.mktemp("curate_http")
-    cfg = write_config(root / "curate.yaml", limit=20, k_min=5, gating_models=[
-        {"backend": "context-reader"}, {"backend": "openai", "model": "gate", "base_url": leaky_gate.url}])
+    cfg = write_config(
+        root / "curate.yaml",
+        limit=20,
+        k_min=5,
+        gating_models=[
+            {"backend": "context-reader"},
+            {"backend": "openai", "model": "gate", "base_url": leaky_gate.url},
+        ],
+    )
     return root, cfg
 
 
@@ -256,17 +302,17 @@ def http_run(http_config, leaky_gate):
 
 def test_negatives_a_gating_model_answers_from_are_dropped(http_run):
     out, requests = http_run
-    assert requests > 20        # Stage I for 20 samples, then oracle and one-negative checks
+    assert requests > 20  # Stage I for 20 samples, then oracle and one-negative checks
     s2 = {r["sample_id"]: r for r in rows(out, "stage2_mining.jsonl") if r["kept"]}
     s3 = rows(out, "stage3_oracle.jsonl")
     dropped = [(r, d) for r in s3 for d in r["dropped_negatives"]]
     assert dropped, "the leaky gating model should have answered from some negatives"
-    for r, d in dropped:
+    for _r, d in dropped:
         assert "openai:gate" in d["answered_by"]
     for r in s3:
         mined = list(dict.fromkeys(d for ids in s2[r["sample_id"]]["negatives"].values() for d in ids))
         gone = [d["doc_id"] for d in r["dropped_negatives"]]
-        assert sorted(r["negatives"] + gone) == sorted(mined)      # every mined negative was tested
+        assert sorted(r["negatives"] + gone) == sorted(mined)  # every mined negative was tested
         assert not set(r["negatives"]) & set(gone)
         if any(v == "correct" for v in r["oracle_outcomes"].values()):
             assert r["kept"] == (len(r["negatives"]) >= 5)
@@ -284,7 +330,7 @@ def test_rerun_makes_no_model_calls_and_gives_identical_files(http_run, http_con
     _, cfg = http_config
     requests = leaky_gate.stats()["requests"]
     before = snapshot(out)
-    curate(cfg, out)                                   # finished stages are loaded from disk
+    curate(cfg, out)  # finished stages are loaded from disk
     assert leaky_gate.stats()["requests"] == requests
     assert snapshot(out) == before
     # an interrupted curation (Stage III and the outputs missing) resumes from the response cache
@@ -314,10 +360,12 @@ def test_surviving_negatives_do_not_let_the_http_gate_answer(http_run, bench, le
     store = InMemoryDocStore(list(b.documents()))
     gate = create_model(ModelSpec(backend="openai", model="gate", base_url=leaky_gate.url), cache=None)
     items = [(by_id[r["sample_id"]], d) for r in rows(out, "stage3_oracle.jsonl") for d in r["negatives"]]
-    items += [(by_id[r["sample_id"]], d["doc_id"]) for r in rows(out, "stage3_oracle.jsonl")
-              for d in r["dropped_negatives"]]
-    prompts = [(s, compose(s, _spec("adversarial", 1), miner=OneNegative(store, store.get(d)), store=store))
-               for s, d in items]
+    items += [
+        (by_id[r["sample_id"]], d["doc_id"]) for r in rows(out, "stage3_oracle.jsonl") for d in r["dropped_negatives"]
+    ]
+    prompts = [
+        (s, compose(s, _spec("adversarial", 1), miner=OneNegative(store, store.get(d)), store=store)) for s, d in items
+    ]
     n_kept = sum(len(r["negatives"]) for r in rows(out, "stage3_oracle.jsonl"))
     before = leaky_gate.stats()["requests"]
     responses = gate.generate([p for _, p in prompts], GenerationSettings())
@@ -339,8 +387,9 @@ def test_stage1_removes_samples_a_gating_model_answers_without_context(bench, an
     expected = {s.id for s in samples if s.question in knowable}
     assert expected and len(expected) < len(samples)
     with LoopbackServer(responder=respond) as srv:
-        cfg = write_config(tmp_path / "c.yaml", limit=12,
-                           gating_models=[{"backend": "openai", "model": "know", "base_url": srv.url}])
+        cfg = write_config(
+            tmp_path / "c.yaml", limit=12, gating_models=[{"backend": "openai", "model": "know", "base_url": srv.url}]
+        )
         out = tmp_path / "out"
         curate(cfg, out)
         assert srv.stats()["requests"] >= len(samples)
@@ -361,12 +410,19 @@ def test_curated_negatives_feed_stage3_and_the_manifest_names_the_retriever(home
     is the one the miner used, and the manifest says so; a run of the curated file shows only the
     Stage III survivors."""
     out = tmp_path / "out"
-    curate(write_config(tmp_path / "c.yaml", negatives="curated", limit=12, k_min=1,
-                        retrieval={"retrievers": {"text": "bm25"}}), out)
+    curate(
+        write_config(
+            tmp_path / "c.yaml", negatives="curated", limit=12, k_min=1, retrieval={"retrievers": {"text": "bm25"}}
+        ),
+        out,
+    )
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["negatives"] == "curated" and manifest["retrieval"]["retrievers"] == {"text": "bm25"}
     assert manifest["index_hashes"]["text"].startswith("retriever:") and set(manifest["retrievers"]) == {
-        "text", "visual", "multimodal"}
+        "text",
+        "visual",
+        "multimodal",
+    }
     by_id = {s.id: s for s in bench[1]}
     s2 = [r for r in rows(out, "stage2_mining.jsonl") if "curated" in r["negatives"]]
     assert s2 and all(r["negatives"]["curated"] == by_id[r["sample_id"]].metadata["negative_doc_ids"] for r in s2)

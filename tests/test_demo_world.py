@@ -13,8 +13,8 @@ from PIL import Image
 
 from mmrag.benchmarks import load_benchmark
 from mmrag.benchmarks.demo import GENERATOR_VERSION, ensure_world, generate_world
-from mmrag.benchmarks.demo.knowhal_pairs import placed
 from mmrag.benchmarks.demo.draw import PALETTE, charge_centre, symbol_centre
+from mmrag.benchmarks.demo.knowhal_pairs import placed
 from mmrag.schema import Document, Sample
 
 
@@ -32,19 +32,24 @@ def _read_jsonl(p: Path) -> list[dict]:
 
 
 def _hashes(root: Path) -> dict[str, str]:
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
 
 
 @pytest.fixture(scope="module")
 def data(world):
     p = world["path"]
-    return {"entities": {e["id"]: e for e in json.loads((p / "entities.json").read_text())},
-            "scenes": json.loads((p / "scenes.json").read_text()),
-            "kb": {d["id"]: d for d in _read_jsonl(p / "kb.jsonl")},
-            "questions": _read_jsonl(p / "deflection.jsonl"),
-            "knowhal": _read_jsonl(p / "knowhal.jsonl"),
-            "hb": _read_jsonl(p / "humblebench" / "metadata.jsonl")}
+    return {
+        "entities": {e["id"]: e for e in json.loads((p / "entities.json").read_text())},
+        "scenes": json.loads((p / "scenes.json").read_text()),
+        "kb": {d["id"]: d for d in _read_jsonl(p / "kb.jsonl")},
+        "questions": _read_jsonl(p / "deflection.jsonl"),
+        "knowhal": _read_jsonl(p / "knowhal.jsonl"),
+        "hb": _read_jsonl(p / "humblebench" / "metadata.jsonl"),
+    }
 
 
 def test_world_location_and_counts(world, data):
@@ -181,13 +186,25 @@ def test_look_alike_images_and_shared_text_templates(data):
     assert all(len(s) == 1 for s in skeletons.values()), skeletons
 
 
-_REL = {"to the left of": lambda a, b: a["col"] < b["col"], "to the right of": lambda a, b: a["col"] > b["col"],
-        "above": lambda a, b: a["row"] < b["row"], "below": lambda a, b: a["row"] > b["row"],
-        "bigger than": lambda a, b: (a["size"], b["size"]) == ("large", "small"),
-        "smaller than": lambda a, b: (a["size"], b["size"]) == ("small", "large")}
-_POS = {"top-left corner": (0, 0), "top centre": (0, 1), "top-right corner": (0, 2),
-        "middle of the left side": (1, 0), "centre": (1, 1), "middle of the right side": (1, 2),
-        "bottom-left corner": (2, 0), "bottom centre": (2, 1), "bottom-right corner": (2, 2)}
+_REL = {
+    "to the left of": lambda a, b: a["col"] < b["col"],
+    "to the right of": lambda a, b: a["col"] > b["col"],
+    "above": lambda a, b: a["row"] < b["row"],
+    "below": lambda a, b: a["row"] > b["row"],
+    "bigger than": lambda a, b: (a["size"], b["size"]) == ("large", "small"),
+    "smaller than": lambda a, b: (a["size"], b["size"]) == ("small", "large"),
+}
+_POS = {
+    "top-left corner": (0, 0),
+    "top centre": (0, 1),
+    "top-right corner": (0, 2),
+    "middle of the left side": (1, 0),
+    "centre": (1, 1),
+    "middle of the right side": (1, 2),
+    "bottom-left corner": (2, 0),
+    "bottom centre": (2, 1),
+    "bottom-right corner": (2, 2),
+}
 
 
 def _truth(stem: str, option: str, objs: dict) -> bool:
@@ -241,7 +258,11 @@ def test_knowhal_pairs_are_complete_and_true_to_the_image(world, data):
         pairs[r["pair_id"]].append(r)
     assert {r["dimension"] for r in data["knowhal"]} == {"E", "A", "R", "K"}
     assert {r["strategy"] for r in data["knowhal"] if r["polarity"] == "negative"} == {
-        "attribute variant", "object substitution", "spatial relation", "action fabrication"}
+        "attribute variant",
+        "object substitution",
+        "spatial relation",
+        "action fabrication",
+    }
     for members in pairs.values():
         assert sorted(m["polarity"] for m in members) == ["negative", "positive"]
         pos = next(m for m in members if m["polarity"] == "positive")

@@ -14,12 +14,18 @@ sys.path.insert(0, str(Path(__file__).parent / "plugins"))
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from PIL import Image  # noqa: E402
+from retrieval_world import draw_flag  # noqa: E402
 
 from mmrag.errors import InputError  # noqa: E402
-from mmrag.indices import (ColorLayoutImageEncoder, FusionEncoder, OpenClipEncoder,  # noqa: E402
-                           SentenceTransformerEncoder, create_encoder, encode_queries)
+from mmrag.indices import (  # noqa: E402
+    ColorLayoutImageEncoder,
+    FusionEncoder,
+    OpenClipEncoder,
+    SentenceTransformerEncoder,
+    create_encoder,
+    encode_queries,
+)
 from mmrag.schema import ImageRef  # noqa: E402
-from retrieval_world import draw_flag  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -32,9 +38,11 @@ def tiny_clip_arch(tmp_path_factory):
     import open_clip
 
     d = tmp_path_factory.mktemp("clipcfg")
-    cfg = {"embed_dim": 32, "vision_cfg": {"image_size": 64, "layers": 1, "width": 32, "patch_size": 32,
-                                           "head_width": 16},
-           "text_cfg": {"context_length": 77, "vocab_size": 49408, "width": 32, "heads": 2, "layers": 1}}
+    cfg = {
+        "embed_dim": 32,
+        "vision_cfg": {"image_size": 64, "layers": 1, "width": 32, "patch_size": 32, "head_width": 16},
+        "text_cfg": {"context_length": 77, "vocab_size": 49408, "width": 32, "heads": 2, "layers": 1},
+    }
     (d / "mmrag-tiny-test.json").write_text(json.dumps(cfg))
     open_clip.add_model_config(str(d))
     return "mmrag-tiny-test"
@@ -77,13 +85,16 @@ def test_color_layout_is_deterministic_normalised_and_colour_sensitive(tmp_path)
         draw_flag(i, tmp_path / f"f{i}.png")
     refs = [ImageRef(path=str(tmp_path / f"f{i}.png")) for i in range(4)]
     a, b = enc.encode_image(refs), ColorLayoutImageEncoder().encode_image(refs)
-    assert a.shape == (4, enc.dim) == (4, 4 ** 3 + 48)
+    assert a.shape == (4, enc.dim) == (4, 4**3 + 48)
     np.testing.assert_array_equal(a, b)
     np.testing.assert_allclose(np.linalg.norm(a, axis=1), 1.0, atol=1e-5)
     # flags 0 and 1 share a palette (look-alikes); flag 2 does not
     assert a[0] @ a[1] > a[0] @ a[2]
-    red, red2, blue = (_img(tmp_path, "r.png", (220, 10, 10)), _img(tmp_path, "r2.png", (200, 30, 20), (50, 50)),
-                       _img(tmp_path, "b.png", (10, 10, 220)))
+    red, red2, blue = (
+        _img(tmp_path, "r.png", (220, 10, 10)),
+        _img(tmp_path, "r2.png", (200, 30, 20), (50, 50)),
+        _img(tmp_path, "b.png", (10, 10, 220)),
+    )
     v = enc.encode_image([red, red2, blue])
     assert v[0] @ v[1] > 0.9 > v[0] @ v[2]
     assert ColorLayoutImageEncoder(grid=2).fingerprint != enc.fingerprint

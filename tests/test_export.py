@@ -20,8 +20,25 @@ from mmrag.schema import OUTCOMES
 @pytest.fixture(scope="module")
 def demo_run(tmp_path_factory, module_home) -> Path:
     run = tmp_path_factory.mktemp("export") / "run"
-    assert main(["run", "-b", "demo", "-m", "context-reader,always-deflect", "--scenarios", "parametric,oracle,adversarial",
-                 "--limit", "4", "--no-cache", "--out", str(run)]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "-b",
+                "demo",
+                "-m",
+                "context-reader,always-deflect",
+                "--scenarios",
+                "parametric,oracle,adversarial",
+                "--limit",
+                "4",
+                "--no-cache",
+                "--out",
+                str(run),
+            ]
+        )
+        == 0
+    )
     return run
 
 
@@ -57,14 +74,24 @@ def test_lmms_eval_samples_round_trip(demo_run, tmp_path):
     df = load(demo_run).set_index("key")
     sample_files = [p for p in paths if p.suffix == ".jsonl"]
     results = [p for p in paths if p.name.endswith("_results.json")]
-    assert len(results) == 2 and len(sample_files) == 2 * 3   # per model: one task per scenario
+    assert len(results) == 2 and len(sample_files) == 2 * 3  # per model: one task per scenario
     seen = 0
     for f in sample_files:
         lines = read_samples(f)
         assert [x["doc_id"] for x in lines] == list(range(len(lines)))
         for x in lines:
-            assert set(x) >= {"doc_id", "doc", "target", "arguments", "resps", "filtered_resps", "doc_hash",
-                              "prompt_hash", "target_hash", *OUTCOMES}
+            assert set(x) >= {
+                "doc_id",
+                "doc",
+                "target",
+                "arguments",
+                "resps",
+                "filtered_resps",
+                "doc_hash",
+                "prompt_hash",
+                "target_hash",
+                *OUTCOMES,
+            }
             row = df.loc[x["doc"]["key"]]
             assert x["resps"] == [[row["response"]]] and x["doc"]["question"] == row["question"]
             assert {o: bool(x[o]) for o in OUTCOMES} == {o: bool(row[o]) for o in OUTCOMES}
@@ -74,7 +101,9 @@ def test_lmms_eval_samples_round_trip(demo_run, tmp_path):
     assert set(res) >= {"results", "configs", "versions", "n-shot", "higher_is_better", "n-samples", "config", "date"}
     task, metrics = next(iter(res["results"].items()))
     lines = read_samples(next(f for f in sample_files if f.parent == results[0].parent and task in f.name))
-    assert metrics["alias"] == task and metrics["correct,none"] == pytest.approx(sum(x["correct"] for x in lines) / len(lines))
+    assert metrics["alias"] == task and metrics["correct,none"] == pytest.approx(
+        sum(x["correct"] for x in lines) / len(lines)
+    )
     assert "correct_stderr,none" in metrics and res["n-samples"][task]["effective"] == len(lines)
 
 
@@ -83,7 +112,7 @@ def test_bad_requests_fail_clearly(demo_run, tmp_path, monkeypatch, capsys):
     assert "unknown export format 'csv'" in capsys.readouterr().err
     assert main(["export", str(tmp_path), "--format", "lmms-eval"]) != 0
     assert "manifest.json" in capsys.readouterr().err
-    monkeypatch.setitem(sys.modules, "inspect_ai.log", None)   # inspect_ai not installed
+    monkeypatch.setitem(sys.modules, "inspect_ai.log", None)  # inspect_ai not installed
     with pytest.raises(InputError, match=r"mmrag\[inspect\]"):
         export(demo_run, "inspect", tmp_path / "none")
     assert not list((tmp_path / "none").glob("*.eval"))

@@ -34,24 +34,35 @@ def _site(tmp: Path) -> Path:
     import tomllib
 
     groups = tomllib.loads((PLUGIN / "pyproject.toml").read_text())["project"]["entry-points"]
-    (info / "entry_points.txt").write_text("".join(
-        f"[{g}]\n" + "".join(f"{k} = {v}\n" for k, v in eps.items()) + "\n" for g, eps in groups.items()))
+    (info / "entry_points.txt").write_text(
+        "".join(f"[{g}]\n" + "".join(f"{k} = {v}\n" for k, v in eps.items()) + "\n" for g, eps in groups.items())
+    )
     return site
 
 
 def _mmrag(args: list[str], site: Path, home: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(site)]), "MMRAG_HOME": str(home),
-           "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "COLUMNS": "200"}
-    return subprocess.run([sys.executable, "-m", "mmrag.cli", *args], env=env, capture_output=True, text=True,
-                          timeout=600)
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), str(site)]),
+        "MMRAG_HOME": str(home),
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "COLUMNS": "200",
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "mmrag.cli", *args], env=env, capture_output=True, text=True, timeout=600
+    )
 
 
 @pytest.fixture(scope="module")
 def plugin_run(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("plugin")
     site, home, out = _site(tmp), tmp / "home", tmp / "run"
-    proc = _mmrag(["run", "-b", "toy-notes", "-m", "context-reader", "--scenarios", "note,parametric",
-                   "--out", str(out)], site, home)
+    proc = _mmrag(
+        ["run", "-b", "toy-notes", "-m", "context-reader", "--scenarios", "note,parametric", "--out", str(out)],
+        site,
+        home,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return site, home, out, proc
 
@@ -83,14 +94,17 @@ def test_family_and_kind_run_end_to_end(plugin_run):
 
     records = [r.model_dump(mode="json") for r in read_records(out)]
     assert {r["verdict"]["judge_id"].split("@")[0] for r in records} == {"rule"}  # the family says "rule"; one id (12b)
-    assert all(r["prompt"]["contexts"][0]["document"]["title"] == "note" for r in records
-               if r["scenario"]["kind"] == "note")
+    assert all(
+        r["prompt"]["contexts"][0]["document"]["title"] == "note" for r in records if r["scenario"]["kind"] == "note"
+    )
 
 
 def test_frame_and_report_read_the_plugin_run(plugin_run, tmp_path):
     site, home, out, _ = plugin_run
-    code = ("import json, sys; from mmrag.runs.frame import load; df = load(sys.argv[1]); "
-            "print(json.dumps(sorted(df.groupby('scenario')['correct'].mean().mul(100).round(1).items())))")
+    code = (
+        "import json, sys; from mmrag.runs.frame import load; df = load(sys.argv[1]); "
+        "print(json.dumps(sorted(df.groupby('scenario')['correct'].mean().mul(100).round(1).items())))"
+    )
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(site)]), "MMRAG_HOME": str(home)}
     res = subprocess.run([sys.executable, "-c", code, str(out)], env=env, capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr[-2000:]
@@ -104,6 +118,9 @@ def test_frame_and_report_read_the_plugin_run(plugin_run, tmp_path):
 
 def test_an_unknown_kind_names_the_plugin_kinds(plugin_run):
     site, home, out, _ = plugin_run
-    proc = _mmrag(["run", "-b", "toy-notes", "-m", "context-reader", "--scenarios", "notes", "--out",
-                   str(out.parent / "bad")], site, home)
+    proc = _mmrag(
+        ["run", "-b", "toy-notes", "-m", "context-reader", "--scenarios", "notes", "--out", str(out.parent / "bad")],
+        site,
+        home,
+    )
     assert proc.returncode != 0 and "unknown scenario 'notes'" in proc.stderr and "note" in proc.stderr

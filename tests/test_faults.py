@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from loopback_server import Action, LoopbackServer
+from loopback_server import LoopbackServer
 
 from mmrag.cli import main
 from mmrag.runs import read_records
@@ -29,8 +29,12 @@ def _yaml(path: Path, data: dict) -> Path:
 
 
 def _openai(url: str, name: str = "m") -> dict:
-    return {"backend": "openai", "model": name, "base_url": url,
-            "options": {"max_retries": 0, "backoff_initial": 0.01, "backoff_max": 0.02}}
+    return {
+        "backend": "openai",
+        "model": name,
+        "base_url": url,
+        "options": {"max_retries": 0, "backoff_initial": 0.01, "backoff_max": 0.02},
+    }
 
 
 def _stderr_line(capsys, needle: str) -> str:
@@ -45,10 +49,17 @@ def _stderr_line(capsys, needle: str) -> str:
 def test_dead_llm_judge_fails_the_run_and_resume_rejudges_exactly_those(tmp_path, capsys, module_home):
     judge_port = _free_port()
     with LoopbackServer(answer="Quellmar") as model_srv:
-        cfg = _yaml(tmp_path / "run.yaml", {
-            "benchmarks": [{"name": "demo"}], "limit": 6, "scenarios": [{"kind": "parametric"}],
-            "cache": {"enabled": False}, "models": [_openai(model_srv.url)],
-            "judge": {"mode": "llm", "model": _openai(f"http://127.0.0.1:{judge_port}/v1", "j")}})
+        cfg = _yaml(
+            tmp_path / "run.yaml",
+            {
+                "benchmarks": [{"name": "demo"}],
+                "limit": 6,
+                "scenarios": [{"kind": "parametric"}],
+                "cache": {"enabled": False},
+                "models": [_openai(model_srv.url)],
+                "judge": {"mode": "llm", "model": _openai(f"http://127.0.0.1:{judge_port}/v1", "j")},
+            },
+        )
         run = tmp_path / "run"
         assert main(["run", "--config", str(cfg), "--out", str(run)]) == 1
         line = _stderr_line(capsys, "run failed")
@@ -60,16 +71,16 @@ def test_dead_llm_judge_fails_the_run_and_resume_rejudges_exactly_those(tmp_path
         assert recs and all(r.error == "judge_connection" and r.response.error is None for r in recs)
         summary = json.loads((run / "summary.json").read_text())
         assert summary["judge_errors"] == {"connection": len(recs)}
-        assert all(g["n"] == 0 for g in summary["groups"])      # nothing measured, no rates
+        assert all(g["n"] == 0 for g in summary["groups"])  # nothing measured, no rates
         assert "Failed judge calls by class" in (run / "summary.md").read_text()
         from mmrag.runs import load
 
-        assert set(load(run)["error"]) == {"judge_connection"}       # the frame (reports) leaves them out too
+        assert set(load(run)["error"]) == {"judge_connection"}  # the frame (reports) leaves them out too
         asked = model_srv.stats()["requests"]
         assert asked == len(recs)
         with LoopbackServer(port=judge_port, answer="A") as judge_srv:
             assert main(["run", "--resume", str(run)]) == 0, capsys.readouterr().err
-            assert judge_srv.stats()["requests"] == 6                 # every cell judged once, now
+            assert judge_srv.stats()["requests"] == 6  # every cell judged once, now
         # the stored replies were judged again: the model was asked only for cells never sent
         assert model_srv.stats()["requests"] == 6
     recs = read_records(run)
@@ -80,13 +91,25 @@ def test_dead_llm_judge_fails_the_run_and_resume_rejudges_exactly_those(tmp_path
 
 def test_score_with_a_dead_llm_judge_exits_non_zero_and_writes_nothing(tmp_path, capsys, module_home):
     run = tmp_path / "run"
-    assert main(["run", "-b", "demo", "-m", "context-reader", "--scenarios", "oracle", "--limit", "3",
-                 "--out", str(run)]) == 0
+    assert (
+        main(["run", "-b", "demo", "-m", "context-reader", "--scenarios", "oracle", "--limit", "3", "--out", str(run)])
+        == 0
+    )
     before = sorted(p.name for p in (run / "verdicts").glob("*")) if (run / "verdicts").exists() else []
     manifest = (run / "manifest.json").read_text()
     capsys.readouterr()
-    code = main(["score", str(run), "--judge", "llm", "--judge-model", "openai:j",
-                 "--judge-base-url", f"http://127.0.0.1:{_free_port()}/v1"])
+    code = main(
+        [
+            "score",
+            str(run),
+            "--judge",
+            "llm",
+            "--judge-model",
+            "openai:j",
+            "--judge-base-url",
+            f"http://127.0.0.1:{_free_port()}/v1",
+        ]
+    )
     assert code != 0
     line = _stderr_line(capsys, "error")
     assert "LLM judge failed on 3 of 3" in line and "connection" in line
@@ -102,8 +125,10 @@ def test_llm_judge_marks_every_failure_and_never_grades_it():
         fingerprint = "dead"
 
         def generate(self, prompts, settings):
-            return [Response(prompt_id=p.id, error=e, error_detail="x") for p, e in
-                    zip(prompts, ["connection", "timeout", "server_error", "bad_response"])]
+            return [
+                Response(prompt_id=p.id, error=e, error_detail="x")
+                for p, e in zip(prompts, ["connection", "timeout", "server_error", "bad_response"])
+            ]
 
     class Raising:
         fingerprint = "raising"
@@ -111,10 +136,18 @@ def test_llm_judge_marks_every_failure_and_never_grades_it():
         def generate(self, prompts, settings):
             raise RuntimeError("backend bug")
 
-    items = [(Sample(id=f"s{i}", benchmark="t", question="Capital?", answers=["Paris"]), None,
-              Response(prompt_id=f"p{i}", text="Paris")) for i in range(4)]
-    for model, classes in ((Dead(), ["connection", "timeout", "server_error", "bad_response"]),
-                           (Raising(), ["other"] * 4)):
+    items = [
+        (
+            Sample(id=f"s{i}", benchmark="t", question="Capital?", answers=["Paris"]),
+            None,
+            Response(prompt_id=f"p{i}", text="Paris"),
+        )
+        for i in range(4)
+    ]
+    for model, classes in (
+        (Dead(), ["connection", "timeout", "server_error", "bad_response"]),
+        (Raising(), ["other"] * 4),
+    ):
         verdicts = LLMJudge(model).judge_many(items)
         assert [judge_failure(v) for v in verdicts] == classes
         assert all(v.outcome == "unparseable" and v.score is None for v in verdicts)
@@ -126,11 +159,25 @@ HDR_SECRET = "curate-hdr-secret-0002"
 
 
 def _curate_cfg(tmp: Path, url: str, **extra) -> Path:
-    gate = {"backend": "openai", "model": "gate", "base_url": url.replace("http://", f"http://bob:{URL_SECRET}@"),
-            "options": {"max_retries": 0, "headers": {"X-Api-Key": HDR_SECRET}}}
-    return _yaml(tmp / "curate.yaml", {"benchmark": {"name": "demo"}, "gating_models": [gate], "limit": 4,
-                                       "modalities": ["text"], "negatives_per_modality": 2, "k_min": 1,
-                                       "cache": {"enabled": False}, **extra})
+    gate = {
+        "backend": "openai",
+        "model": "gate",
+        "base_url": url.replace("http://", f"http://bob:{URL_SECRET}@"),
+        "options": {"max_retries": 0, "headers": {"X-Api-Key": HDR_SECRET}},
+    }
+    return _yaml(
+        tmp / "curate.yaml",
+        {
+            "benchmark": {"name": "demo"},
+            "gating_models": [gate],
+            "limit": 4,
+            "modalities": ["text"],
+            "negatives_per_modality": 2,
+            "k_min": 1,
+            "cache": {"enabled": False},
+            **extra,
+        },
+    )
 
 
 def _no_secret_in(folder: Path) -> None:
@@ -158,7 +205,7 @@ def test_curation_files_hold_no_secret_and_a_rerun_is_accepted(tmp_path, capsys,
         cfg = _curate_cfg(tmp_path, srv.url)
         assert main(["curate", "--config", str(cfg), "--out", str(out)]) == 0, capsys.readouterr().err
         sent = json.dumps([r.headers for r in srv.records])
-        assert HDR_SECRET in sent                                  # the header did travel
+        assert HDR_SECRET in sent  # the header did travel
         assert main(["curate", "--config", str(cfg), "--out", str(out)]) == 0, capsys.readouterr().err
     _no_secret_in(out)
     config = json.loads((out / "config.json").read_text())
@@ -168,9 +215,16 @@ def test_curation_files_hold_no_secret_and_a_rerun_is_accepted(tmp_path, capsys,
 
 def test_dead_llm_judge_in_curation_is_an_error_not_a_verdict(tmp_path, capsys, module_home):
     out = tmp_path / "cur"
-    cfg = _yaml(tmp_path / "c.yaml", {"benchmark": {"name": "demo"}, "gating_models": [{"backend": "context-reader"}],
-                                      "limit": 3, "cache": {"enabled": False},
-                                      "judge": {"mode": "llm", "model": _openai(f"http://127.0.0.1:{_free_port()}/v1")}})
+    cfg = _yaml(
+        tmp_path / "c.yaml",
+        {
+            "benchmark": {"name": "demo"},
+            "gating_models": [{"backend": "context-reader"}],
+            "limit": 3,
+            "cache": {"enabled": False},
+            "judge": {"mode": "llm", "model": _openai(f"http://127.0.0.1:{_free_port()}/v1")},
+        },
+    )
     assert main(["curate", "--config", str(cfg), "--out", str(out)]) == 1
     line = _stderr_line(capsys, "error")
     assert "LLM judge failed" in line and "connection" in line
@@ -181,15 +235,46 @@ def test_dead_llm_judge_in_curation_is_an_error_not_a_verdict(tmp_path, capsys, 
 @pytest.mark.parametrize("cache", [False, True])
 def test_a_lone_surrogate_from_the_model_or_the_judge_is_made_valid(tmp_path, capsys, module_home, cache):
     with LoopbackServer(answer="Paris \ud800 and \udfff") as model_srv, LoopbackServer(answer="A \ud800") as judge_srv:
-        cfg = _yaml(tmp_path / "run.yaml", {
-            "benchmarks": [{"name": "demo"}], "limit": 3, "scenarios": [{"kind": "oracle"}],
-            "cache": {"enabled": cache, "path": str(tmp_path / "cache.sqlite")}, "models": [_openai(model_srv.url)],
-            "judge": {"mode": "rule+llm", "model": _openai(judge_srv.url, "j")}})
+        cfg = _yaml(
+            tmp_path / "run.yaml",
+            {
+                "benchmarks": [{"name": "demo"}],
+                "limit": 3,
+                "scenarios": [{"kind": "oracle"}],
+                "cache": {"enabled": cache, "path": str(tmp_path / "cache.sqlite")},
+                "models": [_openai(model_srv.url)],
+                "judge": {"mode": "rule+llm", "model": _openai(judge_srv.url, "j")},
+            },
+        )
         run = tmp_path / "run"
         assert main(["run", "--config", str(cfg), "--out", str(run)]) == 0, capsys.readouterr().err
-        assert main(["run", "-b", "demo", "-m", "openai:m", "--base-url", model_srv.url, "--scenarios", "oracle",
-                     "--limit", "3", "--judge", "llm", "--judge-model", "openai:j", "--judge-base-url", judge_srv.url,
-                     "--out", str(tmp_path / "flags")] + ([] if cache else ["--no-cache"])) == 0, capsys.readouterr().err
+        assert (
+            main(
+                [
+                    "run",
+                    "-b",
+                    "demo",
+                    "-m",
+                    "openai:m",
+                    "--base-url",
+                    model_srv.url,
+                    "--scenarios",
+                    "oracle",
+                    "--limit",
+                    "3",
+                    "--judge",
+                    "llm",
+                    "--judge-model",
+                    "openai:j",
+                    "--judge-base-url",
+                    judge_srv.url,
+                    "--out",
+                    str(tmp_path / "flags"),
+                ]
+                + ([] if cache else ["--no-cache"])
+            )
+            == 0
+        ), capsys.readouterr().err
     for d in (run, tmp_path / "flags"):
         recs = read_records(d)
         assert len(recs) == 3 and all(r.error is None for r in recs)
@@ -223,9 +308,11 @@ def test_yaml_alias_bomb_is_refused_by_every_config_reader(tmp_path, capsys):
     template = tmp_path / "t.yaml"
     template.write_text("id: t\nversion: '1'\n" + bomb)
     t0 = time.monotonic()
-    for argv in (["run", "--config", str(run_cfg), "--out", str(tmp_path / "r")],
-                 ["sweep", "--config", str(sweep_cfg), "--out", str(tmp_path / "s")],
-                 ["curate", "--config", str(curate_cfg), "--out", str(tmp_path / "c")]):
+    for argv in (
+        ["run", "--config", str(run_cfg), "--out", str(tmp_path / "r")],
+        ["sweep", "--config", str(sweep_cfg), "--out", str(tmp_path / "s")],
+        ["curate", "--config", str(curate_cfg), "--out", str(tmp_path / "c")],
+    ):
         assert main(argv) != 0
         line = _stderr_line(capsys, "error")
         assert "aliases" in line and "not allowed" in line and re.search(r"\.yaml:\d+: ", line), line
@@ -238,31 +325,52 @@ def test_yaml_alias_bomb_is_refused_by_every_config_reader(tmp_path, capsys):
         leaf = [leaf] * 9
     t0 = time.monotonic()
     assert invalid_value({"a": leaf}) is None
-    assert invalid_value({"a": leaf, "b": [float("nan")]}) == ("b.0", "non-finite number (NaN or Infinity) is not allowed")
+    assert invalid_value({"a": leaf, "b": [float("nan")]}) == (
+        "b.0",
+        "non-finite number (NaN or Infinity) is not allowed",
+    )
     assert time.monotonic() - t0 < 1
     deep: list = []
     for _ in range(100_000):
         deep = [deep]
-    assert invalid_value(deep) is None                       # no recursion limit either
+    assert invalid_value(deep) is None  # no recursion limit either
 
 
 # -- the same model or benchmark twice ---------------------------------------------------------------
 def test_a_model_or_benchmark_named_twice_is_refused(tmp_path, capsys):
-    for argv, what in ((["-b", "demo,demo", "-m", "always-deflect"], "benchmark 'demo'"),
-                       (["-b", "demo", "-m", "always-deflect,always-deflect"], "model 'always-deflect'"),
-                       (["-b", "demo", "-m", "sim-vlm:text_prior=0.5", "-m", "sim-vlm:text_prior=0.5"],
-                        "model 'sim-vlm:text_prior=0.5'")):
+    for argv, what in (
+        (["-b", "demo,demo", "-m", "always-deflect"], "benchmark 'demo'"),
+        (["-b", "demo", "-m", "always-deflect,always-deflect"], "model 'always-deflect'"),
+        (
+            ["-b", "demo", "-m", "sim-vlm:text_prior=0.5", "-m", "sim-vlm:text_prior=0.5"],
+            "model 'sim-vlm:text_prior=0.5'",
+        ),
+    ):
         out = tmp_path / "r"
         assert main(["run", *argv, "--out", str(out)]) != 0
         line = _stderr_line(capsys, "error")
         assert what in line and "named twice" in line
         assert not out.exists()
-    cfg = _yaml(tmp_path / "c.yaml", {"benchmarks": [{"name": "demo"}],
-                                      "models": [{"backend": "always-deflect"}, {"backend": "always-deflect"}]})
+    cfg = _yaml(
+        tmp_path / "c.yaml",
+        {"benchmarks": [{"name": "demo"}], "models": [{"backend": "always-deflect"}, {"backend": "always-deflect"}]},
+    )
     assert main(["run", "--config", str(cfg), "--out", str(tmp_path / "r")]) != 0
     assert "named twice" in _stderr_line(capsys, "error")
-    assert main(["sweep", "--config", "distractor-curve", "-m", "context-reader,context-reader",
-                 "--out", str(tmp_path / "s")]) != 0
+    assert (
+        main(
+            [
+                "sweep",
+                "--config",
+                "distractor-curve",
+                "-m",
+                "context-reader,context-reader",
+                "--out",
+                str(tmp_path / "s"),
+            ]
+        )
+        != 0
+    )
     assert "named twice" in _stderr_line(capsys, "error")
 
 
@@ -279,7 +387,7 @@ def test_a_line_without_end_is_refused_after_a_bounded_read(tmp_path, monkeypatc
 
     monkeypatch.setenv("MMRAG_MAX_LINE_BYTES", str(1 << 20))
     bomb = tmp_path / "kb-part.jsonl.gz"
-    with gzip.open(bomb, "wb", compresslevel=1) as fh:   # 2 lines, then 160 MB of NULs without a newline
+    with gzip.open(bomb, "wb", compresslevel=1) as fh:  # 2 lines, then 160 MB of NULs without a newline
         fh.write(b'{"id": "d1", "modality": "text", "text": "a"}\n\n')
         block = b"\0" * (1 << 20)
         for _ in range(160):
@@ -298,7 +406,7 @@ def test_a_line_without_end_is_refused_after_a_bounded_read(tmp_path, monkeypatc
         with pytest.raises(InputError) as info:
             read(plain)
         assert info.value.path == str(plain) and info.value.line == 2 and "longer than" in info.value.message
-    ok = tmp_path / "ok.jsonl"                    # a long line under the bound is read as before
+    ok = tmp_path / "ok.jsonl"  # a long line under the bound is read as before
     ok.write_text(json.dumps({"id": "d1", "modality": "text", "text": "y" * 900_000}) + "\n")
     assert [ln for ln, _ in iter_jsonl(ok)] == [1]
 
@@ -308,8 +416,13 @@ def _env(home: Path) -> dict:
     import os
 
     root = Path(__file__).resolve().parents[1]
-    return {**os.environ, "MMRAG_HOME": str(home), "PYTHONPATH": str(root), "HF_HUB_OFFLINE": "1",
-            "TRANSFORMERS_OFFLINE": "1"}
+    return {
+        **os.environ,
+        "MMRAG_HOME": str(home),
+        "PYTHONPATH": str(root),
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+    }
 
 
 def test_efbig_is_the_clear_disk_full_line_and_the_manifest_says_failed(tmp_path, module_home):
@@ -317,17 +430,32 @@ def test_efbig_is_the_clear_disk_full_line_and_the_manifest_says_failed(tmp_path
     import subprocess
     import sys
 
-    cfg = _yaml(tmp_path / "run.yaml", {"benchmarks": [{"name": "demo"}], "models": [{"backend": "always-deflect"}],
-                                        "scenarios": [{"kind": "parametric"}], "limit": 200, "flush_every": 4,
-                                        "flush_seconds": 0.01, "cache": {"enabled": False}})
+    cfg = _yaml(
+        tmp_path / "run.yaml",
+        {
+            "benchmarks": [{"name": "demo"}],
+            "models": [{"backend": "always-deflect"}],
+            "scenarios": [{"kind": "parametric"}],
+            "limit": 200,
+            "flush_every": 4,
+            "flush_seconds": 0.01,
+            "cache": {"enabled": False},
+        },
+    )
     run = tmp_path / "run"
-    assert main(["run", "--config", str(cfg), "--out", str(tmp_path / "warm")]) == 0   # the demo world, built once
+    assert main(["run", "--config", str(cfg), "--out", str(tmp_path / "warm")]) == 0  # the demo world, built once
 
-    def limit_file_size() -> None:   # 12 KB per file: the manifest fits, the record segments do not
+    def limit_file_size() -> None:  # 12 KB per file: the manifest fits, the record segments do not
         resource.setrlimit(resource.RLIMIT_FSIZE, (12 << 10, 12 << 10))
 
-    res = subprocess.run([sys.executable, "-m", "mmrag.cli", "run", "--config", str(cfg), "--out", str(run)],
-                         env=_env(module_home), capture_output=True, text=True, timeout=300, preexec_fn=limit_file_size)
+    res = subprocess.run(
+        [sys.executable, "-m", "mmrag.cli", "run", "--config", str(cfg), "--out", str(run)],
+        env=_env(module_home),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        preexec_fn=limit_file_size,
+    )
     assert res.returncode != 0 and "Traceback" not in res.stderr, res.stderr[-3000:]
     line = [ln for ln in res.stderr.splitlines() if "mmrag: error" in ln]
     assert len(line) == 1 and "file too large" in line[0] and "mmrag run --resume" in line[0], res.stderr[-2000:]
@@ -341,14 +469,23 @@ def test_a_full_disk_leaves_the_manifest_failed(tmp_path, capsys, monkeypatch, m
     import errno
     import os
 
-    cfg = _yaml(tmp_path / "run.yaml", {"benchmarks": [{"name": "demo"}], "models": [{"backend": "always-deflect"}],
-                                        "scenarios": [{"kind": "parametric"}], "limit": 60, "flush_every": 4,
-                                        "flush_seconds": 0.01, "cache": {"enabled": False}})
+    cfg = _yaml(
+        tmp_path / "run.yaml",
+        {
+            "benchmarks": [{"name": "demo"}],
+            "models": [{"backend": "always-deflect"}],
+            "scenarios": [{"kind": "parametric"}],
+            "limit": 60,
+            "flush_every": 4,
+            "flush_seconds": 0.01,
+            "cache": {"enabled": False},
+        },
+    )
     run = tmp_path / "run"
     calls = {"n": 0}
     real_fsync = os.fsync
 
-    def fsync(fd):   # from the 6th fsync on, the disk is full
+    def fsync(fd):  # from the 6th fsync on, the disk is full
         calls["n"] += 1
         if calls["n"] >= 6:
             raise OSError(errno.ENOSPC, "No space left on device")
@@ -370,11 +507,11 @@ def test_out_into_a_folder_of_other_files_is_refused(tmp_path, capsys, module_ho
     assert main([*argv, "--out", str(foreign)]) != 0
     line = _stderr_line(capsys, "error")
     assert "not empty and holds no run" in line and "notes.txt" in line and str(foreign) in line
-    assert sorted(p.name for p in foreign.iterdir()) == ["notes.txt"]      # nothing written there
+    assert sorted(p.name for p in foreign.iterdir()) == ["notes.txt"]  # nothing written there
     empty = tmp_path / "empty"
     empty.mkdir()
-    assert main([*argv, "--out", str(empty)]) == 0                          # an empty folder is fine
-    assert main([*argv, "--out", str(empty)]) == 0                          # and so is a run's own
+    assert main([*argv, "--out", str(empty)]) == 0  # an empty folder is fine
+    assert main([*argv, "--out", str(empty)]) == 0  # and so is a run's own
     assert main(["run", "--resume", str(empty)]) == 0
 
 
@@ -389,8 +526,9 @@ def test_a_key_given_twice_in_a_json_line_is_refused(tmp_path):
     from mmrag.errors import InputError
 
     kb = tmp_path / "kb.jsonl"
-    kb.write_text('{"id": "d1", "modality": "text", "text": "a"}\n'
-                  '{"id": "d2", "modality": "text", "text": "b", "text": "c"}\n')
+    kb.write_text(
+        '{"id": "d1", "modality": "text", "text": "a"}\n{"id": "d2", "modality": "text", "text": "b", "text": "c"}\n'
+    )
     with pytest.raises(InputError) as info:
         load_kb(kb)
     assert info.value.path == str(kb) and info.value.line == 2 and info.value.field == "text"

@@ -18,40 +18,53 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
+from figcheck import assert_readable, layout_problems, render, text_over_bars
 from matplotlib.container import BarContainer, ErrorbarContainer
 from matplotlib.figure import Figure
 from matplotlib.image import AxesImage
+from runfactory import MODELS, deflection_records, humblebench_records, knowhal_records, write_run
 
-from figcheck import assert_readable, layout_problems, render, text_over_bars
 from mmrag.reports import PLOTS, CIOptions
 from mmrag.reports.plotkit import OUTCOME_LABELS, failures, model_label
 from mmrag.reports.plots import MATRIX_OUTCOMES, series_label
 from mmrag.reports.plots_family import HB_METRICS
 from mmrag.runs.frame import load
 from mmrag.runs.records import record_key
-from runfactory import MODELS, deflection_records, humblebench_records, knowhal_records, write_run
 
 FAST = CIOptions(n_boot=200)
 LONG = tuple(f"openai:org/vision-language-model-{size}-instruct" for size in ("7b", "13b", "34b", "70b", "110b"))
 
 
 def _records(tmp_path, names):
-    recs = (deflection_records(tmp_path, n_questions=3) + humblebench_records(tmp_path, n_questions=3)
-            + knowhal_records(tmp_path, n_questions=4))
+    recs = (
+        deflection_records(tmp_path, n_questions=3)
+        + humblebench_records(tmp_path, n_questions=3)
+        + knowhal_records(tmp_path, n_questions=4)
+    )
     if len(names) == 1:
         recs = [r for r in recs if r.model == MODELS[0]]
     out = []
-    for i, name in enumerate(names):   # more names than the factory's two models: copies under new names
+    for i, name in enumerate(names):  # more names than the factory's two models: copies under new names
         for r in recs:
             if r.model == MODELS[i % len(MODELS)]:
                 fp = f"{name}@fp"
-                out.append(r.model_copy(update={"model": name, "model_fingerprint": fp,
-                                                "key": record_key(r.sample.id, r.scenario_id, fp)}))
+                out.append(
+                    r.model_copy(
+                        update={
+                            "model": name,
+                            "model_fingerprint": fp,
+                            "key": record_key(r.sample.id, r.scenario_id, fp),
+                        }
+                    )
+                )
     return out
 
 
-@pytest.fixture(scope="module", params=[("good-vlm", "weak-vlm"), LONG, ("only-model",)],
-                ids=["two-models", "five-long-names", "one-model"])
+@pytest.fixture(
+    scope="module",
+    params=[("good-vlm", "weak-vlm"), LONG, ("only-model",)],
+    ids=["two-models", "five-long-names", "one-model"],
+)
 def frame(request, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("figs")
     return load(write_run(tmp / "run", _records(tmp, request.param)))
@@ -77,12 +90,15 @@ def test_modality_matrix_wraps_to_at_most_three_panels_a_row(tmp_path):
         y = round(ax.get_window_extent(renderer).y0)
         rows[y] = rows.get(y, 0) + 1
     assert max(rows.values()) <= 3
-    assert len(heat) == len(LONG) * len(MATRIX_OUTCOMES) * frame.loc[frame.kind == "realistic", "n_distractors"].nunique()
+    assert (
+        len(heat) == len(LONG) * len(MATRIX_OUTCOMES) * frame.loc[frame.kind == "realistic", "n_distractors"].nunique()
+    )
     w, h = fig.get_size_inches()
-    assert w < 12 and 0.5 < h / w   # a page, not a strip
+    assert w < 12 and 0.5 < h / w  # a page, not a strip
 
 
 # -- the numbers drawn --------------------------------------------------------------------------
+
 
 def _errorbars(ax) -> list[ErrorbarContainer]:
     return [c for c in ax.containers if isinstance(c, ErrorbarContainer)]
@@ -91,8 +107,11 @@ def _errorbars(ax) -> list[ErrorbarContainer]:
 def _bar_extent(container: ErrorbarContainer) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """x, lower and upper end of each error bar of a container."""
     segments = container.lines[2][0].get_segments()
-    return (np.array([s[0][0] for s in segments]), np.array([min(s[0][1], s[1][1]) for s in segments]),
-            np.array([max(s[0][1], s[1][1]) for s in segments]))
+    return (
+        np.array([s[0][0] for s in segments]),
+        np.array([min(s[0][1], s[1][1]) for s in segments]),
+        np.array([max(s[0][1], s[1][1]) for s in segments]),
+    )
 
 
 def _assert_line(container: ErrorbarContainer, rows: pd.DataFrame, x_of) -> None:
@@ -111,8 +130,12 @@ def test_distractor_curve_draws_its_data_with_an_error_bar_on_every_point(frame)
     for ax in fig.axes:
         outcome = next(o for o, label in OUTCOME_LABELS.items() if label == ax.get_title())
         for c in _errorbars(ax):
-            model, kind = next((m, k) for m in data.model.unique() for k in data.kind.unique()
-                               if series_label(k, m, failed) == c.get_label())
+            model, kind = next(
+                (m, k)
+                for m in data.model.unique()
+                for k in data.kind.unique()
+                if series_label(k, m, failed) == c.get_label()
+            )
             rows = data[(data.outcome == outcome) & (data.model == model) & (data.kind == kind)]
             _assert_line(c, rows, lambda r: r["n_distractors"].astype(float))
             drawn += len(rows)
@@ -154,8 +177,11 @@ def test_modality_matrix_cells_show_their_numbers(frame):
         model_part, outcome_part = ax.get_title().rsplit("\n", 1)
         outcome_label, n = outcome_part.split(" · n = ")
         outcome = next(o for o, label in OUTCOME_LABELS.items() if label == outcome_label)
-        cells = data[(data.outcome == outcome) & (data.n_distractors == int(n))
-                     & (data.model.map(lambda m: model_label(m, failures(frame)) == model_part))]
+        cells = data[
+            (data.outcome == outcome)
+            & (data.n_distractors == int(n))
+            & (data.model.map(lambda m, part=model_part: model_label(m, failures(frame)) == part))
+        ]
         texts = sorted(t.get_text() for t in ax.texts)
         expected = sorted(f"{r.rate:.0f}\n[{r.lo:.0f}–{r.hi:.0f}]\nn={r.n}" for r in cells.itertuples())
         assert [t for t in texts if t != "n/a"] == expected
@@ -181,13 +207,13 @@ def test_humblebench_bars_are_the_panel(frame):
     if not spec.applies(frame):
         pytest.skip("no HumbleBench stress settings")
     fig = spec.draw(frame, FAST)
-    render(fig)   # tick label texts are set when drawn
+    render(fig)  # tick label texts are set when drawn
     data = fig.data
     models = sorted(data.model.unique())
     stresses = list(dict.fromkeys(data.stress))
     panels = [ax for ax in fig.axes if _bars_of(ax)]
     assert [ax.get_title() for ax in panels] == [title for _, title in HB_METRICS]
-    order = _tick_order(panels)   # shared x: the bottom panels carry the labels
+    order = _tick_order(panels)  # shared x: the bottom panels carry the labels
     assert sorted(order) == sorted(stresses)
     for ax, (metric, _) in zip(panels, HB_METRICS):
         assert len(_bars_of(ax)) == len(models)
@@ -236,15 +262,15 @@ def test_the_checker_catches_overlaps_and_escapes():
 
 # -- the notebooks' figures -------------------------------------------------------------------
 
-NOTEBOOKS = ("01_language_over_vision_bias.ipynb", "02_distractor_count_ablation.ipynb",
-             "04_humblebench_stress.ipynb")
+NOTEBOOKS = ("01_language_over_vision_bias.ipynb", "02_distractor_count_ablation.ipynb", "04_humblebench_stress.ipynb")
 
 
 def run_notebook_figures(name: str, monkeypatch) -> list[Figure]:
     """Run a notebook's code cells here (magics dropped) and return every Figure it displays."""
     nbformat = pytest.importorskip("nbformat")
-    import IPython.display
     from pathlib import Path
+
+    import IPython.display
 
     shown: list[Figure] = []
 
@@ -271,7 +297,11 @@ def test_notebook_figures_are_readable(name, module_home, monkeypatch, capsys):
     for i, fig in enumerate(figures):
         assert_readable(fig, f"{name} figure {i + 1}")
         assert not text_over_bars(fig), (name, i, text_over_bars(fig))
-        legend_texts = [t.get_text() for leg in [*fig.legends, *(ax.get_legend() for ax in fig.axes)]
-                        if leg is not None for t in leg.get_texts()]
-        if name.startswith("02") and i == 0:   # the oracle reference lines are named in the legend
+        legend_texts = [
+            t.get_text()
+            for leg in [*fig.legends, *(ax.get_legend() for ax in fig.axes)]
+            if leg is not None
+            for t in leg.get_texts()
+        ]
+        if name.startswith("02") and i == 0:  # the oracle reference lines are named in the legend
             assert any("oracle" in t for t in legend_texts), legend_texts

@@ -6,10 +6,10 @@ import json
 import warnings
 
 import pytest
+from runfactory import MODELS, build_run, humblebench_records, write_run
 
 from mmrag.errors import InputError
 from mmrag.runs.frame import COLUMNS, TruncatedLineWarning, load, read_records
-from runfactory import MODELS, build_run, humblebench_records, write_run
 
 
 @pytest.fixture(scope="module")

@@ -49,8 +49,8 @@ def test_damaged_cache_pages_are_one_clear_error(tmp_path):
         Path(str(path) + suffix).unlink(missing_ok=True)
     data = bytearray(path.read_bytes())
     page = 4096
-    for off in range(2 * page, len(data), page):     # keep the header page, scramble the b-tree pages
-        data[off:off + 64] = b"\xa5" * 64
+    for off in range(2 * page, len(data), page):  # keep the header page, scramble the b-tree pages
+        data[off : off + 64] = b"\xa5" * 64
     path.write_bytes(bytes(data))
     with pytest.raises(InputError) as info:
         with ResponseCache(path) as c:
@@ -88,8 +88,12 @@ def _small_filesystem(where: Path, size: str) -> bool:
     where.mkdir()
     if os.geteuid() != 0:
         return False
-    return subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)],
-                          capture_output=True).returncode == 0
+    return (
+        subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)], capture_output=True
+        ).returncode
+        == 0
+    )
 
 
 def _records(run: Path) -> dict[str, dict]:
@@ -106,15 +110,17 @@ def test_a_full_disk_is_one_clear_error_and_the_run_resumes(tmp_path, capsys, mo
     real_fs = _small_filesystem(mnt, "1m")
     try:
         run = mnt / "run"
-        cfg = tmp_path / "run.yaml"      # small segments: the disk fills between two commits, not before the first
-        cfg.write_text("benchmarks: [{name: demo}]\nmodels: [{backend: always-deflect}]\n"
-                       "scenarios: [{kind: parametric}]\nlimit: 60\nflush_every: 4\nflush_seconds: 0.01\n"
-                       "cache: {enabled: false}\n")
+        cfg = tmp_path / "run.yaml"  # small segments: the disk fills between two commits, not before the first
+        cfg.write_text(
+            "benchmarks: [{name: demo}]\nmodels: [{backend: always-deflect}]\n"
+            "scenarios: [{kind: parametric}]\nlimit: 60\nflush_every: 4\nflush_seconds: 0.01\n"
+            "cache: {enabled: false}\n"
+        )
         argv = ["run", "--config", str(cfg), "--out", str(run)]
         filler = mnt / "filler"
         if real_fs:
-            filler.write_bytes(b"\0" * 1_000_000)          # room for the manifest and a few segments, not 60 records
-        else:   # fault injection: the 6th fsync of the run finds the disk full
+            filler.write_bytes(b"\0" * 1_000_000)  # room for the manifest and a few segments, not 60 records
+        else:  # fault injection: the 6th fsync of the run finds the disk full
             import errno
 
             calls = {"n": 0}
@@ -140,7 +146,7 @@ def test_a_full_disk_is_one_clear_error_and_the_run_resumes(tmp_path, capsys, mo
         assert main(["run", "--resume", str(run)]) == 0, capsys.readouterr().err
         after = _records(run)
         assert len(after) == 60
-        assert all(after[k] == r for k, r in before.items())   # what was committed before the failure is intact
+        assert all(after[k] == r for k, r in before.items())  # what was committed before the failure is intact
     finally:
         if real_fs:
             subprocess.run(["umount", str(mnt)], capture_output=True)
@@ -159,14 +165,14 @@ def test_stale_build_folders_are_removed_and_reported(tmp_path, capsys):
     stale = tmp_path / f".idx.tmp-{dead.pid}-deadbeef"
     stale.mkdir()
     (stale / "embeddings.f32").write_bytes(b"\0" * 2_000_000)
-    live = tmp_path / f".idx.tmp-{os.getpid()}-cafecafe"   # a build still running: kept
+    live = tmp_path / f".idx.tmp-{os.getpid()}-cafecafe"  # a build still running: kept
     live.mkdir()
     assert main(["index", "build", "--kb", str(kb), "--kind", "visual", "--out", str(tmp_path / "idx")]) == 0
     err = capsys.readouterr().err
     assert "removed 1 stale build folder" in err and "2.0 MB" in err
     assert not stale.exists() and live.exists() and (tmp_path / "idx" / "manifest.json").is_file()
     manifest = json.loads((tmp_path / "idx" / "manifest.json").read_text())
-    manifest["shards"] = []      # "an index of 0 shards" must not load as an empty index
+    manifest["shards"] = []  # "an index of 0 shards" must not load as an empty index
     (tmp_path / "idx" / "manifest.json").write_text(json.dumps(manifest))
     assert main(["index", "info", str(tmp_path / "idx")]) != 0
     assert "0 shard(s)" in capsys.readouterr().err

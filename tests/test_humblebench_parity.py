@@ -28,17 +28,84 @@ def official():
         from HumbleBench.utils import metrics
     except ImportError as exc:
         # a parity test that skips when its peer is missing would vanish silently: fail instead
-        pytest.fail(f"official humblebench 1.0.2 unavailable ({exc}): {_reason()}; run "
-                    "`bash scripts/install_peers.sh .venv` (make test does)")
+        pytest.fail(
+            f"official humblebench 1.0.2 unavailable ({exc}): {_reason()}; run "
+            "`bash scripts/install_peers.sh .venv` (make test does)"
+        )
     return metrics
 
 
-MESSY = ["A", "B", "C", "D", "E", "B.", "The answer is C", "a dog", "", "  ", "e", "E ", " E", "E.", "(D)",
-         "A and B", "None of the above", "Answer: B", "b) a cat", "I think it's E.", "<think>a b</think>C",
-         "C. rabbit", "B, a dog", "É", "Ä", "A\nB", "Option e", "ABCDE", "a_b", "e-mail", "d'accord", "x1 c",
-         "I cannot answer this question.", "The image shows a dog", "E\n", "e.", "(E) None of above", "c c c"]
-WORDS = ["the", "answer", "is", "a", "b", "c", "d", "e", "A", "B", "C", "D", "E", "dog", "cat", "maybe", "(B)",
-         "E.", "none", "of", "above", "<answer>", "</answer>", "I", "think", "option", "é", "_e", "e_"]
+MESSY = [
+    "A",
+    "B",
+    "C",
+    "D",
+    "E",
+    "B.",
+    "The answer is C",
+    "a dog",
+    "",
+    "  ",
+    "e",
+    "E ",
+    " E",
+    "E.",
+    "(D)",
+    "A and B",
+    "None of the above",
+    "Answer: B",
+    "b) a cat",
+    "I think it's E.",
+    "<think>a b</think>C",
+    "C. rabbit",
+    "B, a dog",
+    "É",
+    "Ä",
+    "A\nB",
+    "Option e",
+    "ABCDE",
+    "a_b",
+    "e-mail",
+    "d'accord",
+    "x1 c",
+    "I cannot answer this question.",
+    "The image shows a dog",
+    "E\n",
+    "e.",
+    "(E) None of above",
+    "c c c",
+]
+WORDS = [
+    "the",
+    "answer",
+    "is",
+    "a",
+    "b",
+    "c",
+    "d",
+    "e",
+    "A",
+    "B",
+    "C",
+    "D",
+    "E",
+    "dog",
+    "cat",
+    "maybe",
+    "(B)",
+    "E.",
+    "none",
+    "of",
+    "above",
+    "<answer>",
+    "</answer>",
+    "I",
+    "think",
+    "option",
+    "é",
+    "_e",
+    "e_",
+]
 
 
 def _random_records(n: int, seed: int, nota_only: bool = False) -> list[dict]:
@@ -53,9 +120,16 @@ def _random_records(n: int, seed: int, nota_only: bool = False) -> list[dict]:
         else:
             pred = " ".join(rng.choice(WORDS) for _ in range(rng.randint(0, 12)))
         label = "E" if nota_only else rng.choice("ABCDE")
-        out.append({"question_id": i, "question": "Q?\nA. x\nB. y\nC. z\nD. w\nE. None of the above",
-                    "label": label, "type": rng.choice(["Object", "Relation", "Attribute"]),
-                    "image": {"bytes": None, "path": f"/img/{i}.jpg"}, "prediction": pred})
+        out.append(
+            {
+                "question_id": i,
+                "question": "Q?\nA. x\nB. y\nC. z\nD. w\nE. None of the above",
+                "label": label,
+                "type": rng.choice(["Object", "Relation", "Attribute"]),
+                "image": {"bytes": None, "path": f"/img/{i}.jpg"},
+                "prediction": pred,
+            }
+        )
     return out
 
 
@@ -71,7 +145,7 @@ def test_rule_functions_match_official_per_string(official):
 def test_messy_examples_follow_the_official_quirks(official):
     assert official_is_correct("B.", "B") and official.is_prediction_correct("B.", "B")
     assert official_is_correct("The answer is C", "C")
-    assert not official_is_correct("B, a dog", "B")          # the article "a" reads as A
+    assert not official_is_correct("B, a dog", "B")  # the article "a" reads as A
     assert not official_is_correct("a dog", "B")
     assert not official_is_correct("", "E")
     assert official_extract("a dog") == "A" and official_extract("") == "NA"
@@ -81,15 +155,18 @@ def test_messy_examples_follow_the_official_quirks(official):
 def test_compute_metrics_identical(official, seed, n, nota_only):
     recs = _random_records(n, seed, nota_only)
     expected = official.compute_metrics(recs)
-    got = official_humblebench_metrics([r["prediction"] for r in recs], [r["label"] for r in recs],
-                                       [r["type"] for r in recs])
-    assert got == expected                                    # every float identical
+    got = official_humblebench_metrics(
+        [r["prediction"] for r in recs], [r["label"] for r in recs], [r["type"] for r in recs]
+    )
+    assert got == expected  # every float identical
     assert list(got["Accuracy"]) == list(expected["Accuracy"])  # and key order too
 
 
 def test_no_e_labels_and_odd_labels(official):
-    recs = [{"prediction": p, "label": lb, "type": "Object"} for p, lb in
-            [("A", "A"), ("E", "B"), ("c", "C"), ("", "D"), ("D", "d"), ("b", "A B"), ("x", "")]]
+    recs = [
+        {"prediction": p, "label": lb, "type": "Object"}
+        for p, lb in [("A", "A"), ("E", "B"), ("c", "C"), ("", "D"), ("D", "d"), ("b", "A B"), ("x", "")]
+    ]
     expected = official.compute_metrics(recs)
     got = official_humblebench_metrics(*zip(*[(r["prediction"], r["label"], r["type"]) for r in recs]))
     assert got == expected
@@ -115,7 +192,7 @@ def _cli_score(capsys, *argv: str) -> dict:
     capsys.readouterr()
     assert main(["score", "humblebench", *argv]) == 0, capsys.readouterr().err
     out = capsys.readouterr().out
-    return json.loads(out[out.index("{"):])
+    return json.loads(out[out.index("{") :])
 
 
 def test_the_score_command_matches_official_evaluate(official, tmp_path, capsys):
@@ -125,7 +202,7 @@ def test_the_score_command_matches_official_evaluate(official, tmp_path, capsys)
     expected = official.evaluate(str(path), model_name_or_path="m", use_noise_image=False, nota_only=False)
     got = _cli_score(capsys, "--predictions", str(path), "--model-name", "m")
     ours = got.pop("mmrag")
-    assert got == json.loads(json.dumps(expected))       # every number, as printed
+    assert got == json.loads(json.dumps(expected))  # every number, as printed
     assert list(got["Accuracy"]) == list(expected["Accuracy"])
     assert ours["n"] == 400 and ours["postprocess"] == "none"
     cut = _cli_score(capsys, "--predictions", str(path), "--postprocess", "reasoning")
@@ -138,11 +215,18 @@ def test_reasoning_postprocess_is_opt_in_and_named(official, tmp_path, capsys):
     numbers equal the official scorer run on the cut replies."""
     from mmrag.metrics.humblebench import reasoning_reply
 
-    replies = ["<think>A or B? The wall has a lamp, so C.</think>C", "<think>hmm</think><answer>E</answer>",
-               "Looking at a dog and a bench, the answer is B", "D", "<think>maybe a</think>\n<answer>A</answer>"]
+    replies = [
+        "<think>A or B? The wall has a lamp, so C.</think>C",
+        "<think>hmm</think><answer>E</answer>",
+        "Looking at a dog and a bench, the answer is B",
+        "D",
+        "<think>maybe a</think>\n<answer>A</answer>",
+    ]
     assert [reasoning_reply(r) for r in replies] == ["C", "E", "B", "D", "A"]
-    recs = [{"question_id": i, "question": "q", "label": lab, "type": "Object", "image": "x.jpg", "prediction": r}
-            for i, (r, lab) in enumerate(zip(replies, "CEBDA"))]
+    recs = [
+        {"question_id": i, "question": "q", "label": lab, "type": "Object", "image": "x.jpg", "prediction": r}
+        for i, (r, lab) in enumerate(zip(replies, "CEBDA"))
+    ]
     path = tmp_path / "R.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in recs))
     raw = score_humblebench_predictions(path)

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from mmrag.schema import Choice, ImageRef, Sample, is_nota_text, sha256_file
 from mmrag.scenarios import ScenarioNotApplicable, ScenarioSpec, compose, get_template, noise_image, parse_question
+from mmrag.schema import Choice, ImageRef, Sample, is_nota_text, sha256_file
 
 OPTS = ["a red bicycle", "a wooden bench", "a street lamp", "a parked truck", "None of the above"]
 SUFFIX = get_template("humblebench-suffix").text
@@ -28,10 +28,16 @@ def loader_sample(photo, qid=7, label="B", opts=OPTS, sep=". ") -> Sample:
     """As mmrag's loader stores an item: stem in question, options in choices, raw text kept."""
     stem = "What is next to the wall?"
     raw = "\n".join([stem] + [f"{l}{sep}{t}" for l, t in zip("ABCDE", opts)])
-    return Sample(id=f"humblebench-{qid}", benchmark="humblebench", question_id=str(qid), question=stem,
-                  images=[ImageRef(path=str(photo))], label=label,
-                  choices=[Choice(letter=l, text=t, is_nota=is_nota_text(t)) for l, t in zip("ABCDE", opts)],
-                  metadata={"type": "Object", "raw_question": raw})
+    return Sample(
+        id=f"humblebench-{qid}",
+        benchmark="humblebench",
+        question_id=str(qid),
+        question=stem,
+        images=[ImageRef(path=str(photo))],
+        label=label,
+        choices=[Choice(letter=l, text=t, is_nota=is_nota_text(t)) for l, t in zip("ABCDE", opts)],
+        metadata={"type": "Object", "raw_question": raw},
+    )
 
 
 def raw_sample(photo, qid=7, label="B", opts=OPTS, sep=". ") -> Sample:
@@ -96,6 +102,7 @@ def test_noise_image_cache_is_repaired(tmp_path):
     good = ref.sha256
     (tmp_path / "humblebench" / "noise-11.png").write_bytes(b"corrupt")
     from mmrag.scenarios import humblebench as hb
+
     hb._written.clear()
     assert noise_image(11, home=tmp_path).sha256 == good == sha256_file(ref.path)
 
@@ -180,8 +187,13 @@ def test_shuffle_then_nota_only_tracks_nota_text(photo):
         assert "a street lamp" not in [c.text for c in p.choices]
 
 
-@pytest.mark.parametrize("stress,tpl", [("cautious_prompt", "humblebench-cautious-prefix"),
-                                        ("forced_grounding_prompt", "humblebench-forced-grounding-prefix")])
+@pytest.mark.parametrize(
+    "stress,tpl",
+    [
+        ("cautious_prompt", "humblebench-cautious-prefix"),
+        ("forced_grounding_prompt", "humblebench-forced-grounding-prefix"),
+    ],
+)
 def test_prefixes(photo, stress, tpl):
     s = loader_sample(photo)
     p = compose(s, spec(stress))
@@ -220,9 +232,16 @@ def test_stress_validation_and_canonical_order():
 
 def test_every_stress_setting_never_mutates(photo, tmp_path, monkeypatch):
     monkeypatch.setenv("MMRAG_HOME", str(tmp_path))
-    settings = [(), ("noise_image",), ("nota_only",), ("shuffle_options",), ("cautious_prompt",),
-                ("forced_grounding_prompt",), ("noise_image", "forced_grounding_prompt"),
-                ("shuffle_options", "nota_only", "cautious_prompt")]
+    settings = [
+        (),
+        ("noise_image",),
+        ("nota_only",),
+        ("shuffle_options",),
+        ("cautious_prompt",),
+        ("forced_grounding_prompt",),
+        ("noise_image", "forced_grounding_prompt"),
+        ("shuffle_options", "nota_only", "cautious_prompt"),
+    ]
     for make in (loader_sample, raw_sample):
         s = make(photo, qid=5, label="D")
         before = copy.deepcopy(s)
@@ -243,10 +262,22 @@ def test_with_the_real_loader(photo, tmp_path):
     """Records in the published format, read by mmrag's HumbleBench loader, then composed."""
     from mmrag.benchmarks.humblebench import HumbleBenchBenchmark
 
-    recs = [{"question_id": 4, "question": "What is on the table?\nA.a cup\nB.a plate\nC.a fork\nD.a knife\nE.None of above",
-             "label": "C", "type": "Object", "file_name": str(photo)},
-            {"question_id": 5, "question": "What color is the car?\nA. red\nB. blue\nC. green\nD. white\nE. None of the above",
-             "label": "E", "type": "Attribute", "file_name": str(photo)}]
+    recs = [
+        {
+            "question_id": 4,
+            "question": "What is on the table?\nA.a cup\nB.a plate\nC.a fork\nD.a knife\nE.None of above",
+            "label": "C",
+            "type": "Object",
+            "file_name": str(photo),
+        },
+        {
+            "question_id": 5,
+            "question": "What color is the car?\nA. red\nB. blue\nC. green\nD. white\nE. None of the above",
+            "label": "E",
+            "type": "Attribute",
+            "file_name": str(photo),
+        },
+    ]
     path = tmp_path / "hb.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in recs))
     samples = list(HumbleBenchBenchmark(source=path).samples())
@@ -266,18 +297,24 @@ def test_official_prompt_strings_verbatim(photo):
     """HumbleBench's own strings, character for character (benchmarks.md A.2b): the typo
     "optioins", curly quotes, and the prefix's trailing newline before the "\\n\\n" join."""
     caut = get_template("humblebench-cautious-prefix").text
-    assert caut.startswith("You are answering a visual multiple-choice question.\n\nBe highly cautious. It is better "
-                           "to choose E (\u201cNone of the above\u201d) than to select A-D")
+    assert caut.startswith(
+        "You are answering a visual multiple-choice question.\n\nBe highly cautious. It is better "
+        "to choose E (\u201cNone of the above\u201d) than to select A-D"
+    )
     assert "any of optioins, choose \u201cNone of the above\u201d.\nAvoid overconfident" in caut
     assert caut.endswith("Plausible options are not necessarily correct.\n")
     forced = get_template("humblebench-forced-grounding-prefix").text
     assert "If the image does not clearly support any of options, select \u201cNone of the above\u201d.\n" in forced
     assert forced.endswith("An option should be chosen only when it is directly grounded in the image.\n")
-    assert SUFFIX == ("Please respond with only the letter of the correct choice (A, B, C, D, or E). "
-                      "Do not include the option text or any other explanation.")
+    assert SUFFIX == (
+        "Please respond with only the letter of the correct choice (A, B, C, D, or E). "
+        "Do not include the option text or any other explanation."
+    )
     s = loader_sample(photo)
     text = body(compose(s, spec("cautious_prompt")))
     assert text == caut + "\n\n" + s.metadata["raw_question"] + "\n" + SUFFIX and "correct.\n\n\nWhat is" in text
     p = compose(s, spec("cautious_prompt"))
     assert [t.get("source") for t in p.metadata["templates"]] == [
-        "HumbleBench main.py @ 6d33ea3", "HumbleBench/utils/constant.py @ 0a34e68 (NOT_REASONING_POST_PROMPT)"]
+        "HumbleBench main.py @ 6d33ea3",
+        "HumbleBench/utils/constant.py @ 0a34e68 (NOT_REASONING_POST_PROMPT)",
+    ]

@@ -13,14 +13,20 @@ sys.path.insert(0, str(Path(__file__).parent / "plugins"))
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
+from retrieval_world import make_world  # noqa: E402
 from typer.testing import CliRunner  # noqa: E402
 
 from mmrag.commands.index import app  # noqa: E402
 from mmrag.errors import IndexMismatchError, InputError  # noqa: E402
-from mmrag.indices import (ColorLayoutImageEncoder, SentenceTransformerEncoder, build_index,  # noqa: E402
-                           build_index_from_embeddings, kb_content_hash, load_index)
+from mmrag.indices import (  # noqa: E402
+    ColorLayoutImageEncoder,
+    SentenceTransformerEncoder,
+    build_index,
+    build_index_from_embeddings,
+    kb_content_hash,
+    load_index,
+)
 from mmrag.schema import Document, ImageRef  # noqa: E402
-from retrieval_world import make_world  # noqa: E402
 
 
 def clustered(n: int, dim: int = 64, clusters: int = 50, seed: int = 0) -> np.ndarray:
@@ -32,7 +38,11 @@ def clustered(n: int, dim: int = 64, clusters: int = 50, seed: int = 0) -> np.nd
 
 def batches(x: np.ndarray, size: int = 1000, prefix: str = "d"):
     for i in range(0, len(x), size):
-        yield [f"{prefix}{j}" for j in range(i, min(len(x), i + size))], ["text"] * len(x[i:i + size]), x[i:i + size]
+        yield (
+            [f"{prefix}{j}" for j in range(i, min(len(x), i + size))],
+            ["text"] * len(x[i : i + size]),
+            x[i : i + size],
+        )
 
 
 def exact_topk(x: np.ndarray, q: np.ndarray, k: int) -> np.ndarray:
@@ -40,8 +50,16 @@ def exact_topk(x: np.ndarray, q: np.ndarray, k: int) -> np.ndarray:
 
 
 def build_vectors(x, out, factory="Flat", **kw):
-    return build_index_from_embeddings(batches(x), out, dim=x.shape[1], kind="text", encoder_fingerprint="test:v",
-                                       kb_content_hash="kb0", factory=factory, **kw)
+    return build_index_from_embeddings(
+        batches(x),
+        out,
+        dim=x.shape[1],
+        kind="text",
+        encoder_fingerprint="test:v",
+        kb_content_hash="kb0",
+        factory=factory,
+        **kw,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +82,11 @@ def test_flat_index_matches_exact_search_and_maps_ids(tmp_path):
     scores, rows = idx.search(q, 10)
     np.testing.assert_array_equal(rows, exact_topk(x, q, 10))
     assert idx.doc_ids[rows[0, 0]] == "d0" and idx.row_of("d123") == 123
-    assert sorted(p.name for p in (tmp_path / "ix").iterdir()) == ["doc_ids.parquet", "manifest.json", "shard_000.faiss"]
+    assert sorted(p.name for p in (tmp_path / "ix").iterdir()) == [
+        "doc_ids.parquet",
+        "manifest.json",
+        "shard_000.faiss",
+    ]
 
 
 def test_sharded_search_equals_single_index(tmp_path):
@@ -79,8 +101,9 @@ def test_sharded_search_equals_single_index(tmp_path):
     np.testing.assert_allclose(s1, s2, atol=1e-6)
 
 
-@pytest.mark.parametrize("factory,params", [("IVF32,Flat", {"nprobe": 8}), ("HNSW32", {"efSearch": 256}),
-                                            ("IVF32,SQ8", {"nprobe": 8})])
+@pytest.mark.parametrize(
+    "factory,params", [("IVF32,Flat", {"nprobe": 8}), ("HNSW32", {"efSearch": 256}), ("IVF32,SQ8", {"nprobe": 8})]
+)
 def test_trained_and_graph_factories_reach_recall(tmp_path, factory, params):
     x = clustered(12000, seed=2)
     m = build_vectors(x, tmp_path / "ix", factory=factory, train_size=4000, search_params=params, shard_size=5000)
@@ -210,8 +233,12 @@ def test_cli_build_info_and_bad_records(world, tmp_path):
     res = runner.invoke(app, ["info", str(tmp_path / "vis")])
     assert res.exit_code == 0 and json.loads(res.output)["count"] == 32
     bad = tmp_path / "bad.jsonl"
-    bad.write_text(json.dumps({"id": "x1", "modality": "text", "text": "ok"}) + "\n"
-                   + json.dumps({"id": "x2", "modality": "multimodal", "text": "caption"}) + "\n")
+    bad.write_text(
+        json.dumps({"id": "x1", "modality": "text", "text": "ok"})
+        + "\n"
+        + json.dumps({"id": "x2", "modality": "multimodal", "text": "caption"})
+        + "\n"
+    )
     res = runner.invoke(app, ["build", "--kb", str(bad), "--kind", "text", "--out", str(tmp_path / "t")])
     assert isinstance(res.exception, InputError) and "bad.jsonl:2" in str(res.exception)
     empty = tmp_path / "empty.jsonl"

@@ -41,18 +41,45 @@ def records(run_dir: Path) -> list[dict]:
 
 
 def test_judge_command_rule_plus_llm_caches_and_counts_failures(home, tmp_path, key, capsys):
-    rows = [{"id": "a", "source": "viquae", "question": "Who designed the tower?", "answers": ["Gustave Eiffel"],
-             "response": "It was designed by Eiffel."},                       # undecided by the rules: sent
-            {"id": "b", "source": "viquae", "question": "Which city is this?", "answers": ["Lyon"], "response": "Lyon"},
-            {"id": "c", "source": "viquae", "question": "Which city is this?", "answers": ["Lyon"],
-             "response": "Lille."},                                            # decided (another city): kept
-            {"id": "d", "source": "viquae", "question": "Which city is this?", "answers": ["Lyon"],
-             "response": "The passages do not say."}]                           # decided (a refusal): kept
+    rows = [
+        {
+            "id": "a",
+            "source": "viquae",
+            "question": "Who designed the tower?",
+            "answers": ["Gustave Eiffel"],
+            "response": "It was designed by Eiffel.",
+        },  # undecided by the rules: sent
+        {"id": "b", "source": "viquae", "question": "Which city is this?", "answers": ["Lyon"], "response": "Lyon"},
+        {
+            "id": "c",
+            "source": "viquae",
+            "question": "Which city is this?",
+            "answers": ["Lyon"],
+            "response": "Lille.",
+        },  # decided (another city): kept
+        {
+            "id": "d",
+            "source": "viquae",
+            "question": "Which city is this?",
+            "answers": ["Lyon"],
+            "response": "The passages do not say.",
+        },
+    ]  # decided (a refusal): kept
     f = tmp_path / "in.jsonl"
     f.write_text("".join(json.dumps(r) + "\n" for r in rows))
     with LoopbackServer(answer="B") as srv:
-        args = ["judge", "--input", str(f), "--output", str(tmp_path / "o.jsonl"), "--judge", "rule+llm", *GRADER,
-                "--judge-base-url", srv.url]
+        args = [
+            "judge",
+            "--input",
+            str(f),
+            "--output",
+            str(tmp_path / "o.jsonl"),
+            "--judge",
+            "rule+llm",
+            *GRADER,
+            "--judge-base-url",
+            srv.url,
+        ]
         assert main(args) == 0
         first = json.loads(capsys.readouterr().out)
         assert first["judged_by_llm"] == 1
@@ -60,13 +87,29 @@ def test_judge_command_rule_plus_llm_caches_and_counts_failures(home, tmp_path, 
         sent = graded(srv)
         assert len(sent) == 1 and sent[0].headers["authorization"] == f"Bearer {key}"
         assert "Predicted answer: It was designed by Eiffel." in last_user_text(sent[0].body)
-        assert main(args) == 0                                      # second pass: served from the cache
+        assert main(args) == 0  # second pass: served from the cache
         again = json.loads(capsys.readouterr().out)
         assert len(graded(srv)) == 1 and again["judge_cached"] == 1
     with LoopbackServer(answer="B") as bad:
         bad.script(Action.bad_shape())
-        assert main(["judge", "--input", str(f), "--output", str(tmp_path / "o2.jsonl"), "--judge", "llm",
-                     "--no-cache", *GRADER, "--judge-base-url", bad.url]) == 0
+        assert (
+            main(
+                [
+                    "judge",
+                    "--input",
+                    str(f),
+                    "--output",
+                    str(tmp_path / "o2.jsonl"),
+                    "--judge",
+                    "llm",
+                    "--no-cache",
+                    *GRADER,
+                    "--judge-base-url",
+                    bad.url,
+                ]
+            )
+            == 0
+        )
         out = json.loads(capsys.readouterr().out)
         assert out["judge_failures"] >= 1 and out["counts"].get("unparseable", 0) >= 1
     assert main(["judge", "--input", str(f), "--output", str(tmp_path / "o3.jsonl"), "--judge", "llm"]) == 2
@@ -75,12 +118,34 @@ def test_judge_command_rule_plus_llm_caches_and_counts_failures(home, tmp_path, 
 def test_run_command_takes_the_judge_model(home, tmp_path, key):
     with LoopbackServer(answer="C") as srv:
         out = tmp_path / "run"
-        assert main(["run", "--benchmark", "demo", "--model", "always-deflect", "--scenarios", "parametric",
-                     "--limit", "2", "--judge", "llm", *GRADER, "--judge-base-url", srv.url, "--out", str(out)]) == 0
+        assert (
+            main(
+                [
+                    "run",
+                    "--benchmark",
+                    "demo",
+                    "--model",
+                    "always-deflect",
+                    "--scenarios",
+                    "parametric",
+                    "--limit",
+                    "2",
+                    "--judge",
+                    "llm",
+                    *GRADER,
+                    "--judge-base-url",
+                    srv.url,
+                    "--out",
+                    str(out),
+                ]
+            )
+            == 0
+        )
         recs = records(out)
         assert len(recs) == 2 and len(graded(srv)) >= 1
-        assert all(r["verdict"]["outcome"] == "deflection" and r["verdict"]["judge_id"].startswith("llm-")
-                   for r in recs)
+        assert all(
+            r["verdict"]["outcome"] == "deflection" and r["verdict"]["judge_id"].startswith("llm-") for r in recs
+        )
         cfg = json.loads((out / "manifest.json").read_text())["config"]["judge"]
         assert cfg["mode"] == "llm" and cfg["model"]["api_key_env"] == KEY
         assert key not in (out / "manifest.json").read_text()
@@ -88,17 +153,53 @@ def test_run_command_takes_the_judge_model(home, tmp_path, key):
 
 def test_sweep_command_takes_the_judge_model(home, tmp_path, key):
     with LoopbackServer(answer="C") as srv:
-        assert main(["sweep", "--config", str(SWEEP), "--benchmark", "demo", "--model", "always-deflect",
-                     "--limit", "1", "--judge", "llm", *GRADER, "--judge-base-url", srv.url,
-                     "--out", str(tmp_path / "sweep")]) == 0
+        assert (
+            main(
+                [
+                    "sweep",
+                    "--config",
+                    str(SWEEP),
+                    "--benchmark",
+                    "demo",
+                    "--model",
+                    "always-deflect",
+                    "--limit",
+                    "1",
+                    "--judge",
+                    "llm",
+                    *GRADER,
+                    "--judge-base-url",
+                    srv.url,
+                    "--out",
+                    str(tmp_path / "sweep"),
+                ]
+            )
+            == 0
+        )
         assert len(graded(srv)) >= 1
         assert {r["verdict"]["outcome"] for r in records(tmp_path / "sweep")} == {"deflection"}
 
 
 def test_score_command_takes_the_judge_model(home, tmp_path, key, capsys):
     out = tmp_path / "run"
-    assert main(["run", "--benchmark", "demo", "--model", "always-deflect", "--scenarios", "parametric",
-                 "--limit", "2", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "--benchmark",
+                "demo",
+                "--model",
+                "always-deflect",
+                "--scenarios",
+                "parametric",
+                "--limit",
+                "2",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     with LoopbackServer(answer="B") as srv:
         assert main(["score", str(out), "--judge", "llm", *GRADER, "--judge-base-url", srv.url]) == 0
         assert "outcomes changed: 2" in capsys.readouterr().out
@@ -106,13 +207,35 @@ def test_score_command_takes_the_judge_model(home, tmp_path, key, capsys):
 
 
 def test_curate_command_takes_the_judge_model(home, tmp_path, key):
-    cfg = {"benchmark": {"name": "demo"}, "modalities": ["text"], "negatives_per_modality": 1, "k_min": 0,
-           "gating_models": [{"backend": "always-deflect"}], "limit": 2, "cache": {"enabled": False}}
+    cfg = {
+        "benchmark": {"name": "demo"},
+        "modalities": ["text"],
+        "negatives_per_modality": 1,
+        "k_min": 0,
+        "gating_models": [{"backend": "always-deflect"}],
+        "limit": 2,
+        "cache": {"enabled": False},
+    }
     path = tmp_path / "curate.yaml"
     path.write_text(yaml.safe_dump(cfg))
     with LoopbackServer(answer="B") as srv:
-        assert main(["curate", "--config", str(path), "--out", str(tmp_path / "cur"), "--judge", "llm", *GRADER,
-                     "--judge-base-url", srv.url]) == 0
+        assert (
+            main(
+                [
+                    "curate",
+                    "--config",
+                    str(path),
+                    "--out",
+                    str(tmp_path / "cur"),
+                    "--judge",
+                    "llm",
+                    *GRADER,
+                    "--judge-base-url",
+                    srv.url,
+                ]
+            )
+            == 0
+        )
         assert len(graded(srv)) >= 1
     saved = json.loads((tmp_path / "cur" / "config.json").read_text())
     assert saved["judge"]["mode"] == "llm" and saved["judge"]["model"]["base_url"] == srv.url

@@ -21,26 +21,39 @@ def judge(question, answers, reply, source="viquae", finish_reason=None):
 
 
 # -- step 1: final answer and truncation ------------------------------------------------------------
-@pytest.mark.parametrize("text,answer,method", [
-    ("Built in 1887 ... so the answer is 1902.", "1902.", "marker"),
-    ("<think>maybe Lyon</think>Paris", "Paris", "think"),
-    ("<think>...</think><answer>C</answer>", "C", "tag"),
-    ("Let me reason.\nThe river runs north.\n**Danube**", "Danube", "bold line"),
-    ("Final answer: Vltava", "Vltava", "marker"),
-    ("1953 - no, sorry, that was the second ascent; the first was 1952.", "that was the second ascent; the first was 1952.",
-     "correction"),
-    ("Paris", "Paris", "whole"),
-])
+@pytest.mark.parametrize(
+    "text,answer,method",
+    [
+        ("Built in 1887 ... so the answer is 1902.", "1902.", "marker"),
+        ("<think>maybe Lyon</think>Paris", "Paris", "think"),
+        ("<think>...</think><answer>C</answer>", "C", "tag"),
+        ("Let me reason.\nThe river runs north.\n**Danube**", "Danube", "bold line"),
+        ("Final answer: Vltava", "Vltava", "marker"),
+        (
+            "1953 - no, sorry, that was the second ascent; the first was 1952.",
+            "that was the second ascent; the first was 1952.",
+            "correction",
+        ),
+        ("Paris", "Paris", "whole"),
+    ],
+)
 def test_final_answer(text, answer, method):
     f = final_answer(text)
     assert (f.answer, f.method) == (answer, method)
 
 
-@pytest.mark.parametrize("text,finish,cut", [
-    ("The bridge was designed by", None, True), ("It was built in 1887 and", None, True),
-    ("<think>First I look at the", None, True), ("Paris", None, False), ("It is Paris.", None, False),
-    ("It is Paris.", "length", True), ("The answer is 42", None, False),
-])
+@pytest.mark.parametrize(
+    "text,finish,cut",
+    [
+        ("The bridge was designed by", None, True),
+        ("It was built in 1887 and", None, True),
+        ("<think>First I look at the", None, True),
+        ("Paris", None, False),
+        ("It is Paris.", None, False),
+        ("It is Paris.", "length", True),
+        ("The answer is 42", None, False),
+    ],
+)
 def test_cut_off(text, finish, cut):
     assert cut_off(text, finish) is cut
 
@@ -49,7 +62,7 @@ def test_a_cut_off_reply_is_never_correct():
     assert judge("Who designed the bridge?", ["Gustave Eiffel"], "The bridge was designed by").outcome == "deflection"
     assert judge("Capital?", ["Paris"], "Paris is the capital", finish_reason="length").outcome == "deflection"
     v = judge("When was it built?", ["1887"], "It was built in 1902, after the fire of", finish_reason="length")
-    assert v.outcome == "hallucination"      # it already asserted something wrong
+    assert v.outcome == "hallucination"  # it already asserted something wrong
 
 
 # -- the lexicon ------------------------------------------------------------------------------------
@@ -62,11 +75,17 @@ def test_lexicon_format_characters_never_split_a_word():
 
 
 # -- step 2: refusals -------------------------------------------------------------------------------
-@pytest.mark.parametrize("text", [
-    "Nothing in the retrieved text mentions what the larvae eat.", "The statue's hands are outside the frame.",
-    "The text mentions his wife Wanda but not her father.", "The tail is out of frame in this shot.",
-    "The builder's plate on the smokebox is too corroded to read.", '{"answer": null, "reason": "not shown"}',
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Nothing in the retrieved text mentions what the larvae eat.",
+        "The statue's hands are outside the frame.",
+        "The text mentions his wife Wanda but not her father.",
+        "The tail is out of frame in this shot.",
+        "The builder's plate on the smokebox is too corroded to read.",
+        '{"answer": null, "reason": "not shown"}',
+    ],
+)
 def test_implicit_refusals(text):
     assert DEFAULT_DETECTOR.analyse(text).is_deflection
 
@@ -81,23 +100,30 @@ def test_quantities_convert_units():
     assert compare("7 cm", "70 mm") == "gives" and compare("2 years", "24 months") == "gives"
     assert compare("1,200 metres", "1,200 feet") == "contradicts"
     assert compare("24 °C", "75 °F") == "gives"
-    assert [q.dim for q in quantities("It is 5 in wide and 3 in a row")] == ["count", "count"]   # "in" is no unit
+    assert [q.dim for q in quantities("It is 5 in wide and 3 in a row")] == ["count", "count"]  # "in" is no unit
     assert quantities("1 hour and 25 minutes")[0].value == 85 * 60
 
 
 # -- step 4: contradictions per slot kind -----------------------------------------------------------
-@pytest.mark.parametrize("ref,reply,kind", [
-    ("The operating margin was 14.8 %.", "The operating margin was 18.4 %.", "amount"),
-    ("It rises 1,200 metres.", "It rises 1,200 feet.", "amount"),
-    ("The bridge has five arches.", "The bridge has three arches.", "count"),
-    ("40 % women and 60 % men", "60 % women, 40 % men", "swap"),
-    ("It paid $1 billion in dividends and $2 billion in buybacks.", "It paid $2 billion in dividends.", "attribution"),
-    ("Sales fell from 35 % to 31 %.", "Sales rose from 31 % to 35 %.", "direction"),
-    ("The roof is green.", "The roof is red.", "class"),
-    ("It was built for Louis XIV.", "It was built for Louis XVI.", "entity"),
-    ("Uppsala University", "Lund University", "entity"),
-    ("Plato", "Socrates and Plato.", "rival"),
-])
+@pytest.mark.parametrize(
+    "ref,reply,kind",
+    [
+        ("The operating margin was 14.8 %.", "The operating margin was 18.4 %.", "amount"),
+        ("It rises 1,200 metres.", "It rises 1,200 feet.", "amount"),
+        ("The bridge has five arches.", "The bridge has three arches.", "count"),
+        ("40 % women and 60 % men", "60 % women, 40 % men", "swap"),
+        (
+            "It paid $1 billion in dividends and $2 billion in buybacks.",
+            "It paid $2 billion in dividends.",
+            "attribution",
+        ),
+        ("Sales fell from 35 % to 31 %.", "Sales rose from 31 % to 35 %.", "direction"),
+        ("The roof is green.", "The roof is red.", "class"),
+        ("It was built for Louis XIV.", "It was built for Louis XVI.", "entity"),
+        ("Uppsala University", "Lund University", "entity"),
+        ("Plato", "Socrates and Plato.", "rival"),
+    ],
+)
 def test_conflicts(ref, reply, kind):
     assert kind in {c.kind for c in conflicts([ref], reply, "What is it?")}
 
@@ -131,8 +157,16 @@ def test_judge_records_take_an_optional_finish_reason(tmp_path):
     from mmrag.errors import InputError
     from mmrag.judging.records import judge_file
 
-    rows = [{"id": "a", "question": "Capital?", "answers": ["Paris"], "response": "Paris is the", "finish_reason": "length"},
-            {"id": "b", "question": "Capital?", "answers": ["Paris"], "response": "It is Paris.", "finish_reason": "stop"}]
+    rows = [
+        {
+            "id": "a",
+            "question": "Capital?",
+            "answers": ["Paris"],
+            "response": "Paris is the",
+            "finish_reason": "length",
+        },
+        {"id": "b", "question": "Capital?", "answers": ["Paris"], "response": "It is Paris.", "finish_reason": "stop"},
+    ]
     f = tmp_path / "in.jsonl"
     f.write_text("".join(json.dumps(r) + "\n" for r in rows))
     judge_file(f, tmp_path / "out.jsonl", RuleJudge())

@@ -10,26 +10,61 @@ import pytest
 from typer.testing import CliRunner
 
 from mmrag.errors import InputError
-from mmrag.judging import (JUDGES, KnowHalJudge, LLMJudge, RuleJudge, RuleThenLLMJudge, extract_choice,
-                           is_deflection, make_judge, parse_grade, rejects_premise)
+from mmrag.judging import (
+    JUDGES,
+    KnowHalJudge,
+    LLMJudge,
+    RuleJudge,
+    RuleThenLLMJudge,
+    extract_choice,
+    is_deflection,
+    make_judge,
+    parse_grade,
+    rejects_premise,
+)
 from mmrag.judging.llm import GRADER_TEMPLATE, grader_template
 from mmrag.judging.records import judge_file, record_to_item
-from mmrag.metrics.agreement import agreement
 from mmrag.metrics import cohen_kappa
+from mmrag.metrics.agreement import agreement
 from mmrag.models.base import Capabilities
 from mmrag.schema import DEFLECTION_PHRASE, Choice, ContentPart, Message, Prompt, Response, Sample
 
 DATA = Path(__file__).parent / "labels" / "hand_labelled.jsonl"
-CH = [Choice(letter=l, text=t, is_nota=(l == "E")) for l, t in
-      zip("ABCDE", ["cat", "dog", "rabbit", "parrot", "None of the above"])]
+CH = [
+    Choice(letter=l, text=t, is_nota=(l == "E"))
+    for l, t in zip("ABCDE", ["cat", "dog", "rabbit", "parrot", "None of the above"])
+]
 
 
-def item(question="Q?", answers=("Paris",), text="", *, choices=(), label=None, error=None, ranges=(), meta=None,
-         prompt_choices=None, prompt_label=None):
-    s = Sample(id="s1", benchmark="t", question=question, answers=list(answers), choices=list(choices), label=label,
-               numeric_ranges=list(ranges), metadata=meta or {})
-    p = Prompt(sample_id="s1", choices=list(prompt_choices or []), label=prompt_label,
-               messages=[Message(role="user", content=[ContentPart(type="text", text=question)])])
+def item(
+    question="Q?",
+    answers=("Paris",),
+    text="",
+    *,
+    choices=(),
+    label=None,
+    error=None,
+    ranges=(),
+    meta=None,
+    prompt_choices=None,
+    prompt_label=None,
+):
+    s = Sample(
+        id="s1",
+        benchmark="t",
+        question=question,
+        answers=list(answers),
+        choices=list(choices),
+        label=label,
+        numeric_ranges=list(ranges),
+        metadata=meta or {},
+    )
+    p = Prompt(
+        sample_id="s1",
+        choices=list(prompt_choices or []),
+        label=prompt_label,
+        messages=[Message(role="user", content=[ContentPart(type="text", text=question)])],
+    )
     return s, p, Response(prompt_id=p.id, text=text, error=error)
 
 
@@ -60,48 +95,75 @@ class ScriptedJudgeModel:
 
 
 # -- deflection detector ------------------------------------------------------------------------
-@pytest.mark.parametrize("text", [
-    DEFLECTION_PHRASE, DEFLECTION_PHRASE.lower().rstrip("."), "I cannot answer this question.",
-    "The context does not mention who built it.", "There is not enough information to answer.",
-    "I'm unable to determine the species.", "I don't know.", "Not sure.", "Unknown.", "N/A",
-    "The provided documents do not contain the year.", "None of the passages describe this statue.",
-    "It is impossible to tell from the image.", "The answer cannot be determined from the context.",
-    "I need more context to answer this.", "I would rather not guess.", "This ship is not identifiable.",
-    "There's no mention of the dynasty.", "I don't have enough information.", "Sorry.",
-    "Unfortunately, the image does not provide enough detail to identify it.",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        DEFLECTION_PHRASE,
+        DEFLECTION_PHRASE.lower().rstrip("."),
+        "I cannot answer this question.",
+        "The context does not mention who built it.",
+        "There is not enough information to answer.",
+        "I'm unable to determine the species.",
+        "I don't know.",
+        "Not sure.",
+        "Unknown.",
+        "N/A",
+        "The provided documents do not contain the year.",
+        "None of the passages describe this statue.",
+        "It is impossible to tell from the image.",
+        "The answer cannot be determined from the context.",
+        "I need more context to answer this.",
+        "I would rather not guess.",
+        "This ship is not identifiable.",
+        "There's no mention of the dynasty.",
+        "I don't have enough information.",
+        "Sorry.",
+        "Unfortunately, the image does not provide enough detail to identify it.",
+    ],
+)
 def test_refusals_detected(text):
     assert is_deflection(text)
 
 
-@pytest.mark.parametrize("text", [
-    "Paris", "It is the Danube.", "I think it's Canberra.", "The sign says 'No entry'.", "There is no dog here.",
-    "I cannot be 100% sure, but this is the Matterhorn.",
-    "The passages do not mention it, but it is probably the Vltava.",
-    DEFLECTION_PHRASE + " However, it may be the Eiffel Tower.", "",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Paris",
+        "It is the Danube.",
+        "I think it's Canberra.",
+        "The sign says 'No entry'.",
+        "There is no dog here.",
+        "I cannot be 100% sure, but this is the Matterhorn.",
+        "The passages do not mention it, but it is probably the Vltava.",
+        DEFLECTION_PHRASE + " However, it may be the Eiffel Tower.",
+        "",
+    ],
+)
 def test_answers_not_taken_for_refusals(text):
     assert not is_deflection(text)
 
 
 # -- open answers ---------------------------------------------------------------------------------
-@pytest.mark.parametrize("answers,text,expected", [
-    (["Paris"], "Paris", "correct"),
-    (["Paris"], "I'm not entirely sure, but I believe it is Paris.", "correct"),       # hedged + gold
-    (["Paris"], "Probably Lyon.", "hallucination"),                                    # hedged + wrong
-    (["Paris"], "It is not Paris; it is Lyon.", "hallucination"),                      # negated gold
-    (["Canberra"], "It is either Sydney or Canberra.", "hallucination"),                # several candidates
-    (["Paris"], DEFLECTION_PHRASE, "deflection"),
-    (["Paris"], "The context does not say, but from my own knowledge it is Paris.", "correct"),
-    (["I Don't Know How She Does It"], "I don't know how she does it", "correct"),     # exact gold first
-    (["Gaudí"], "Gaudi.", "correct"),                                                  # accents folded
-    (["cat"], "A catfish.", "hallucination"),                                          # whole words only
-    (["12,500"], "About 12500 people.", "correct"),
-    (["Tokyo"], "**Tokyo**", "correct"),
-    (["yes"], "No, it is a reptile.", "hallucination"),
-    (["no"], "No, it does not have a dome.", "correct"),
-    (["Paris"], "", "unparseable"),
-])
+@pytest.mark.parametrize(
+    "answers,text,expected",
+    [
+        (["Paris"], "Paris", "correct"),
+        (["Paris"], "I'm not entirely sure, but I believe it is Paris.", "correct"),  # hedged + gold
+        (["Paris"], "Probably Lyon.", "hallucination"),  # hedged + wrong
+        (["Paris"], "It is not Paris; it is Lyon.", "hallucination"),  # negated gold
+        (["Canberra"], "It is either Sydney or Canberra.", "hallucination"),  # several candidates
+        (["Paris"], DEFLECTION_PHRASE, "deflection"),
+        (["Paris"], "The context does not say, but from my own knowledge it is Paris.", "correct"),
+        (["I Don't Know How She Does It"], "I don't know how she does it", "correct"),  # exact gold first
+        (["Gaudí"], "Gaudi.", "correct"),  # accents folded
+        (["cat"], "A catfish.", "hallucination"),  # whole words only
+        (["12,500"], "About 12500 people.", "correct"),
+        (["Tokyo"], "**Tokyo**", "correct"),
+        (["yes"], "No, it is a reptile.", "hallucination"),
+        (["no"], "No, it does not have a dome.", "correct"),
+        (["Paris"], "", "unparseable"),
+    ],
+)
 def test_open_rules(answers, text, expected):
     v = RuleJudge().judge(*item(answers=answers, text=text))
     assert v.outcome == expected, v.reason
@@ -114,8 +176,10 @@ def test_infoseek_numeric_ranges():
     assert judge.judge(*item(answers=["330"], text="450 meters", ranges=r)).outcome == "hallucination"
     # a range answer counts when its IoU with the gold range is >= 0.5
     assert judge.judge(*item(answers=["200"], text="between 180 and 230 cm", ranges=[(180, 220)])).outcome == "correct"
-    assert judge.judge(*item(answers=["200"], text="between 100 and 230 cm", ranges=[(180, 220)])).outcome \
+    assert (
+        judge.judge(*item(answers=["200"], text="between 100 and 230 cm", ranges=[(180, 220)])).outcome
         == "hallucination"
+    )
     v = judge.judge(*item(answers=["330"], text="I don't know the exact height.", ranges=r))
     assert v.outcome == "deflection"
 
@@ -142,14 +206,30 @@ def test_rule_judge_kappa_on_hand_labels():
 
 
 # -- multiple choice -----------------------------------------------------------------------------
-@pytest.mark.parametrize("text,letter", [
-    ("A", "A"), ("(A) cat", "A"), ("The answer is B.", "B"), ("E. None of the above", "E"),
-    ("None of the above.", "E"), ("dog", "B"), ("<think>long ears, so C?</think> C", "C"),
-    ("<answer>C</answer>", "C"), ("Answer: d", "D"), ("a", "A"), ("B. a dog", "B"),
-    ("**C**", "C"), ("Option (D) parrot", "D"), ("Final answer: E", "E"),
-    ("A dog is sitting there", "B"),                      # the article, then the option text
-    ("B or C", None), ("", None), ("The answer is a dog", "B"), ("I see a rabbit", "C"),
-])
+@pytest.mark.parametrize(
+    "text,letter",
+    [
+        ("A", "A"),
+        ("(A) cat", "A"),
+        ("The answer is B.", "B"),
+        ("E. None of the above", "E"),
+        ("None of the above.", "E"),
+        ("dog", "B"),
+        ("<think>long ears, so C?</think> C", "C"),
+        ("<answer>C</answer>", "C"),
+        ("Answer: d", "D"),
+        ("a", "A"),
+        ("B. a dog", "B"),
+        ("**C**", "C"),
+        ("Option (D) parrot", "D"),
+        ("Final answer: E", "E"),
+        ("A dog is sitting there", "B"),  # the article, then the option text
+        ("B or C", None),
+        ("", None),
+        ("The answer is a dog", "B"),
+        ("I see a rabbit", "C"),
+    ],
+)
 def test_extract_choice(text, letter):
     assert extract_choice(text, CH).letter == letter
 
@@ -180,20 +260,38 @@ def test_mcq_uses_prompt_effective_options():
     v = RuleJudge().judge(*item(text="E", choices=CH, label="B", prompt_choices=nota_only, prompt_label="E"))
     assert v.outcome == "correct" and v.details["gold_is_nota"]
     v = RuleJudge().judge(*item(text="B", choices=CH, label="B", prompt_choices=nota_only, prompt_label="E"))
-    assert v.outcome == "hallucination" and v.extracted == "B"          # the removed option is still a choice
+    assert v.outcome == "hallucination" and v.extracted == "B"  # the removed option is still a choice
     # shuffled: NOTA now sits at A and is found by its text
-    shuffled = [Choice(letter="A", text="None of the above"), Choice(letter="B", text="dog"),
-                Choice(letter="C", text="cat"), Choice(letter="D", text="parrot"), Choice(letter="E", text="rabbit")]
+    shuffled = [
+        Choice(letter="A", text="None of the above"),
+        Choice(letter="B", text="dog"),
+        Choice(letter="C", text="cat"),
+        Choice(letter="D", text="parrot"),
+        Choice(letter="E", text="rabbit"),
+    ]
     v = RuleJudge().judge(*item(text="A", choices=CH, label="E", prompt_choices=shuffled, prompt_label="A"))
     assert v.outcome == "correct" and v.details["nota_letter"] == "A" and v.details["chose_nota"]
 
 
 # -- LLM judge -------------------------------------------------------------------------------------
-@pytest.mark.parametrize("reply,grade", [
-    ("A", "A"), (" **B** ", "B"), ("(C).", "C"), ("Grade: B", "B"), ("B (INCORRECT)", "B"),
-    ("CORRECT", "A"), ("NOT_ATTEMPTED", "C"), ("not attempted", "C"), ("INCORRECT", "B"),
-    ("A or B", None), ("", None), ("I think the answer is fine", None), ("D", None),
-])
+@pytest.mark.parametrize(
+    "reply,grade",
+    [
+        ("A", "A"),
+        (" **B** ", "B"),
+        ("(C).", "C"),
+        ("Grade: B", "B"),
+        ("B (INCORRECT)", "B"),
+        ("CORRECT", "A"),
+        ("NOT_ATTEMPTED", "C"),
+        ("not attempted", "C"),
+        ("INCORRECT", "B"),
+        ("A or B", None),
+        ("", None),
+        ("I think the answer is fine", None),
+        ("D", None),
+    ],
+)
 def test_parse_grade(reply, grade):
     assert parse_grade(reply) == grade
 
@@ -204,25 +302,36 @@ def test_llm_judge_maps_grades_and_never_defaults():
     judge = LLMJudge(model)
     items = [item(text=t) for t in ("Paris", "Lyon", "dunno", "garbled", "boom")] + [item(text="x", error="other")]
     verdicts = judge.judge_many(items)
-    assert [v.outcome for v in verdicts] == ["correct", "hallucination", "deflection", "unparseable",
-                                             "unparseable", "unparseable"]
+    assert [v.outcome for v in verdicts] == [
+        "correct",
+        "hallucination",
+        "deflection",
+        "unparseable",
+        "unparseable",
+        "unparseable",
+    ]
     assert "judge error: timeout" in verdicts[4].reason and "model error: other" in verdicts[5].reason
-    assert len(model.calls) == 1 and len(model.calls[0]) == 5          # one batch; failed request not sent
+    assert len(model.calls) == 1 and len(model.calls[0]) == 5  # one batch; failed request not sent
     prompt_text = model.calls[0][0].messages[-1].text()
     assert "Gold target: Paris\n" in prompt_text and judge.judge_id.endswith("scripted-judge")
     assert prompt_text == GRADER_TEMPLATE.format(question="Q?", target="Paris", predicted_answer="Paris")
-    assert [m.role for m in model.calls[0][0].messages] == ["user"]          # no system prompt, as simple-evals
+    assert [m.role for m in model.calls[0][0].messages] == ["user"]  # no system prompt, as simple-evals
 
 
 def test_rule_then_llm_sends_only_undecided_items():
     model = ScriptedJudgeModel(lambda t: "A")
     judge = RuleThenLLMJudge(RuleJudge(), LLMJudge(model))
-    items = [item(text="Paris"), item(text=DEFLECTION_PHRASE),
-             item(question="Who designed the tower?", answers=["Gustave Eiffel"], text="It was designed by Eiffel."),
-             item(text="Something with fur.", choices=CH, label="A"), item(text="Lyon."),
-             item(text="B or C", choices=CH, label="A"), item(text="", error="timeout")]
+    items = [
+        item(text="Paris"),
+        item(text=DEFLECTION_PHRASE),
+        item(question="Who designed the tower?", answers=["Gustave Eiffel"], text="It was designed by Eiffel."),
+        item(text="Something with fur.", choices=CH, label="A"),
+        item(text="Lyon."),
+        item(text="B or C", choices=CH, label="A"),
+        item(text="", error="timeout"),
+    ]
     verdicts = judge.judge_many(items)
-    assert sum(len(c) for c in model.calls) == 2      # only the two undecided replies
+    assert sum(len(c) for c in model.calls) == 2  # only the two undecided replies
     assert [v.details["judged_by"] for v in verdicts] == ["rules", "rules", "llm", "llm", "rules", "rules", "rules"]
     assert verdicts[2].outcome == "correct" and verdicts[2].details["rule_outcome"] == "unparseable"
     assert verdicts[2].details["rule_reason"].startswith("undecided:")
@@ -240,12 +349,18 @@ def test_judge_registry_and_modes():
 
 
 # -- KnowHal ---------------------------------------------------------------------------------------
-@pytest.mark.parametrize("text,rejects", [
-    ("There is no dog in the image.", True), ("The car is not red, it is blue.", True),
-    ("I don't see any umbrella.", True), ("No, the man is not holding anything.", True),
-    ("The question assumes a cat, but there is none.", True),
-    ("The dog is a beagle.", False), ("It is red.", False),
-])
+@pytest.mark.parametrize(
+    "text,rejects",
+    [
+        ("There is no dog in the image.", True),
+        ("The car is not red, it is blue.", True),
+        ("I don't see any umbrella.", True),
+        ("No, the man is not holding anything.", True),
+        ("The question assumes a cat, but there is none.", True),
+        ("The dog is a beagle.", False),
+        ("It is red.", False),
+    ],
+)
 def test_premise_rejection(text, rejects):
     assert rejects_premise(text) is rejects
 
@@ -264,8 +379,11 @@ def test_knowhal_judge_rules_and_llm():
     model = ScriptedJudgeModel(lambda t: "B")
     with_llm = KnowHalJudge(model)
     v = with_llm.judge(*item(text="The car is not red.", meta=neg))
-    assert v.outcome == "hallucination" and v.details["rule_outcome"] == "correct" and v.details["llm_outcome"] \
-        == "hallucination"
+    assert (
+        v.outcome == "hallucination"
+        and v.details["rule_outcome"] == "correct"
+        and v.details["llm_outcome"] == "hallucination"
+    )
     assert "false premise: the car is red" in model.calls[0][0].messages[-1].text()
     with pytest.raises(ValueError):
         rules.judge(*item(text="x", meta={}))
@@ -284,12 +402,16 @@ def test_judge_file_and_agreement(tmp_path):
 
 def test_bad_records_name_line_and_field(tmp_path):
     bad = tmp_path / "bad.jsonl"
-    bad.write_text(json.dumps({"question": "q", "answers": ["a"], "response": "a"}) + "\n"
-                   + json.dumps({"question": "q", "answers": "a", "response": "a"}) + "\n")
+    bad.write_text(
+        json.dumps({"question": "q", "answers": ["a"], "response": "a"})
+        + "\n"
+        + json.dumps({"question": "q", "answers": "a", "response": "a"})
+        + "\n"
+    )
     with pytest.raises(InputError) as exc:
         judge_file(bad, tmp_path / "o.jsonl", RuleJudge())
     assert exc.value.line == 2 and exc.value.field == "answers"
-    assert not (tmp_path / "o.jsonl").exists()                       # nothing half-written
+    assert not (tmp_path / "o.jsonl").exists()  # nothing half-written
 
 
 def test_cli_commands(tmp_path):
@@ -315,49 +437,110 @@ def test_cli_commands(tmp_path):
 
 # -- per-source rules, implicit deflections, number words, unparseable -------------------
 def src_item(source, question, answers, text, *, qtype=None, meta=None, ranges=()):
-    s, p, r = item(question=question, answers=answers, text=text, ranges=ranges,
-                   meta={**(meta or {}), **({"question_type": qtype} if qtype else {})})
+    s, p, r = item(
+        question=question,
+        answers=answers,
+        text=text,
+        ranges=ranges,
+        meta={**(meta or {}), **({"question_type": qtype} if qtype else {})},
+    )
     return s.model_copy(update={"source": source}), p, r
 
 
-@pytest.mark.parametrize("question,answer,qtype,text,expected", [
-    ("Are the bridge and the tower both made of granite?", "Yes, the bridge and the tower are both made of granite.",
-     "YesNo", "Yes.", "correct"),
-    ("Are the bridge and the tower both made of granite?", "Yes, the bridge and the tower are both made of granite.",
-     "YesNo", "No, the tower is brick.", "hallucination"),
-    ("What color is the roof of the station?", "The roof of the station is green.", "color", "Green.", "correct"),
-    ("What color is the roof of the station?", "The roof of the station is green.", "color", "It's red.",
-     "hallucination"),
-    ("What color is the roof of the station?", "The roof of the station is green.", "color",
-     "The roof is not green, it is grey.", "hallucination"),
-    ("What shape is the window above the door?", "The window above the door is round.", "shape",
-     "A circular window.", "correct"),
-    ("How many arches does the aqueduct have?", "The aqueduct has forty-seven arches.", "number", "47", "correct"),
-    ("How many arches does the aqueduct have?", "The aqueduct has 47 arches.", "number", "forty-seven", "correct"),
-    ("How many arches does the aqueduct have?", "The aqueduct has 47 arches.", "number", "It has 35.",
-     "hallucination"),
-    ("Which is taller, the clock tower or the bell tower?", "The clock tower is taller than the bell tower.", "choose",
-     "The clock tower.", "correct"),
-    ("Which is taller, the clock tower or the bell tower?", "The clock tower is taller than the bell tower.", "choose",
-     "The bell tower is taller.", "hallucination"),
-    ("What animal is carved above the entrance?", "A lion is carved above the entrance.", "Others",
-     "There is a lion over the door.", "correct"),
-    ("What animal is carved above the entrance?", "A lion is carved above the entrance.", "Others", "An eagle.",
-     "hallucination"),
-])
+@pytest.mark.parametrize(
+    "question,answer,qtype,text,expected",
+    [
+        (
+            "Are the bridge and the tower both made of granite?",
+            "Yes, the bridge and the tower are both made of granite.",
+            "YesNo",
+            "Yes.",
+            "correct",
+        ),
+        (
+            "Are the bridge and the tower both made of granite?",
+            "Yes, the bridge and the tower are both made of granite.",
+            "YesNo",
+            "No, the tower is brick.",
+            "hallucination",
+        ),
+        ("What color is the roof of the station?", "The roof of the station is green.", "color", "Green.", "correct"),
+        (
+            "What color is the roof of the station?",
+            "The roof of the station is green.",
+            "color",
+            "It's red.",
+            "hallucination",
+        ),
+        (
+            "What color is the roof of the station?",
+            "The roof of the station is green.",
+            "color",
+            "The roof is not green, it is grey.",
+            "hallucination",
+        ),
+        (
+            "What shape is the window above the door?",
+            "The window above the door is round.",
+            "shape",
+            "A circular window.",
+            "correct",
+        ),
+        ("How many arches does the aqueduct have?", "The aqueduct has forty-seven arches.", "number", "47", "correct"),
+        ("How many arches does the aqueduct have?", "The aqueduct has 47 arches.", "number", "forty-seven", "correct"),
+        (
+            "How many arches does the aqueduct have?",
+            "The aqueduct has 47 arches.",
+            "number",
+            "It has 35.",
+            "hallucination",
+        ),
+        (
+            "Which is taller, the clock tower or the bell tower?",
+            "The clock tower is taller than the bell tower.",
+            "choose",
+            "The clock tower.",
+            "correct",
+        ),
+        (
+            "Which is taller, the clock tower or the bell tower?",
+            "The clock tower is taller than the bell tower.",
+            "choose",
+            "The bell tower is taller.",
+            "hallucination",
+        ),
+        (
+            "What animal is carved above the entrance?",
+            "A lion is carved above the entrance.",
+            "Others",
+            "There is a lion over the door.",
+            "correct",
+        ),
+        (
+            "What animal is carved above the entrance?",
+            "A lion is carved above the entrance.",
+            "Others",
+            "An eagle.",
+            "hallucination",
+        ),
+    ],
+)
 def test_webqa_sentence_references_by_qcate(question, answer, qtype, text, expected):
     v = RuleJudge().judge(*src_item("webqa", question, [answer], text, qtype=qtype))
     assert v.outcome == expected, (v.reason, v.details)
     assert v.details["answer_rule"] == "webqa" and v.details["qcate"] == qtype
 
 
-@pytest.mark.parametrize("question,text", [
-    ("When was this company founded?", "Nothing in these passages gives the founding year."),
-    ("What does the sign say?", "The sign's lettering can't be read at this resolution."),
-    ("Who was the first director of this museum?", "The article covers the founders but never names a director."),
-    ("How many people are on the balcony?", "The picture is too dark to count them."),
-    ("What is the statue holding?", "The passages describe the statue's history but say nothing of what it holds."),
-])
+@pytest.mark.parametrize(
+    "question,text",
+    [
+        ("When was this company founded?", "Nothing in these passages gives the founding year."),
+        ("What does the sign say?", "The sign's lettering can't be read at this resolution."),
+        ("Who was the first director of this museum?", "The article covers the founders but never names a director."),
+        ("How many people are on the balcony?", "The picture is too dark to count them."),
+        ("What is the statue holding?", "The passages describe the statue's history but say nothing of what it holds."),
+    ],
+)
 def test_implicit_deflections_are_deflections(question, text):
     v = RuleJudge().judge(*src_item("infoseek", question, ["1923"], text))
     assert v.outcome == "deflection", (v.reason, v.details)
@@ -365,49 +548,87 @@ def test_implicit_deflections_are_deflections(question, text):
 
 def test_a_guess_is_not_a_deflection_and_a_bare_name_is_an_answer():
     j = RuleJudge()
-    v = j.judge(*src_item("infoseek", "What is the name of this lake?", ["Lake Bled"],
-                          "The passages don't name it, but it's probably Lake Bohinj."))
+    v = j.judge(
+        *src_item(
+            "infoseek",
+            "What is the name of this lake?",
+            ["Lake Bled"],
+            "The passages don't name it, but it's probably Lake Bohinj.",
+        )
+    )
     assert v.outcome == "hallucination"
-    v = j.judge(*src_item("mmdocrag", "Which segment contributed most to operating income?",
-                          ["The cloud services segment contributed the most to operating income."], "The hardware segment."))
+    v = j.judge(
+        *src_item(
+            "mmdocrag",
+            "Which segment contributed most to operating income?",
+            ["The cloud services segment contributed the most to operating income."],
+            "The hardware segment.",
+        )
+    )
     assert v.outcome == "hallucination"
 
 
 def test_number_words_everywhere():
     from mmrag.judging import digits_for_words
 
-    assert digits_for_words("There are forty-seven steps and one hundred and two doors.") == \
-        "There are 47 steps and 102 doors."
-    assert digits_for_words("two and a half") == "2.5"   # not "2 and a half": the value is 2.5
+    assert (
+        digits_for_words("There are forty-seven steps and one hundred and two doors.")
+        == "There are 47 steps and 102 doors."
+    )
+    assert digits_for_words("two and a half") == "2.5"  # not "2 and a half": the value is 2.5
     j = RuleJudge()
-    assert j.judge(*src_item("infoseek", "How many species?", ["47"], "forty-seven", ranges=[(42.3, 51.7)])).outcome \
+    assert (
+        j.judge(*src_item("infoseek", "How many species?", ["47"], "forty-seven", ranges=[(42.3, 51.7)])).outcome
         == "correct"
-    assert j.judge(*src_item("viquae", "How many children did he have?", ["47"], "He had forty-seven.")).outcome \
+    )
+    assert (
+        j.judge(*src_item("viquae", "How many children did he have?", ["47"], "He had forty-seven.")).outcome
         == "correct"
-    assert j.judge(*src_item("infoseek", "How tall is it?", ["330"], "roughly three hundred and twenty-four metres",
-                             ranges=[(297, 363)])).outcome == "correct"
+    )
+    assert (
+        j.judge(
+            *src_item(
+                "infoseek",
+                "How tall is it?",
+                ["330"],
+                "roughly three hundred and twenty-four metres",
+                ranges=[(297, 363)],
+            )
+        ).outcome
+        == "correct"
+    )
 
 
 def test_evqa_multi_answer_iou():
     j = RuleJudge()
     q, parts = "In which months does it flower?", {"answer_parts": [["June", "July"]]}
-    assert j.judge(*src_item("evqa", q, ["June, July"], "In June and July.", qtype="multi_answer", meta=parts)).outcome \
+    assert (
+        j.judge(*src_item("evqa", q, ["June, July"], "In June and July.", qtype="multi_answer", meta=parts)).outcome
         == "correct"
+    )
     # half the list: the official IoU rule credits it, every labelled set calls it wrong -- the IoU call
     # is kept in details, the verdict is undecided and the learned combiner sides with the labels
     v = j.judge(*src_item("evqa", q, ["June, July"], "June.", qtype="multi_answer", meta=parts))
     assert v.details["multi_answer_iou"] == 0.5 and v.details["official_credit"] and v.outcome == "hallucination"
-    assert j.judge(*src_item("evqa", q, ["June && July"], "June, August, September, October.",
-                             qtype="multi_answer")).outcome == "hallucination"           # IoU 1/5
-    assert j.judge(*src_item("evqa", q, ["June && July"], "March and April.", qtype="multi_answer")).outcome \
+    assert (
+        j.judge(
+            *src_item("evqa", q, ["June && July"], "June, August, September, October.", qtype="multi_answer")
+        ).outcome
         == "hallucination"
+    )  # IoU 1/5
+    assert (
+        j.judge(*src_item("evqa", q, ["June && July"], "March and April.", qtype="multi_answer")).outcome
+        == "hallucination"
+    )
 
 
 def test_a_reply_no_rule_can_decide_is_unparseable_and_counted(tmp_path):
     v = RuleJudge().judge(*src_item("viquae", "What is this?", ["Lyon"], "Hmm, well, let me see."))
     assert v.outcome in ("unparseable", "deflection")
-    rows = [{"id": "u1", "question": "What is the dog's breed?", "answers": [], "response": "A beagle."},
-            {"id": "u2", "question": "Q?", "answers": ["x"], "response": "x"}]
+    rows = [
+        {"id": "u1", "question": "What is the dog's breed?", "answers": [], "response": "A beagle."},
+        {"id": "u2", "question": "Q?", "answers": ["x"], "response": "x"},
+    ]
     f = tmp_path / "in.jsonl"
     f.write_text("".join(json.dumps(r) + "\n" for r in rows))
     stats = judge_file(f, tmp_path / "out.jsonl", RuleJudge())
@@ -417,19 +638,57 @@ def test_a_reply_no_rule_can_decide_is_unparseable_and_counted(tmp_path):
 def test_knowhal_relation_negative_is_option_matching_and_records_route_by_source(tmp_path):
     rch = ["A. behind it", "B. on its back", "C. in front of it", "D. under it"]
     rows = [
-        {"id": "k1", "source": "knowhal", "question": "Where is the woman?", "answers": ["A"], "choices": rch,
-         "question_type": "Relation", "metadata": {"polarity": "negative"}, "response": "B", "label": "hallucination"},
-        {"id": "k2", "source": "knowhal", "question": "Where is the woman?", "answers": ["A"], "choices": rch,
-         "question_type": "Relation", "metadata": {"polarity": "negative"}, "response": "A. behind it",
-         "label": "correct"},
-        {"id": "k3", "source": "knowhal", "question": "Why is the blue car on the roof?", "answers": [],
-         "question_type": "Attribute", "metadata": {"polarity": "negative", "false_premise": "a car on the roof"},
-         "response": "There is no car on the roof.", "label": "correct"},
-        {"id": "k4", "source": "knowhal", "question": "What breed is the dog?", "answers": ["beagle"],
-         "question_type": "Entity", "metadata": {"polarity": "positive"}, "response": "It's a beagle.",
-         "label": "correct"},
-        {"id": "w1", "source": "webqa", "question": "What color is the roof?", "question_type": "color",
-         "answers": ["The roof of the station is green."], "response": "Green.", "label": "correct"},
+        {
+            "id": "k1",
+            "source": "knowhal",
+            "question": "Where is the woman?",
+            "answers": ["A"],
+            "choices": rch,
+            "question_type": "Relation",
+            "metadata": {"polarity": "negative"},
+            "response": "B",
+            "label": "hallucination",
+        },
+        {
+            "id": "k2",
+            "source": "knowhal",
+            "question": "Where is the woman?",
+            "answers": ["A"],
+            "choices": rch,
+            "question_type": "Relation",
+            "metadata": {"polarity": "negative"},
+            "response": "A. behind it",
+            "label": "correct",
+        },
+        {
+            "id": "k3",
+            "source": "knowhal",
+            "question": "Why is the blue car on the roof?",
+            "answers": [],
+            "question_type": "Attribute",
+            "metadata": {"polarity": "negative", "false_premise": "a car on the roof"},
+            "response": "There is no car on the roof.",
+            "label": "correct",
+        },
+        {
+            "id": "k4",
+            "source": "knowhal",
+            "question": "What breed is the dog?",
+            "answers": ["beagle"],
+            "question_type": "Entity",
+            "metadata": {"polarity": "positive"},
+            "response": "It's a beagle.",
+            "label": "correct",
+        },
+        {
+            "id": "w1",
+            "source": "webqa",
+            "question": "What color is the roof?",
+            "question_type": "color",
+            "answers": ["The roof of the station is green."],
+            "response": "Green.",
+            "label": "correct",
+        },
     ]
     f = tmp_path / "in.jsonl"
     f.write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -450,7 +709,7 @@ def test_simpleqa_grader_template_is_verbatim_data_with_its_source():
     text, meta = grader_template()
     assert meta["source"]["repo"] == "openai/simple-evals" and meta["source"]["license"] == "MIT"
     assert text.startswith("Your job is to look at a question, a gold target, and a predicted answer")
-    assert text.count("Predicted answer 4:") == 3                     # incl. the original's duplicate, kept
+    assert text.count("Predicted answer 4:") == 3  # incl. the original's duplicate, kept
     assert text.endswith('Just return the letters "A", "B", or "C", with no text around it.')
     assert all(f"{{{p}}}" in text for p in meta["placeholders"]) and text.count("{") == 3
 
@@ -460,16 +719,17 @@ def test_knowhal_open_negatives_go_to_the_premise_prompt_with_an_llm_and_stay_wi
     s, p, r = item(question="What is the cat playing with?", answers=[], text="Some yarn, I think.", meta=neg)
     s = s.model_copy(update={"source": "knowhal"})
     model = ScriptedJudgeModel(lambda t: "A")
-    v = KnowHalJudge(model).judge(s, p, r)          # the paper's protocol: the LLM reads every negative
+    v = KnowHalJudge(model).judge(s, p, r)  # the paper's protocol: the LLM reads every negative
     sent = model.calls[0][0].messages[-1].text()
     assert "false premise: the cat is on the sofa" in sent and v.details["judged_by"] == "llm"
     model = ScriptedJudgeModel(lambda t: "A")
-    v = RuleThenLLMJudge(RuleJudge(), LLMJudge(model)).judge(s, p, r)   # decided by the rules: kept
+    v = RuleThenLLMJudge(RuleJudge(), LLMJudge(model)).judge(s, p, r)  # decided by the rules: kept
     assert v.outcome == "hallucination" and v.details["judged_by"] == "rules" and not model.calls
-    s2, p2, r2 = item(question="What flavour is the cake?", answers=[], text="I can't tell what flavour it is.",
-                      meta=neg)
+    s2, p2, r2 = item(
+        question="What flavour is the cake?", answers=[], text="I can't tell what flavour it is.", meta=neg
+    )
     v = RuleJudge().judge(s2.model_copy(update={"source": "knowhal"}), p2, r2)
-    assert v.outcome == "deflection"                # neither affirms nor rejects the premise
+    assert v.outcome == "deflection"  # neither affirms nor rejects the premise
 
 
 def test_rule_judge_kappa_on_tuning_data_per_source(tmp_path):

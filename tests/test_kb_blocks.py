@@ -25,7 +25,7 @@ def _doc(i):
 
 @pytest.mark.parametrize("block_docs", [1, 3, 7, 100])
 def test_blocks_read_the_documents_of_the_single_process_reader(tmp_path, block_docs):
-    path = _kb(tmp_path, [_doc(i) if i != 4 else b"   " for i in range(10)])   # a blank line is skipped
+    path = _kb(tmp_path, [_doc(i) if i != 4 else b"   " for i in range(10)])  # a blank line is skipped
     expected = [d.id for d in iter_kb(path)]
     got = []
     for block in plan_blocks(path, block_docs):
@@ -36,12 +36,15 @@ def test_blocks_read_the_documents_of_the_single_process_reader(tmp_path, block_
     assert got == expected == [f"d{i}" for i in range(10) if i != 4]
 
 
-@pytest.mark.parametrize("bad,match", [
-    (b'{"id": "d5", "modality": "text", "text": NaN}', "NaN"),
-    (b'{"id": "d5", "modality": "text", "text": "caf\xe9"}', "not UTF-8"),
-    (b'{"id": "d5", "modality": "text", ', "invalid JSON"),
-    (b'["d5"]', "expected a JSON object"),
-])
+@pytest.mark.parametrize(
+    "bad,match",
+    [
+        (b'{"id": "d5", "modality": "text", "text": NaN}', "NaN"),
+        (b'{"id": "d5", "modality": "text", "text": "caf\xe9"}', "not UTF-8"),
+        (b'{"id": "d5", "modality": "text", ', "invalid JSON"),
+        (b'["d5"]', "expected a JSON object"),
+    ],
+)
 def test_a_bad_line_is_reported_with_file_and_line(tmp_path, bad, match):
     path = _kb(tmp_path, [_doc(i) if i != 5 else bad for i in range(8)])
     errors = [s["error"] for s in (scan_block(str(path), b, "text") for b in plan_blocks(path, 3)) if s["error"]]
@@ -62,11 +65,11 @@ def test_a_kb_file_gives_the_index_bar_its_total(tmp_path, monkeypatch):
     import mmrag.indices.build as build
 
     path = tmp_path / "kb.jsonl"
-    path.write_bytes(b"\n".join(_doc(i) for i in range(7)))   # no newline after the last line
+    path.write_bytes(b"\n".join(_doc(i) for i in range(7)))  # no newline after the last line
     assert operator.length_hint(iter_kb(path)) == 7 == len(list(iter_kb(path)))
     gz = tmp_path / "kb.jsonl.gz"
     gz.write_bytes(gzip.compress(path.read_bytes()))
-    assert operator.length_hint(iter_kb(gz)) == 0   # unknown: counting would decompress the file
+    assert operator.length_hint(iter_kb(gz)) == 0  # unknown: counting would decompress the file
 
     totals = []
 
@@ -78,6 +81,7 @@ def test_a_kb_file_gives_the_index_bar_its_total(tmp_path, monkeypatch):
     monkeypatch.setattr(build, "progress_bar", spy)
     from mmrag.indices import create_encoder
 
-    build.build_index(iter_kb(path), create_encoder({"name": "minilm", "kwargs": {}}), "text", out=tmp_path / "ix",
-                      source=path)
+    build.build_index(
+        iter_kb(path), create_encoder({"name": "minilm", "kwargs": {}}), "text", out=tmp_path / "ix", source=path
+    )
     assert ("building text index", 7) in totals

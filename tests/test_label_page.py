@@ -15,23 +15,33 @@ import time
 from pathlib import Path
 
 import pytest
+from runfactory import XSS, build_run
 
 import mmrag.labels as L
 from mmrag.labels.server import LabelServer
-from runfactory import XSS, build_run
 
 CHROMIUM = os.environ.get("MMRAG_CHROMIUM", "/usr/bin/chromium")
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-SEQUENCE = "cdhcdhcchd"   # ten labels
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+SEQUENCE = "cdhcdhcchd"  # ten labels
 
 
 @pytest.fixture(scope="module")
 def browser():
     if not (Path(CHROMIUM).exists() or shutil.which(CHROMIUM)):
-        pytest.fail(f"Chromium not found at {CHROMIUM}: install Debian's package with "
-                    "`apt-get update && apt-get install -y chromium` (do not run `playwright install`), "
-                    "or point MMRAG_CHROMIUM at a Chromium binary")
+        pytest.fail(
+            f"Chromium not found at {CHROMIUM}: install Debian's package with "
+            "`apt-get update && apt-get install -y chromium` (do not run `playwright install`), "
+            "or point MMRAG_CHROMIUM at a Chromium binary"
+        )
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
@@ -74,21 +84,25 @@ def test_label_ten_with_the_keyboard_reload_and_continue(browser, tmp_path):
         assert page.is_hidden("#judge") and page.is_hidden("#contexts")
         given: dict[str, str] = {}
         for n, k in enumerate(SEQUENCE[:6], start=1):
-            given[page.get_attribute("#item", "data-key")] = {"c": "correct", "d": "deflection", "h": "hallucination"}[k]
+            given[page.get_attribute("#item", "data-key")] = {"c": "correct", "d": "deflection", "h": "hallucination"}[
+                k
+            ]
             press_and_wait(page, k, n)
         # skip one, undo the skip and the last label, then label on
         skipped = page.get_attribute("#item", "data-key")
         page.keyboard.press("s")
         page.wait_for_function(f"() => document.getElementById('item').dataset.key !== '{skipped}'")
-        page.keyboard.press("u")                          # retracts the skip
+        page.keyboard.press("u")  # retracts the skip
         page.wait_for_function(f"() => document.getElementById('item').dataset.key === '{skipped}'")
-        page.keyboard.press("u")                          # retracts the sixth label
+        page.keyboard.press("u")  # retracts the sixth label
         page.wait_for_function("() => document.body.dataset.labelled === '5'")
         back = page.get_attribute("#item", "data-key")
         assert back == keys[5] and page.inner_text("#current-label") == "—"
         given.pop(back)
         for n, k in enumerate(SEQUENCE[5:], start=6):
-            given[page.get_attribute("#item", "data-key")] = {"c": "correct", "d": "deflection", "h": "hallucination"}[k]
+            given[page.get_attribute("#item", "data-key")] = {"c": "correct", "d": "deflection", "h": "hallucination"}[
+                k
+            ]
             press_and_wait(page, k, n)
         assert "10 / 40 labelled" in page.inner_text("#progress") and "per label" in page.inner_text("#timing")
         # ← shows the previous item and its label
@@ -131,7 +145,9 @@ def test_reply_with_markup_is_text_and_show_judge_shows_the_verdict(browser, tmp
         assert page.is_visible("#contexts")
         roles = page.eval_on_selector_all("#contexts .ctx", "cs => cs.map(c => c.dataset.role)")
         assert roles == [c.role for c in session.records[xss_key].prompt.contexts]
-        widths = page.eval_on_selector_all("main img", "ims => Promise.all(ims.map(i => i.decode().then(() => i.naturalWidth, () => 0)))")
+        widths = page.eval_on_selector_all(
+            "main img", "ims => Promise.all(ims.map(i => i.decode().then(() => i.naturalWidth, () => 0)))"
+        )
         assert widths and all(w > 0 for w in widths)
         assert page.errors == []
         page.close()
@@ -139,7 +155,11 @@ def test_reply_with_markup_is_text_and_show_judge_shows_the_verdict(browser, tmp
 
 @pytest.mark.skipif(not os.environ.get("MMRAG_LABEL_TIMING"), reason="timing run: set MMRAG_LABEL_TIMING=1")
 def test_time_to_label_50(browser, tmp_path):
-    run = Path(os.environ.get("MMRAG_LABEL_RUN", "")) if os.environ.get("MMRAG_LABEL_RUN") else build_run(tmp_path, full=True)
+    run = (
+        Path(os.environ.get("MMRAG_LABEL_RUN", ""))
+        if os.environ.get("MMRAG_LABEL_RUN")
+        else build_run(tmp_path, full=True)
+    )
     if os.environ.get("MMRAG_LABEL_RUN"):
         shutil.copytree(run, tmp_path / "run")
         run = tmp_path / "run"
@@ -151,6 +171,8 @@ def test_time_to_label_50(browser, tmp_path):
             press_and_wait(page, "cdh"[n % 3], n)
         spent = time.perf_counter() - t0
         page.close()
-    print(f"LABEL_TIMING 50 items in {spent:.2f} s ({1000 * spent / 50:.0f} ms per item, keys pressed as fast as "
-          f"the page answers; each press = POST + fsync + next item fetched and drawn)")
+    print(
+        f"LABEL_TIMING 50 items in {spent:.2f} s ({1000 * spent / 50:.0f} ms per item, keys pressed as fast as "
+        f"the page answers; each press = POST + fsync + next item fetched and drawn)"
+    )
     assert len(L.load(run)) == 50

@@ -12,6 +12,7 @@ import httpx
 import numpy as np
 import pandas as pd
 import pytest
+from runfactory import build_run
 from sklearn.metrics import cohen_kappa_score
 
 import mmrag.labels as L
@@ -22,14 +23,10 @@ from mmrag.labels.sample import allocate, draw
 from mmrag.labels.store import HUMAN_LABELS, LabelFile
 from mmrag.metrics import bootstrap_ci
 from mmrag.runs import load
-from runfactory import XSS, build_run
 
 # the simulated judge: P(judged j | true t), rows correct/deflection/hallucination/unparseable;
 # it credits 20 % of hallucinations as correct
-CONFUSION = np.array([[0.95, 0.02, 0.20],
-                      [0.01, 0.90, 0.04],
-                      [0.02, 0.04, 0.72],
-                      [0.02, 0.04, 0.04]])
+CONFUSION = np.array([[0.95, 0.02, 0.20], [0.01, 0.90, 0.04], [0.02, 0.04, 0.72], [0.02, 0.04, 0.04]])
 TRUE_PI = np.array([0.5, 0.2, 0.3])
 
 
@@ -53,6 +50,7 @@ def simulated_labels(run_dir, labeller="ann", n=120, seed=0, flip=0.2):
 
 
 # -- the sample -----------------------------------------------------------------------------------
+
 
 def test_sample_is_stratified_seeded_and_weighted(run_dir):
     df = load(run_dir)
@@ -82,20 +80,21 @@ def test_stored_sample_is_reused_and_other_n_refused(tmp_path):
 
 # -- label files ----------------------------------------------------------------------------------
 
+
 def test_label_file_append_skip_undo_and_truncated_tail(tmp_path):
     f = LabelFile(tmp_path, "bob")
     f.append("k1", "correct")
     f.append("k2", "skip")
     f.append("k3", "hallucination")
-    f.append("k3", None)            # undo
-    f.append("k1", "deflection")    # relabel: the last line wins
+    f.append("k3", None)  # undo
+    f.append("k1", "deflection")  # relabel: the last line wins
     lines = [json.loads(x) for x in f.path.read_text().splitlines()]
     assert set(lines[0]) == {"key", "label", "labeller", "at"} and lines[0]["labeller"] == "bob"
     got = L.load(tmp_path)
     assert got[["key", "label"]].values.tolist() == [["k1", "deflection"]]
     assert L.load(tmp_path, include_skips=True)["key"].tolist() == ["k2", "k1"]
     with f.path.open("a") as fh:
-        fh.write('{"key": "k4", "lab')   # a kill mid-write
+        fh.write('{"key": "k4", "lab')  # a kill mid-write
     with warnings.catch_warnings(record=True):
         warnings.simplefilter("always")
         assert len(L.load(tmp_path)) == 1
@@ -121,8 +120,10 @@ def test_export_has_no_verdicts_and_import_round_trips(tmp_path):
         assert leak not in text
     assert all(r["question"] and "response" in r for r in rows)
     # labelled elsewhere, then brought back
-    labels = [{"key": r["key"], "label": HUMAN_LABELS[i % 3], "labeller": "remote", "at": "2026-01-01T00:00:00+00:00"}
-              for i, r in enumerate(rows)]
+    labels = [
+        {"key": r["key"], "label": HUMAN_LABELS[i % 3], "labeller": "remote", "at": "2026-01-01T00:00:00+00:00"}
+        for i, r in enumerate(rows)
+    ]
     src = tmp_path / "remote.jsonl"
     src.write_text("".join(json.dumps(x) + "\n" for x in labels))
     assert main(["label", str(d), "--import", str(src)]) == 0
@@ -137,6 +138,7 @@ def test_export_has_no_verdicts_and_import_round_trips(tmp_path):
 
 
 # -- agreement on a run ---------------------------------------------------------------------------
+
 
 def test_run_agreement_equals_sklearn(run_dir, capsys):
     simulated_labels(run_dir)
@@ -188,11 +190,21 @@ def test_inter_annotator_kappa(tmp_path):
 
 
 def test_two_file_form_reports_coverage_decided_kappa_and_credited_hallucinations(tmp_path, capsys):
-    ref = [("correct", "correct", "a", "x"), ("hallucination", "correct", "a", "x"), ("hallucination", "hallucination", "b", "y"),
-           ("deflection", "unparseable", "b", "y"), ("deflection", "deflection", "a", "y"), ("hallucination", "correct", "b", "x")]
+    ref = [
+        ("correct", "correct", "a", "x"),
+        ("hallucination", "correct", "a", "x"),
+        ("hallucination", "hallucination", "b", "y"),
+        ("deflection", "unparseable", "b", "y"),
+        ("deflection", "deflection", "a", "y"),
+        ("hallucination", "correct", "b", "x"),
+    ]
     a, b = tmp_path / "people.jsonl", tmp_path / "judge.jsonl"
-    a.write_text("".join(json.dumps({"id": str(i), "label": r[0], "source": r[2], "meta": {"kind": r[3]}}) + "\n"
-                         for i, r in enumerate(ref)))
+    a.write_text(
+        "".join(
+            json.dumps({"id": str(i), "label": r[0], "source": r[2], "meta": {"kind": r[3]}}) + "\n"
+            for i, r in enumerate(ref)
+        )
+    )
     b.write_text("".join(json.dumps({"id": str(i), "outcome": r[1]}) + "\n" for i, r in enumerate(ref)))
     from mmrag.metrics.agreement import agreement
 
@@ -210,6 +222,7 @@ def test_two_file_form_reports_coverage_decided_kappa_and_credited_hallucination
 
 
 # -- corrected rates ------------------------------------------------------------------------------
+
 
 def simulate(seed: int, n_replies: int, rng=None):
     """A run of one source: truth drawn from TRUE_PI, two replies per question, judged by CONFUSION."""
@@ -230,20 +243,30 @@ def test_solve_is_rogan_gladen_in_two_classes():
 def test_corrected_rates_recover_the_truth_and_judged_rates_do_not():
     rng = np.random.default_rng(11)
     truth, judged, q = simulate(0, 4000, rng)
-    df = pd.DataFrame({"key": [f"k{i}" for i in range(len(truth))], "source": "infoseek",
-                       "outcome": [JUDGED[j] for j in judged], "error": None, "question_id": q.astype(str),
-                       "benchmark": "demo", "model": "m", "scenario": "realistic"})
+    df = pd.DataFrame(
+        {
+            "key": [f"k{i}" for i in range(len(truth))],
+            "source": "infoseek",
+            "outcome": [JUDGED[j] for j in judged],
+            "error": None,
+            "question_id": q.astype(str),
+            "benchmark": "demo",
+            "model": "m",
+            "scenario": "realistic",
+        }
+    )
     sample = draw(df, n=300, seed=1)
     by_key = dict(zip(df["key"], truth))
-    labels = pd.DataFrame({"key": sample.keys, "label": [HUMAN_LABELS[by_key[k]] for k in sample.keys],
-                           "labeller": "ann", "at": None})
+    labels = pd.DataFrame(
+        {"key": sample.keys, "label": [HUMAN_LABELS[by_key[k]] for k in sample.keys], "labeller": "ann", "at": None}
+    )
     table = L.corrected_rates(df, labels, by=("benchmark", "model"), n_boot=1000)
     row = table.iloc[0]
     assert table.attrs["method"].startswith("misclassification correction by matrix inversion (Rogan & Gladen")
     assert "same in every cell" in table.attrs["assumption"] and row["confusion"] == "per source"
     for i, t in enumerate(HUMAN_LABELS):
         assert row[f"{t}_corrected_lo"] <= 100 * TRUE_PI[i] <= row[f"{t}_corrected_hi"], t
-    for t in ("correct", "hallucination"):   # the judged rates' own intervals miss the truth
+    for t in ("correct", "hallucination"):  # the judged rates' own intervals miss the truth
         i = HUMAN_LABELS.index(t)
         lo, hi = bootstrap_ci((df["outcome"] == t).to_numpy(float), df["question_id"].to_numpy())
         assert not lo <= TRUE_PI[i] <= hi, t
@@ -262,10 +285,17 @@ def test_interval_coverage_over_200_seeds():
         alloc = allocate({a: int((judged == a).sum()) for a in range(4)}, n_labels)
         lab = np.concatenate([rng.choice(np.flatnonzero(judged == a), k, replace=False) for a, k in alloc.items() if k])
         sizes = {("s", JUDGED[a]): int((judged == a).sum()) for a in range(4)}
-        conf = Confusion.estimate(["s"] * len(lab), [JUDGED[a] for a in judged[lab]], [HUMAN_LABELS[t] for t in truth[lab]],
-                                  sizes, n_boot=400, seed=seed)
-        res = correct_cell(conf, [("s", cluster_counts([JUDGED[a] for a in judged], np.zeros(n_replies, bool), q))],
-                           seed=seed)
+        conf = Confusion.estimate(
+            ["s"] * len(lab),
+            [JUDGED[a] for a in judged[lab]],
+            [HUMAN_LABELS[t] for t in truth[lab]],
+            sizes,
+            n_boot=400,
+            seed=seed,
+        )
+        res = correct_cell(
+            conf, [("s", cluster_counts([JUDGED[a] for a in judged], np.zeros(n_replies, bool), q))], seed=seed
+        )
         for i, t in enumerate(HUMAN_LABELS):
             lo, hi = res[t]["ci"]
             hits[i] += lo <= 100 * TRUE_PI[i] <= hi
@@ -286,16 +316,21 @@ def test_fewer_labels_give_wider_intervals_and_clipping_is_flagged():
         alloc = allocate({a: int((judged == a).sum()) for a in range(4)}, n)
         rng = np.random.default_rng(n)
         lab = np.concatenate([rng.choice(np.flatnonzero(judged == a), k, replace=False) for a, k in alloc.items() if k])
-        conf = Confusion.estimate(["s"] * len(lab), [JUDGED[a] for a in judged[lab]],
-                                  [HUMAN_LABELS[t] for t in truth[lab]], sizes, n_boot=500)
+        conf = Confusion.estimate(
+            ["s"] * len(lab), [JUDGED[a] for a in judged[lab]], [HUMAN_LABELS[t] for t in truth[lab]], sizes, n_boot=500
+        )
         r = correct_cell(conf, [("s", cc)])
         widths.append(r["hallucination"]["ci"][1] - r["hallucination"]["ci"][0])
     assert widths[0] > 1.5 * widths[1]
     # labels say a fifth of true correct replies are judged deflections; a cell judged all correct
     # would then be 125 % correct: clipped to 100 and flagged
-    conf = Confusion.estimate(["s"] * 23, ["correct"] * 8 + ["deflection"] * 10 + ["hallucination"] * 5,
-                              ["correct"] * 10 + ["deflection"] * 8 + ["hallucination"] * 5,
-                              {("s", "correct"): 80, ("s", "deflection"): 100, ("s", "hallucination"): 50}, n_boot=100)
+    conf = Confusion.estimate(
+        ["s"] * 23,
+        ["correct"] * 8 + ["deflection"] * 10 + ["hallucination"] * 5,
+        ["correct"] * 10 + ["deflection"] * 8 + ["hallucination"] * 5,
+        {("s", "correct"): 80, ("s", "deflection"): 100, ("s", "hallucination"): 50},
+        n_boot=100,
+    )
     cell = np.array([[1, 0, 0, 0, 0]] * 50, dtype=float)
     r = correct_cell(conf, [("s", cell)])
     assert all(0 <= r[t]["value"] <= 100 for t in HUMAN_LABELS)
@@ -321,7 +356,9 @@ def test_report_and_summary_show_corrected_rates(run_dir, tmp_path):
     assert "## Rates corrected for judge error" in md and "Rogan & Gladen" in md and "Assumption:" in md
     assert "judged → corrected" in md and "coverage %" in md
     csv = pd.read_csv(tmp_path / "rep" / "tables" / "corrected.csv")
-    assert {"correct_corrected", "correct_corrected_lo", "hallucination_clipped", "confusion", "coverage"} <= set(csv.columns)
+    assert {"correct_corrected", "correct_corrected_lo", "hallucination_clipped", "confusion", "coverage"} <= set(
+        csv.columns
+    )
     scen = pd.read_csv(tmp_path / "rep" / "tables" / "scenario.csv")
     assert np.allclose(scen["coverage"], 100 - scen["unparseable"])
     assert any(p.name == "corrected.csv" for p in paths)
@@ -335,6 +372,7 @@ def test_report_and_summary_show_corrected_rates(run_dir, tmp_path):
 
 # -- the server -----------------------------------------------------------------------------------
 
+
 def test_server_serves_only_its_token_paths_with_a_strict_csp(tmp_path):
     from mmrag.labels.server import LabelServer
 
@@ -347,8 +385,14 @@ def test_server_serves_only_its_token_paths_with_a_strict_csp(tmp_path):
             assert page.status_code == 200 and "default-src 'none'" in page.headers["content-security-policy"]
             assert "unsafe-inline" not in page.headers["content-security-policy"]
             assert page.headers["referrer-policy"] == "no-referrer"
-            for path in ("/", "/api/state", f"/{srv.token[:-1]}x/", f"/{srv.token}/static/../server.py",
-                         f"/{srv.token}/static/label.html", f"/{srv.token}/api/item/999"):
+            for path in (
+                "/",
+                "/api/state",
+                f"/{srv.token[:-1]}x/",
+                f"/{srv.token}/static/../server.py",
+                f"/{srv.token}/static/label.html",
+                f"/{srv.token}/api/item/999",
+            ):
                 assert c.get(base + path).status_code == 404, path
             assert c.get(srv.url, headers={"Host": "evil.example"}).status_code == 400
             state = c.get(srv.url + "api/state").json()
@@ -356,7 +400,9 @@ def test_server_serves_only_its_token_paths_with_a_strict_csp(tmp_path):
             item = c.get(srv.url + "api/item/0").json()
             assert "judge" not in item and "outcome" not in json.dumps(item)
             key = state["keys"][0]
-            assert c.post(srv.url + "api/label", content=json.dumps({"key": key, "label": "correct"})).status_code == 415
+            assert (
+                c.post(srv.url + "api/label", content=json.dumps({"key": key, "label": "correct"})).status_code == 415
+            )
             assert c.post(srv.url + "api/label", json={"key": key, "label": "maybe"}).status_code == 400
             assert c.post(srv.url + "api/label", json={"key": "nope", "label": "correct"}).status_code == 400
             r = c.post(srv.url + "api/label", json={"key": key, "label": "correct"})

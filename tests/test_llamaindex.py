@@ -19,12 +19,20 @@ from llama_index.core.embeddings import BaseEmbedding  # noqa: E402
 from llama_index.core.query_engine import RetrieverQueryEngine  # noqa: E402
 from llama_index.core.schema import ImageNode, TextNode  # noqa: E402
 from llama_index.vector_stores.faiss import FaissVectorStore  # noqa: E402
+from retrieval_world import make_world, name  # noqa: E402
 
 from mmrag.indices import SentenceTransformerEncoder  # noqa: E402
-from mmrag.retrieval import (BM25Retriever, CachedRetriever, HybridRetriever, InMemoryDocStore,  # noqa: E402
-                             LlamaIndexRetriever, Query, as_llamaindex_embedding, as_llamaindex_retriever,
-                             build_world_miner)
-from retrieval_world import make_world, name  # noqa: E402
+from mmrag.retrieval import (  # noqa: E402
+    BM25Retriever,
+    CachedRetriever,
+    HybridRetriever,
+    InMemoryDocStore,
+    LlamaIndexRetriever,
+    Query,
+    as_llamaindex_embedding,
+    as_llamaindex_retriever,
+    build_world_miner,
+)
 
 
 @pytest.fixture(scope="module")
@@ -47,13 +55,16 @@ def test_embedding_adapter_gives_the_encoders_vectors(setup):
     assert len(got) == 3 and all(len(v) == enc.dim for v in got)
     assert max(abs(a - b) for row, ref in zip(got, want) for a, b in zip(row, ref)) < 1e-5
     q = embed.get_query_embedding(texts[0])
-    assert sum(a * b for a, b in zip(q, want[0])) > 0.999   # queries embed like documents
+    assert sum(a * b for a, b in zip(q, want[0])) > 0.999  # queries embed like documents
 
 
 def test_llamaindex_faiss_store_as_mmrag_retriever(setup, tmp_path):
     docs, samples, enc, _ = setup
-    nodes = [TextNode(id_=d.id, text=d.text, metadata={"doc_id": d.id, "modality": d.modality})
-             for d in docs if d.modality == "text"]
+    nodes = [
+        TextNode(id_=d.id, text=d.text, metadata={"doc_id": d.id, "modality": d.modality})
+        for d in docs
+        if d.modality == "text"
+    ]
     vs = FaissVectorStore(faiss_index=faiss.IndexFlatIP(enc.dim))
     index = VectorStoreIndex(nodes, storage_context=StorageContext.from_defaults(vector_store=vs))
     li = index.as_retriever(similarity_top_k=5)
@@ -66,7 +77,9 @@ def test_llamaindex_faiss_store_as_mmrag_retriever(setup, tmp_path):
     hyb = HybridRetriever([r, BM25Retriever(docs)], weights=[2.0, 1.0])
     assert hyb.retrieve([Query(text=samples[3].question)], 1)[0][0].doc_id == "t3a"
     cached = CachedRetriever(r, tmp_path / "c.sqlite")
-    assert cached.retrieve([Query(text=samples[1].question)], 2) == cached.retrieve([Query(text=samples[1].question)], 2)
+    assert cached.retrieve([Query(text=samples[1].question)], 2) == cached.retrieve(
+        [Query(text=samples[1].question)], 2
+    )
     assert cached.hits == 1
 
 

@@ -45,18 +45,32 @@ def roundtrip(objs) -> None:
 # ---------------------------------------------------------------------------------- deflection
 
 KB = [
-    {"id": "d-text", "modality": "text", "text": "Orvale's capital is Kelford; it was founded in 1512.", "entity_id": "Q1"},
+    {
+        "id": "d-text",
+        "modality": "text",
+        "text": "Orvale's capital is Kelford; it was founded in 1512.",
+        "entity_id": "Q1",
+    },
     {"id": "d-img", "modality": "image", "image": "img/flag.png", "title": "Flag of Orvale", "entity_id": "Q1"},
     {"id": "d-mm", "modality": "multimodal", "image": "img/flag.png", "text": "The flag of Orvale.", "entity_id": "Q1"},
 ]
 
 
 def deflection_rec(**over):
-    rec = {"sample_id": "s1", "question_id": "q1", "question": "When was the country shown founded?",
-           "query_images": ["img/query.png"], "answer": "1512", "aliases": ["the year 1512"],
-           "numeric_ranges": [[1500, 1520]], "gold_contexts": [{"doc_id": "d-mm", "modality": "multimodal"},
-                                                              {"doc_id": "d-text", "modality": "text"}],
-           "negative_doc_ids": [], "source": "infoseek", "entity_id": "Q1", "question_type": "numerical"}
+    rec = {
+        "sample_id": "s1",
+        "question_id": "q1",
+        "question": "When was the country shown founded?",
+        "query_images": ["img/query.png"],
+        "answer": "1512",
+        "aliases": ["the year 1512"],
+        "numeric_ranges": [[1500, 1520]],
+        "gold_contexts": [{"doc_id": "d-mm", "modality": "multimodal"}, {"doc_id": "d-text", "modality": "text"}],
+        "negative_doc_ids": [],
+        "source": "infoseek",
+        "entity_id": "Q1",
+        "question_type": "numerical",
+    }
     rec.update(over)
     return rec
 
@@ -67,10 +81,19 @@ def deflection_dir(tmp_path):
     png(d / "img/flag.png")
     png(d / "img/query.png", (30, 70, 180))
     jsonl(d / "kb.jsonl", KB)
-    mcq = deflection_rec(sample_id="s2", question_id="q2", question="Which animal is this?", query_images=[],
-                         answer="B", aliases=[], numeric_ranges=[], source="mragbench",
-                         gold_contexts=[{"doc_id": "d-img", "modality": "image"}],
-                         options={"A": "Fox", "B": "Lynx", "C": "None of the above", "D": "Wolf"}, label="B")
+    mcq = deflection_rec(
+        sample_id="s2",
+        question_id="q2",
+        question="Which animal is this?",
+        query_images=[],
+        answer="B",
+        aliases=[],
+        numeric_ranges=[],
+        source="mragbench",
+        gold_contexts=[{"doc_id": "d-img", "modality": "image"}],
+        options={"A": "Fox", "B": "Lynx", "C": "None of the above", "D": "Wolf"},
+        label="B",
+    )
     jsonl(d / "deflection.jsonl", [deflection_rec(), deflection_rec(sample_id="s1b"), mcq])
     return d
 
@@ -110,13 +133,21 @@ def test_deflection_kb_option_and_missing_source(deflection_dir, tmp_path):
         load_benchmark("deflection", str(other / "samples.jsonl"), kbb="x")
 
 
-@pytest.mark.parametrize("bad,line,field,text", [
-    (lambda r: r.pop("answer"), 2, "answer", "Field required"),
-    (lambda r: r.update(source="wikipedia"), 2, "source", "infoseek"),
-    (lambda r: r.update(gold_contexts=[{"doc_id": "nope", "modality": "text"}]), 2, "gold_contexts.0.doc_id", "nope"),
-    (lambda r: r.update(query_images=["img/missing.png"]), 2, "query_images.0", "missing.png"),
-    (lambda r: r.update(sample_id="s1"), 2, "sample_id", "duplicate"),
-])
+@pytest.mark.parametrize(
+    "bad,line,field,text",
+    [
+        (lambda r: r.pop("answer"), 2, "answer", "Field required"),
+        (lambda r: r.update(source="wikipedia"), 2, "source", "infoseek"),
+        (
+            lambda r: r.update(gold_contexts=[{"doc_id": "nope", "modality": "text"}]),
+            2,
+            "gold_contexts.0.doc_id",
+            "nope",
+        ),
+        (lambda r: r.update(query_images=["img/missing.png"]), 2, "query_images.0", "missing.png"),
+        (lambda r: r.update(sample_id="s1"), 2, "sample_id", "duplicate"),
+    ],
+)
 def test_deflection_malformed_records_name_file_line_field(deflection_dir, bad, line, field, text):
     rows = [deflection_rec(), deflection_rec(sample_id="s9")]
     bad(rows[1])
@@ -140,17 +171,32 @@ def test_deflection_invalid_json_and_missing_kb_image(deflection_dir):
 
 # ------------------------------------------------------------------------------------- knowhal
 
+
 def knowhal_pair(pid="p1", dim="R"):
-    pos = {"id": f"{pid}-pos", "pair_id": pid, "entity_id": "Q5", "image": "img/e.png", "domain": "Landmarks",
-           "category": "bridge", "dimension": dim, "polarity": "positive",
-           "question": "Where is the boat relative to the bridge?"}
+    pos = {
+        "id": f"{pid}-pos",
+        "pair_id": pid,
+        "entity_id": "Q5",
+        "image": "img/e.png",
+        "domain": "Landmarks",
+        "category": "bridge",
+        "dimension": dim,
+        "polarity": "positive",
+        "question": "Where is the boat relative to the bridge?",
+    }
     if dim == "R":
         pos.update(options={"A": "Under it", "B": "On it", "C": "Left of it", "D": "Above it"}, label="A")
     else:
         pos.update(answers=["1932", "in 1932"])
-    neg = {**pos, "id": f"{pid}-neg", "polarity": "negative", "question": "Why is the boat flying over the bridge?",
-           "answers": ["The boat is under the bridge."], "false_premise": "The boat is not above the bridge.",
-           "strategy": "spatial relation"}
+    neg = {
+        **pos,
+        "id": f"{pid}-neg",
+        "polarity": "negative",
+        "question": "Why is the boat flying over the bridge?",
+        "answers": ["The boat is under the bridge."],
+        "false_premise": "The boat is not above the bridge.",
+        "strategy": "spatial relation",
+    }
     neg.pop("options", None), neg.pop("label", None)
     return [pos, neg]
 
@@ -163,8 +209,14 @@ def test_knowhal_loader(tmp_path):
     s = {x.id: x for x in b.samples()}
     r = s["p1-pos"]
     assert r.label == "A" and [c.text for c in r.choices][0] == "Under it"
-    assert {"pair_id": "p1", "dimension": "R", "dimension_name": "Relation", "polarity": "positive",
-            "domain": "Landmarks", "category": "bridge"}.items() <= r.metadata.items()
+    assert {
+        "pair_id": "p1",
+        "dimension": "R",
+        "dimension_name": "Relation",
+        "polarity": "positive",
+        "domain": "Landmarks",
+        "category": "bridge",
+    }.items() <= r.metadata.items()
     neg = s["p2-neg"]
     assert neg.answers == [] and neg.metadata["reference_answers"] == ["The boat is under the bridge."]
     assert neg.metadata["false_premise"] and neg.metadata["strategy"] == "spatial relation"
@@ -194,18 +246,36 @@ def test_knowhal_malformed_and_incomplete_pairs(tmp_path):
 # --------------------------------------------------------------------------------- humblebench
 
 HB_ROWS = [
-    {"question_id": 1, "question": "What is on the table?\nA. A cup\nB. A cat\nC. A lamp\nD. A book\nE. None of the above",
-     "label": "B", "type": "Object"},
-    {"question_id": 2, "question": "What colour is the car?\nA.Red\nB.Blue\nC.Green\nD.White\nE.None of above",
-     "label": "E", "type": "Attribute"},
-    {"question_id": 3, "question": "Where is the dog?\nA. Left of the tree\nB. On the tree\nD. Under the tree\nE. None of the above",
-     "label": "D", "type": "Relation"},
+    {
+        "question_id": 1,
+        "question": "What is on the table?\nA. A cup\nB. A cat\nC. A lamp\nD. A book\nE. None of the above",
+        "label": "B",
+        "type": "Object",
+    },
+    {
+        "question_id": 2,
+        "question": "What colour is the car?\nA.Red\nB.Blue\nC.Green\nD.White\nE.None of above",
+        "label": "E",
+        "type": "Attribute",
+    },
+    {
+        "question_id": 3,
+        "question": "Where is the dog?\nA. Left of the tree\nB. On the tree\nD. Under the tree\nE. None of the above",
+        "label": "D",
+        "type": "Relation",
+    },
 ]
 
 
 def test_parse_options_handles_both_spacings_gaps_and_nota_text():
     stem, ch, _ = parse_options(HB_ROWS[1]["question"])
-    assert stem == "What colour is the car?" and [c.text for c in ch] == ["Red", "Blue", "Green", "White", "None of above"]
+    assert stem == "What colour is the car?" and [c.text for c in ch] == [
+        "Red",
+        "Blue",
+        "Green",
+        "White",
+        "None of above",
+    ]
     assert [c.is_nota for c in ch] == [False] * 4 + [True]
     _, ch, _ = parse_options(HB_ROWS[2]["question"])
     assert [c.letter for c in ch] == ["A", "B", "D", "E"]
@@ -306,13 +376,16 @@ def test_humblebench_from_hub_cache_offline_and_missing(tmp_path, monkeypatch):
         load_benchmark("humblebench", cache_dir=str(tmp_path / "empty")).samples()
 
 
-@pytest.mark.parametrize("row,field,text", [
-    ({"label": "F"}, "label", "A"),
-    ({"question": "Stem only, no options"}, "question", "no option lines"),
-    ({"question": "Stem\nA. x\nB. y\nC. z"}, "label", "not one of the options"),
-    ({"file_name": "images/missing.png"}, "file_name", "missing.png"),
-    ({"type": "Counting"}, "type", "Object"),
-])
+@pytest.mark.parametrize(
+    "row,field,text",
+    [
+        ({"label": "F"}, "label", "A"),
+        ({"question": "Stem only, no options"}, "question", "no option lines"),
+        ({"question": "Stem\nA. x\nB. y\nC. z"}, "label", "not one of the options"),
+        ({"file_name": "images/missing.png"}, "file_name", "missing.png"),
+        ({"type": "Counting"}, "type", "Object"),
+    ],
+)
 def test_humblebench_malformed_records(tmp_path, row, field, text):
     png(tmp_path / "hb/images/1.png")
     rows = [dict(r, file_name="images/1.png") for r in HB_ROWS]
@@ -325,18 +398,33 @@ def test_humblebench_malformed_records(tmp_path, row, field, text):
 
 # ------------------------------------------------------------------------------------ validate
 
+
 def test_validate_reports_every_problem_with_line_and_field(deflection_dir):
     good = deflection_rec()
-    rows = [good, "{oops", dict(deflection_rec(sample_id="s2"), answer="", source="web"),
-            deflection_rec(sample_id="s3", gold_contexts=[{"doc_id": "ghost", "modality": "text"},
-                                                          {"doc_id": "d-img", "modality": "text"}],
-                           query_images=["img/nothere.png"], negative_doc_ids=["phantom"]),
-            deflection_rec()]
+    rows = [
+        good,
+        "{oops",
+        dict(deflection_rec(sample_id="s2"), answer="", source="web"),
+        deflection_rec(
+            sample_id="s3",
+            gold_contexts=[{"doc_id": "ghost", "modality": "text"}, {"doc_id": "d-img", "modality": "text"}],
+            query_images=["img/nothere.png"],
+            negative_doc_ids=["phantom"],
+        ),
+        deflection_rec(),
+    ]
     path = jsonl(deflection_dir / "deflection.jsonl", rows)
     got = {(p.line, p.field) for p in validate_file(path, "deflection")}
-    assert got == {(2, None), (3, "answer"), (3, "source"), (4, "gold_contexts.0.doc_id"),
-                   (4, "gold_contexts.1.modality"), (4, "query_images.0"), (4, "negative_doc_ids.0"),
-                   (5, "sample_id")}
+    assert got == {
+        (2, None),
+        (3, "answer"),
+        (3, "source"),
+        (4, "gold_contexts.0.doc_id"),
+        (4, "gold_contexts.1.modality"),
+        (4, "query_images.0"),
+        (4, "negative_doc_ids.0"),
+        (5, "sample_id"),
+    }
     assert validate_file(deflection_dir / "kb.jsonl", "kb") == []
     jsonl(deflection_dir / "kb2.jsonl", KB + [{"id": "d-text", "modality": "image"}, {"id": "x", "modality": "text"}])
     kb_problems = validate_file(deflection_dir / "kb2.jsonl", "kb")
@@ -348,7 +436,9 @@ def test_validate_reports_every_problem_with_line_and_field(deflection_dir):
 
 def test_validate_knowhal_and_humblebench(tmp_path):
     png(tmp_path / "img/e.png")
-    rows = knowhal_pair("p1", "R") + [knowhal_pair("p2", "K")[0]] + [dict(knowhal_pair("p3", "K")[1], image="img/x.png")]
+    rows = (
+        knowhal_pair("p1", "R") + [knowhal_pair("p2", "K")[0]] + [dict(knowhal_pair("p3", "K")[1], image="img/x.png")]
+    )
     problems = validate_file(jsonl(tmp_path / "kh.jsonl", rows), "knowhal")
     assert {(p.line, p.field) for p in problems} == {(3, "pair_id"), (4, "image"), (4, "pair_id")}
     rows = [dict(r, file_name="img/e.png") for r in HB_ROWS]
@@ -374,7 +464,9 @@ def test_validate_command_exit_codes(deflection_dir):
 
 
 def test_registry_lists_every_builtin_benchmark():
-    assert {"demo", "demo-humblebench", "demo-knowhal", "humblebench", "knowhal", "deflection"} <= set(BENCHMARKS.names())
+    assert {"demo", "demo-humblebench", "demo-knowhal", "humblebench", "knowhal", "deflection"} <= set(
+        BENCHMARKS.names()
+    )
     with pytest.raises(InputError, match="unknown benchmark"):
         load_benchmark("no-such-benchmark")
     assert isinstance(Sample, type) and isinstance(Document, type)

@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from test_transformers_backend import build_tiny_qwen2vl
 
 from mmrag.cli import main
-from test_transformers_backend import build_tiny_qwen2vl
 
 
 @pytest.fixture(scope="module")
@@ -19,9 +19,29 @@ def ckpt(tmp_path_factory):
 
 def test_transformers_model_runs_the_demo_scenarios(ckpt, tmp_path, capsys):
     out = tmp_path / "run"
-    code = main(["run", "--benchmark", "demo", "--model", f"transformers:{ckpt}", "--scenarios",
-                 "parametric,oracle,adversarial", "--negative-modality", "image", "--distractors", "1",
-                 "--limit", "3", "--max-new-tokens", "8", "--batch-size", "4", "--out", str(out)])
+    code = main(
+        [
+            "run",
+            "--benchmark",
+            "demo",
+            "--model",
+            f"transformers:{ckpt}",
+            "--scenarios",
+            "parametric,oracle,adversarial",
+            "--negative-modality",
+            "image",
+            "--distractors",
+            "1",
+            "--limit",
+            "3",
+            "--max-new-tokens",
+            "8",
+            "--batch-size",
+            "4",
+            "--out",
+            str(out),
+        ]
+    )
     assert code == 0, capsys.readouterr().err
     from mmrag.runs import read_records
 
@@ -37,7 +57,30 @@ def test_transformers_model_runs_the_demo_scenarios(ckpt, tmp_path, capsys):
     assert any(fp.startswith("transformers") or "transformers" in fp for fp in manifest["models"].values())
     # greedy answers are cached: the same command into a new directory makes no model call
     again = tmp_path / "again"
-    assert main(["run", "--benchmark", "demo", "--model", f"transformers:{ckpt}", "--scenarios",
-                 "parametric,oracle,adversarial", "--negative-modality", "image", "--distractors", "1",
-                 "--limit", "3", "--max-new-tokens", "8", "--batch-size", "4", "--out", str(again)]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "--benchmark",
+                "demo",
+                "--model",
+                f"transformers:{ckpt}",
+                "--scenarios",
+                "parametric,oracle,adversarial",
+                "--negative-modality",
+                "image",
+                "--distractors",
+                "1",
+                "--limit",
+                "3",
+                "--max-new-tokens",
+                "8",
+                "--batch-size",
+                "4",
+                "--out",
+                str(again),
+            ]
+        )
+        == 0
+    )
     assert json.loads((again / "manifest.json").read_text())["counts"]["model_calls"] == 0

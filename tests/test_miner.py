@@ -12,12 +12,12 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).parent / "plugins"))
 
 import pytest  # noqa: E402
+from retrieval_world import capital, make_world  # noqa: E402
 
 from mmrag.errors import InputError  # noqa: E402
 from mmrag.retrieval import Hit, IndexMiner, InMemoryDocStore, NegativeMiner, build_world_miner  # noqa: E402
 from mmrag.retrieval.miner import leak_pattern  # noqa: E402
 from mmrag.schema import Document  # noqa: E402
-from retrieval_world import capital, make_world  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -57,26 +57,41 @@ def test_strict_modality_and_hardness(world):
 def test_answer_leaks_are_dropped_and_counted(world, tmp_path):
     docs, samples, _, _, _ = world
     s = samples[3]
-    leaky = [Document(id=f"leak{j}", modality="text", entity_id=f"X{j}",
-                      text=f"A travel guide: {s.question[len('What is the capital of '):-1]} ... the port of "
-                           f"{capital(3).upper()} is lovely.") for j in range(3)]
-    near_miss = Document(id="nm", modality="text", entity_id="X9",
-                         text=f"{capital(3)}ville is not the capital of anything.")  # no word boundary match
+    leaky = [
+        Document(
+            id=f"leak{j}",
+            modality="text",
+            entity_id=f"X{j}",
+            text=f"A travel guide: {s.question[len('What is the capital of ') : -1]} ... the port of "
+            f"{capital(3).upper()} is lovely.",
+        )
+        for j in range(3)
+    ]
+    near_miss = Document(
+        id="nm", modality="text", entity_id="X9", text=f"{capital(3)}ville is not the capital of anything."
+    )  # no word boundary match
     all_docs = docs + leaky + [near_miss]
     miner = build_world_miner(all_docs, tmp_path / "cache")
     res = miner.negatives(s, 5, "text")
     ids = {d.id for d in res.documents}
     assert res.dropped_leaks == 3 and not ids & {"leak0", "leak1", "leak2"}
     pat = leak_pattern(["Port  Zed", "pz"])
-    assert pat.search("the PORT zed harbour") and pat.search("(pz)") and not pat.search("pzx") \
+    assert (
+        pat.search("the PORT zed harbour")
+        and pat.search("(pz)")
+        and not pat.search("pzx")
         and not pat.search("Portzed")
+    )
 
 
 def test_sentence_answers_leak_through_their_key_phrase():
     from mmrag.retrieval.miner import key_phrases
 
     q = "What colour is the roof of the Golden Pavilion?"
-    assert key_phrases("The roof of the Golden Pavilion is red.", q) == ["The roof of the Golden Pavilion is red", "red"]
+    assert key_phrases("The roof of the Golden Pavilion is red.", q) == [
+        "The roof of the Golden Pavilion is red",
+        "red",
+    ]
     assert key_phrases("Edward Whymper") == ["Edward Whymper"]
     yes = "Yes, both are home to trajinera boats."
     assert key_phrases(yes, "Are both Xochimilco and Cuemanco home to trajinera boats?") == [yes.rstrip(".")]
@@ -106,7 +121,8 @@ def test_seed_stability_pool_sampling_and_round_robin(world):
     # at n = 2 one prompt holds two kinds; across samples every kind appears (the start is per sample)
     seen = [k for t in samples[:12] for k in miner.negatives(t, 2, "any", seed=0).sources]
     assert {k: seen.count(k) > 0 for k in ("text", "visual", "multimodal")} == dict.fromkeys(
-        ("text", "visual", "multimodal"), True)
+        ("text", "visual", "multimodal"), True
+    )
     pooled = IndexMiner(miner.store, miner.retrievers, pool_factor=3.0)
     draws = {tuple(d.id for d in pooled.negatives(s, 3, "text", seed=k).documents) for k in range(6)}
     assert len(draws) > 1

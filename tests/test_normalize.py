@@ -9,8 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from mmrag.judging.normalize import (CONTRACTIONS, accuracy_from_matches, contains_phrase, vqa_normalize,
-                                     vqa_soft_accuracy)
+from mmrag.judging.normalize import (
+    CONTRACTIONS,
+    accuracy_from_matches,
+    contains_phrase,
+    vqa_normalize,
+    vqa_soft_accuracy,
+)
 
 PEERS = Path(sys.prefix) / "mmrag-peers"
 
@@ -30,8 +35,10 @@ def evalai():
     path = PEERS / "vqa_eval_metric.py"
     if not path.exists():
         # a parity test that skips when its peer is missing would vanish silently: fail instead
-        pytest.fail(f"lmms-eval's vqa_eval_metric.py unavailable: {_peer_reason('lmms_eval_vqa')}; run "
-                    "`bash scripts/install_peers.sh .venv` (make test does)")
+        pytest.fail(
+            f"lmms-eval's vqa_eval_metric.py unavailable: {_peer_reason('lmms_eval_vqa')}; run "
+            "`bash scripts/install_peers.sh .venv` (make test does)"
+        )
     spec = importlib.util.spec_from_file_location("lmms_vqa_eval_metric_peer", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -40,29 +47,126 @@ def evalai():
 
 HAND_CASES = [
     # punctuation, incl. the "next to a space" rule and the period rule
-    "yes.", "Yes!", "no?", "(a) red", "red/blue", "x - y", "x-ray", "hello@world", "a_b", "1+1=2", "\"quoted\"",
-    "semi;colon", "[bracketed]", "{braces}", "back\\slash", "tick`s", "<tag>", "e.g. this", "U.S.A.", "etc...",
-    "3.5", "3.5.", ".5", "v1.2.3", "end.", "a.b", "Mr. Smith", "...." * 10,
+    "yes.",
+    "Yes!",
+    "no?",
+    "(a) red",
+    "red/blue",
+    "x - y",
+    "x-ray",
+    "hello@world",
+    "a_b",
+    "1+1=2",
+    '"quoted"',
+    "semi;colon",
+    "[bracketed]",
+    "{braces}",
+    "back\\slash",
+    "tick`s",
+    "<tag>",
+    "e.g. this",
+    "U.S.A.",
+    "etc...",
+    "3.5",
+    "3.5.",
+    ".5",
+    "v1.2.3",
+    "end.",
+    "a.b",
+    "Mr. Smith",
+    "...." * 10,
     # digits with commas and periods
-    "1,000", "10,000,000", "1,000.50", "1, 000", "2,3,4", "1,,2", "$1,200", "3,5 kg",
+    "1,000",
+    "10,000,000",
+    "1,000.50",
+    "1, 000",
+    "2,3,4",
+    "1,,2",
+    "$1,200",
+    "3,5 kg",
     # number words (incl. "none" -> 0), articles
-    "one", "Two dogs", "ten", "eleven", "none", "None of them", "zero point five", "the cat", "A dog", "an apple",
-    "The The the", "a", "the end of an era",
+    "one",
+    "Two dogs",
+    "ten",
+    "eleven",
+    "none",
+    "None of them",
+    "zero point five",
+    "the cat",
+    "A dog",
+    "an apple",
+    "The The the",
+    "a",
+    "the end of an era",
     # contractions, possessives
-    "dont", "isnt it", "Im here", "Ive", "cant stop", "won't", "whats up", "let's go", "somebody'd", "yall",
-    "dog's bone", "James's", "its", "it's", "Dogs'", "o'clock", "ow's'at",
+    "dont",
+    "isnt it",
+    "Im here",
+    "Ive",
+    "cant stop",
+    "won't",
+    "whats up",
+    "let's go",
+    "somebody'd",
+    "yall",
+    "dog's bone",
+    "James's",
+    "its",
+    "it's",
+    "Dogs'",
+    "o'clock",
+    "ow's'at",
     # case and white space
-    "MiXeD CaSe", "  padded  ", "tab\there", "new\nline", "multi   space", "", " ", "\t\n",
+    "MiXeD CaSe",
+    "  padded  ",
+    "tab\there",
+    "new\nline",
+    "multi   space",
+    "",
+    " ",
+    "\t\n",
     # unicode
-    "café", "naïve résumé", "Gaudí", "東京", "ß", "İstanbul",
+    "café",
+    "naïve résumé",
+    "Gaudí",
+    "東京",
+    "ß",
+    "İstanbul",
 ]
 
 
 def _random_strings(n: int, seed: int) -> list[str]:
     rng = random.Random(seed)
     alphabet = "abcXYZ .,;:'\"?!-/()[]{}=+\\_<>@`$%0123456789\t\n"
-    words = ["the", "a", "an", "one", "two", "none", "dont", "isnt", "dog's", "3.5", "1,000", "Hello", "WORLD",
-             "x-ray", "(cat)", "yes!", "no?", "it's", "youre", "1,2", ",", ".", "...", "e.g.", "-", "/", "ten"]
+    words = [
+        "the",
+        "a",
+        "an",
+        "one",
+        "two",
+        "none",
+        "dont",
+        "isnt",
+        "dog's",
+        "3.5",
+        "1,000",
+        "Hello",
+        "WORLD",
+        "x-ray",
+        "(cat)",
+        "yes!",
+        "no?",
+        "it's",
+        "youre",
+        "1,2",
+        ",",
+        ".",
+        "...",
+        "e.g.",
+        "-",
+        "/",
+        "ten",
+    ]
     out = []
     for _ in range(n):
         out.append("".join(rng.choice(alphabet) for _ in range(rng.randint(0, 24))))
@@ -81,30 +185,36 @@ def test_parity_with_lmms_eval_on_random_strings(evalai):
     assert not mismatches, mismatches[:5]
 
 
-@pytest.mark.parametrize("text,expected", [
-    ("Two dogs.", "2 dogs"),
-    ("The answer is: None", "answer is: 0"),   # ':' is not in the official list; none -> 0
-    ("dog's", "dog 's"),
-    ("1,000", "1000"),
-    ("3.5", "3.5"),
-    ("Yes.", "yes"),
-    ("x - y", "x y"),                          # mark next to a space is deleted
-    ("x-ray", "x ray"),                        # otherwise it becomes a space
-    ("isnt", "isn't"),
-    ("." * 40, "." * 8),                       # the official period limit of 32 (re.UNICODE as count)
-])
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("Two dogs.", "2 dogs"),
+        ("The answer is: None", "answer is: 0"),  # ':' is not in the official list; none -> 0
+        ("dog's", "dog 's"),
+        ("1,000", "1000"),
+        ("3.5", "3.5"),
+        ("Yes.", "yes"),
+        ("x - y", "x y"),  # mark next to a space is deleted
+        ("x-ray", "x ray"),  # otherwise it becomes a space
+        ("isnt", "isn't"),
+        ("." * 40, "." * 8),  # the official period limit of 32 (re.UNICODE as count)
+    ],
+)
 def test_evalai_examples(text, expected):
     assert vqa_normalize(text) == expected
 
 
-@pytest.mark.parametrize("text,evalai,vqaeval", [
-    ("dog's", "dog 's", "dog's"),              # no first tokenising step in vqaEval.py
-    ("x,y", "xy", "x y"),                      # evalai drops every comma first
-    ("is it red?", "is it red", "is it red"),
-    # vqaEval sees \d,\d and deletes every mark; evalai removed the comma first, so '-' becomes a space
-    ("1,000 and x-y", "1000 and x y", "1000 and xy"),
-    ("Hello, World", "hello world", "hello world"),
-])
+@pytest.mark.parametrize(
+    "text,evalai,vqaeval",
+    [
+        ("dog's", "dog 's", "dog's"),  # no first tokenising step in vqaEval.py
+        ("x,y", "xy", "x y"),  # evalai drops every comma first
+        ("is it red?", "is it red", "is it red"),
+        # vqaEval sees \d,\d and deletes every mark; evalai removed the comma first, so '-' becomes a space
+        ("1,000 and x-y", "1000 and x y", "1000 and xy"),
+        ("Hello, World", "hello world", "hello world"),
+    ],
+)
 def test_vqaeval_variant(text, evalai, vqaeval):
     assert vqa_normalize(text, "evalai") == evalai
     assert vqa_normalize(text, "vqaeval") == vqaeval

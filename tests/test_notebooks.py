@@ -43,12 +43,26 @@ def notebook_env(tmp_path_factory) -> dict[str, Any]:
     root = tmp_path_factory.mktemp("notebooks")
     spec_dir = root / "kernels" / KERNEL_NAME
     spec_dir.mkdir(parents=True)
-    (spec_dir / "kernel.json").write_text(json.dumps({
-        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": "mmrag tests", "language": "python"}))
+    (spec_dir / "kernel.json").write_text(
+        json.dumps(
+            {
+                "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                "display_name": "mmrag tests",
+                "language": "python",
+            }
+        )
+    )
     env = dict(os.environ)
-    env.update({"MMRAG_HOME": str(root / "home"), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-                "HF_DATASETS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "MPLBACKEND": "agg"})
+    env.update(
+        {
+            "MMRAG_HOME": str(root / "home"),
+            "HF_HUB_OFFLINE": "1",
+            "TRANSFORMERS_OFFLINE": "1",
+            "HF_DATASETS_OFFLINE": "1",
+            "TOKENIZERS_PARALLELISM": "false",
+            "MPLBACKEND": "agg",
+        }
+    )
     env.pop("MMRAG_NOTEBOOK_LIMIT", None)  # the tests run what a reader runs
     cwd = root / "cwd"
     cwd.mkdir()
@@ -62,10 +76,12 @@ def _execute(name: str, ctx: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
     if name in ctx["results"]:
         return ctx["results"][name]
     nb = nbformat.read(NOTEBOOKS / name, as_version=4)
-    km = AsyncKernelManager(kernel_name=KERNEL_NAME,
-                            kernel_spec_manager=KernelSpecManager(kernel_dirs=ctx["kernel_dirs"]))
-    client = nbclient.NotebookClient(nb, km=km, kernel_name=KERNEL_NAME, timeout=CELL_TIMEOUT_S,
-                                     resources={"metadata": {"path": ctx["cwd"]}})
+    km = AsyncKernelManager(
+        kernel_name=KERNEL_NAME, kernel_spec_manager=KernelSpecManager(kernel_dirs=ctx["kernel_dirs"])
+    )
+    client = nbclient.NotebookClient(
+        nb, km=km, kernel_name=KERNEL_NAME, timeout=CELL_TIMEOUT_S, resources={"metadata": {"path": ctx["cwd"]}}
+    )
     client.execute(env=ctx["env"])  # raises CellExecutionError naming the failing cell
     result = _result_line(nb)
     ctx["results"][name] = (nb, result)
@@ -77,7 +93,7 @@ def _result_line(nb) -> dict[str, Any]:
     text = "".join(o.get("text", "") for o in last.outputs if o.output_type == "stream")
     lines = [ln for ln in text.splitlines() if ln.startswith(RESULT_PREFIX)]
     assert len(lines) == 1, f"expected one {RESULT_PREFIX.strip()} line, got: {text[-500:]!r}"
-    return json.loads(lines[0][len(RESULT_PREFIX):])
+    return json.loads(lines[0][len(RESULT_PREFIX) :])
 
 
 def _sums_to_100(row: dict[str, Any], keys=OUTCOMES) -> bool:
@@ -89,11 +105,17 @@ def nota_of(res: dict[str, Any], model: str, setting: str) -> dict[str, Any]:
 
 
 def _images_shown(nb) -> int:
-    return sum(1 for c in nb.cells if c.cell_type == "code" for o in c.outputs
-               if o.output_type in ("display_data", "execute_result") and "image/png" in o.get("data", {}))
+    return sum(
+        1
+        for c in nb.cells
+        if c.cell_type == "code"
+        for o in c.outputs
+        if o.output_type in ("display_data", "execute_result") and "image/png" in o.get("data", {})
+    )
 
 
 # -- stored form ------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("name", NAMES)
 def test_notebook_is_stored_without_outputs(name):
@@ -111,6 +133,7 @@ def test_notebook_is_stored_without_outputs(name):
 
 
 # -- executed ---------------------------------------------------------------------------------------
+
 
 @pytest.mark.slow
 def test_01_modality_matrix(notebook_env):
@@ -130,8 +153,10 @@ def test_01_modality_matrix(notebook_env):
         assert reader[("text", neg)]["correct"] > reader[("image", neg)]["correct"] + 20
     # image evidence + image negatives: only the captions of image+caption gold (the paper's Visual
     # row includes them) are left to read, so the reader deflects far more than in the text row
-    assert reader[("image", "image")]["deflection"] > max(reader[("text", n)]["deflection"]
-                                                          for n in ("text", "image", "multimodal")) + 10
+    assert (
+        reader[("image", "image")]["deflection"]
+        > max(reader[("text", n)]["deflection"] for n in ("text", "image", "multimodal")) + 10
+    )
     # image evidence + text negatives: it reads the wrong entity's passage
     assert reader[("image", "text")]["hallucination"] >= 50
     assert res["summary"]["context-reader"]["text_over_image_gap"] > 20
@@ -194,8 +219,9 @@ def test_03_custom_retriever(notebook_env):
     assert li["quality"]["n"] == res["n_samples"]
     assert abs(li["quality"]["recall@10"] - quality["dense MiniLM"]["recall@10"]) <= 0.1
     rows = res["evaluation"]
-    assert {(r["miner"], r["scenario"]) for r in rows} == {(m, s) for m in ("keyword", "dense")
-                                                          for s in ("realistic", "adversarial")}
+    assert {(r["miner"], r["scenario"]) for r in rows} == {
+        (m, s) for m in ("keyword", "dense") for s in ("realistic", "adversarial")
+    }
     for r in rows:
         assert r["n"] == res["n_samples"]
         assert math.isclose(r["correct"] + r["deflection"] + r["hallucination"], 100.0, abs_tol=1e-6)
@@ -208,8 +234,14 @@ def test_03_custom_retriever(notebook_env):
 @pytest.mark.slow
 def test_04_humblebench_stress(notebook_env):
     nb, res = _execute(NAMES[3], notebook_env)
-    settings = ["common", "noise_image", "nota_only", "shuffle_options", "cautious_prompt",
-                "noise_image+forced_grounding_prompt"]
+    settings = [
+        "common",
+        "noise_image",
+        "nota_only",
+        "shuffle_options",
+        "cautious_prompt",
+        "noise_image+forced_grounding_prompt",
+    ]
     official = {(r["model"], r["setting"]): r for r in res["official"]}
     assert set(official) == {(m, s) for m in ("always-nota", "first-option", "random-choice") for s in settings}
     assert {r["n"] for r in res["official"]} == {80}
@@ -240,7 +272,7 @@ def test_05_validate_judge(notebook_env):
     assert 0.0 < res["kappa"] < 1.0 and res["kappa_ci"][0] <= res["kappa"] <= res["kappa_ci"][1]
     whole = res["whole"]
     for t, r in whole.items():
-        assert r["lo"] <= r["true"] <= r["hi"], (t, r)   # the corrected interval holds the simulated truth
+        assert r["lo"] <= r["true"] <= r["hi"], (t, r)  # the corrected interval holds the simulated truth
     # the judge credits a fifth of its "correct" replies wrongly: the judged rate is too high,
     # the corrected one is closer to the truth
     c = whole["correct"]

@@ -42,12 +42,20 @@ def png(tmp_path: Path) -> Path:
 
 def test_wire_format_images_headers_and_key(server, png, monkeypatch):
     monkeypatch.setenv("MMRAG_TEST_KEY", "sk-very-secret")
-    m = OpenAICompatible("qwen-test", server.url, "MMRAG_TEST_KEY",
-                         {"headers": {"X-Team": "eval"}, **FAST})
-    prompt = Prompt(sample_id="a", messages=[
-        Message(role="system", content=[ContentPart(type="text", text="Be brief.")]),
-        Message(role="user", content=[ContentPart(type="image", image=ImageRef(path=str(png))),
-                                      ContentPart(type="text", text="What colour?")])])
+    m = OpenAICompatible("qwen-test", server.url, "MMRAG_TEST_KEY", {"headers": {"X-Team": "eval"}, **FAST})
+    prompt = Prompt(
+        sample_id="a",
+        messages=[
+            Message(role="system", content=[ContentPart(type="text", text="Be brief.")]),
+            Message(
+                role="user",
+                content=[
+                    ContentPart(type="image", image=ImageRef(path=str(png))),
+                    ContentPart(type="text", text="What colour?"),
+                ],
+            ),
+        ],
+    )
     [r] = m.generate([prompt], GenerationSettings(max_new_tokens=7, stop=["\n"]))
     assert r.error is None and r.text == "What colour?"
     [rec] = server.records
@@ -66,7 +74,7 @@ def test_wire_format_images_headers_and_key(server, png, monkeypatch):
     # the key never leaves the Authorization header
     for s in (m.fingerprint, repr(m), json.dumps(r.model_dump(mode="json"))):
         assert "sk-very-secret" not in s
-    assert m.fingerprint == f"openai:qwen-test@127.0.0.1:{server.port}/v1"   # the path too: one host, many endpoints
+    assert m.fingerprint == f"openai:qwen-test@127.0.0.1:{server.port}/v1"  # the path too: one host, many endpoints
 
 
 def test_missing_key_variable_is_an_input_error(server, monkeypatch):
@@ -84,7 +92,7 @@ def test_never_more_in_flight_than_the_cap_and_order_kept():
         rs = m.generate(prompts, G)
         assert [r.text for r in rs] == [f"q{i}" for i in range(30)]
         assert [r.prompt_id for r in rs] == [p.id for p in prompts]
-        assert srv.stats()["max_open"] == 3   # reached, never exceeded
+        assert srv.stats()["max_open"] == 3  # reached, never exceeded
         assert m.limiter.max_in_flight <= 3
 
 
@@ -95,7 +103,7 @@ def test_retry_after_is_honoured(server):
     assert r.error is None and r.text == "hello"
     first, second = server.records
     assert first.status == 429 and second.status == 200
-    assert second.t - first.t >= 1.0          # waited as told, not the 10 ms backoff
+    assert second.t - first.t >= 1.0  # waited as told, not the 10 ms backoff
     assert m.meter.retries == 1
 
 
@@ -103,6 +111,7 @@ def test_retry_after_http_date_and_ms_are_parsed():
     import httpx
 
     from mmrag.models.openai_compat import parse_retry_after
+
     assert parse_retry_after(httpx.Headers({"retry-after-ms": "250"})) == 0.25
     assert parse_retry_after(httpx.Headers({"retry-after": "3"})) == 3.0
     date = time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(time.time() + 30))
@@ -133,18 +142,24 @@ def test_persistent_429_is_rate_limit_after_all_attempts(server):
     m = OpenAICompatible("m", server.url, options=FAST)
     [r] = m.generate([text_prompt("x")], G)
     assert r.error == "rate_limit" and r.text == "" and "429" in r.error_detail
-    assert len(server.records) == 3   # 1 + max_retries
+    assert len(server.records) == 3  # 1 + max_retries
 
 
-@pytest.mark.parametrize("action,error", [(Action.malformed(), "bad_response"), (Action.bad_shape(), "bad_response"),
-                                          (Action.overflow(), "context_overflow"),
-                                          (Action.status(401), "other")])
+@pytest.mark.parametrize(
+    "action,error",
+    [
+        (Action.malformed(), "bad_response"),
+        (Action.bad_shape(), "bad_response"),
+        (Action.overflow(), "context_overflow"),
+        (Action.status(401), "other"),
+    ],
+)
 def test_non_retryable_failures_are_classified(server, action, error):
     server.script(action)
     m = OpenAICompatible("m", server.url, options=FAST)
     [r] = m.generate([text_prompt("x")], G)
     assert r.error == error and r.text == ""
-    assert len(server.records) == 1   # the same request would fail the same way: no retry
+    assert len(server.records) == 1  # the same request would fail the same way: no retry
 
 
 def test_context_limit_from_server_config():
@@ -167,8 +182,17 @@ def test_usage_and_cost_accounting(server):
 
 def test_adaptive_concurrency_backs_off_under_a_hidden_limit():
     with LoopbackServer(echo=True, latency=0.03, max_concurrency=4) as srv:
-        m = OpenAICompatible("m", srv.url, options={"max_concurrency": 16, "initial_concurrency": 8,
-                                                    "backoff_initial": 0.01, "backoff_max": 0.05, "max_retries": 8})
+        m = OpenAICompatible(
+            "m",
+            srv.url,
+            options={
+                "max_concurrency": 16,
+                "initial_concurrency": 8,
+                "backoff_initial": 0.01,
+                "backoff_max": 0.05,
+                "max_retries": 8,
+            },
+        )
         rs = m.generate([text_prompt(f"q{i}") for i in range(80)], G)
         assert all(r.error is None for r in rs)
         assert m.limiter.decreases >= 1 and m.limiter.limit < 8
@@ -185,13 +209,13 @@ def test_aimd_limiter_rules():
     async def main():
         for _ in range(20):
             await cycle("ok")
-        assert lim.limit == 10            # slow start, clipped at the cap
+        assert lim.limit == 10  # slow start, clipped at the cap
         a, b = await lim.acquire(), await lim.acquire()
         lim.release(a, "overload")
         assert lim.limit == pytest.approx(7.0)
-        lim.release(b, "overload")        # same burst: ignored
+        lim.release(b, "overload")  # same burst: ignored
         assert lim.limit == pytest.approx(7.0) and lim.decreases == 1
-        await cycle("ok")                 # additive now: +1/limit
+        await cycle("ok")  # additive now: +1/limit
         assert lim.limit == pytest.approx(7.0 + 1 / 7.0)
 
     asyncio.run(main())
@@ -232,15 +256,19 @@ def test_server_as_a_separate_process():
         assert [r["status"] for r in proc.records()] == [503, 200]
         proc.reset()
         assert proc.stats()["requests"] == 0
-        proc.kill()                                   # a crashed server: errors, not exceptions
+        proc.kill()  # a crashed server: errors, not exceptions
         [dead] = m.generate([text_prompt("x")], G)
-        assert dead.error == "connection" and "Connect" in dead.error_detail   # refused: not a server error
+        assert dead.error == "connection" and "Connect" in dead.error_detail  # refused: not a server error
 
 
 def test_model_arg_parsing_and_factory(server):
     spec = parse_model_arg("openai:llava:13b", base_url=server.url, max_new_tokens=9, timeout=5.0)
-    assert (spec.backend, spec.model, spec.settings.max_new_tokens, spec.options) == ("openai", "llava:13b", 9,
-                                                                                      {"timeout": 5.0})
+    assert (spec.backend, spec.model, spec.settings.max_new_tokens, spec.options) == (
+        "openai",
+        "llava:13b",
+        9,
+        {"timeout": 5.0},
+    )
     m = create_model(spec, cache=None)
     assert isinstance(m, OpenAICompatible) and m.options.timeout == 5.0
     with pytest.raises(InputError, match="--base-url"):

@@ -47,9 +47,10 @@ def test_knowhal_table_2_rows_obey_the_papers_definitions():
 
 def test_humblebench_nota_measures_imply_overall_as_their_weighted_mean():
     qwen = next(r for r in table_rows("humblebench.yaml", "table_4")[1] if r["model"] == "Qwen2.5-VL")
-    share = 0.1457   # NOTA-gold share of HumbleBench (official stat/distribution.py: E 14.57 %)
-    assert share * qwen["nota_hit_rate"] + (1 - share) * qwen["non_nota_accuracy"] == pytest.approx(qwen["accuracy"],
-                                                                                                     abs=0.05)
+    share = 0.1457  # NOTA-gold share of HumbleBench (official stat/distribution.py: E 14.57 %)
+    assert share * qwen["nota_hit_rate"] + (1 - share) * qwen["non_nota_accuracy"] == pytest.approx(
+        qwen["accuracy"], abs=0.05
+    )
 
 
 def _l1(a: dict, b: dict, scenario: str) -> float:
@@ -66,9 +67,13 @@ def test_table_4_strictness_is_nearest_moderate_but_equals_no_level():
             if r["model"] == "Keye-1.5-8B":
                 for k in kinds:
                     levels.setdefault(k, {})[r["severity"]] = r
-    expected = {"parametric": [38.8, 25.0, 5.0, 116.8], "oracle": [12.8, 4.8, 3.0, 75.4],
-                "realistic": [22.2, 18.6, 16.8, 62.0], "adversarial": [44.8, 12.5, 1.4, 67.6]}
+    expected = {
+        "parametric": [38.8, 25.0, 5.0, 116.8],
+        "oracle": [12.8, 4.8, 3.0, 75.4],
+        "realistic": [22.2, 18.6, 16.8, 62.0],
+        "adversarial": [44.8, 12.5, 1.4, 67.6],
+    }
     for kind, dists in expected.items():
         got = [_l1(t4, levels[kind][lv], kind) for lv in ("None", "Soft", "Moderate", "Severe")]
         assert got == pytest.approx(dists, abs=0.05), kind
-        assert min(range(4), key=got.__getitem__) == 2 and min(got) > 0   # Moderate nearest, never equal
+        assert min(range(4), key=got.__getitem__) == 2 and min(got) > 0  # Moderate nearest, never equal

@@ -33,8 +33,26 @@ def run_dir(module_home, tmp_path_factory):
 
     out = tmp_path_factory.mktemp("surfaces") / "run"
     with LoopbackServer(responder=model) as srv:
-        assert main(["run", "-b", "demo", "-m", "openai:m", "--base-url", srv.url, "--scenarios", "parametric,oracle",
-                     "--limit", "16", "--out", str(out)]) == 0
+        assert (
+            main(
+                [
+                    "run",
+                    "-b",
+                    "demo",
+                    "-m",
+                    "openai:m",
+                    "--base-url",
+                    srv.url,
+                    "--scenarios",
+                    "parametric,oracle",
+                    "--limit",
+                    "16",
+                    "--out",
+                    str(out),
+                ]
+            )
+            == 0
+        )
     return out
 
 

@@ -9,15 +9,25 @@ import pandas as pd
 import pytest
 import typer
 from PIL import Image
+from runfactory import MODELS, build_run, deflection_records, humblebench_records, write_run
 from typer.testing import CliRunner
 
 from mmrag.errors import InputError
-from mmrag.reports import (CIOptions, build_tables, humblebench_panel, knowhal_table, make_plots, model_differences,
-                           rate_table, report, scenario_differences, to_markdown)
+from mmrag.reports import (
+    CIOptions,
+    build_tables,
+    humblebench_panel,
+    knowhal_table,
+    make_plots,
+    model_differences,
+    rate_table,
+    report,
+    scenario_differences,
+    to_markdown,
+)
 from mmrag.reports.paired import holm, neighbours
 from mmrag.reports.tables import strictness_rows
 from mmrag.runs.frame import load
-from runfactory import MODELS, build_run, deflection_records, humblebench_records, write_run
 
 FAST = CIOptions(n_boot=300)
 
@@ -40,16 +50,27 @@ def synthetic(n_q: int, p_a: float, p_b: float, per_q: int = 1, seed: int = 0) -
         for s in range(per_q):
             for model, p in (("A", p_a), ("B", p_b)):
                 c = bool(rng.random() < p)
-                rows.append({"benchmark": "x", "scenario_id": "s", "model": model, "sample_id": f"q{q}-{s}",
-                             "question_id": f"q{q}", "correct": c, "deflection": not c, "hallucination": False,
-                             "unparseable": False})
+                rows.append(
+                    {
+                        "benchmark": "x",
+                        "scenario_id": "s",
+                        "model": model,
+                        "sample_id": f"q{q}-{s}",
+                        "question_id": f"q{q}",
+                        "correct": c,
+                        "deflection": not c,
+                        "hallucination": False,
+                        "unparseable": False,
+                    }
+                )
     return pd.DataFrame(rows)
 
 
 def test_scenario_table_matches_pandas_and_brackets_the_rate(df):
     t = build_tables(df, ["scenario"], FAST)["scenario"][1]
-    expected = df.groupby(["benchmark", "model", "scenario_id"]).agg(n=("key", "size"), c=("correct", "mean"),
-                                                                    q=("question_id", "nunique"))
+    expected = df.groupby(["benchmark", "model", "scenario_id"]).agg(
+        n=("key", "size"), c=("correct", "mean"), q=("question_id", "nunique")
+    )
     assert len(t) == len(expected)
     for _, row in t.iterrows():
         e = expected.loc[(row.benchmark, row.model, row.scenario_id)]
@@ -77,12 +98,19 @@ def test_intervals_are_clustered_by_question():
 
     w0 = width(base)
     assert width(dup_same) > 0.8 * w0  # copies of a question are not new evidence
-    assert width(dup_new) < 0.7 * w0   # as independent questions they would (wrongly) be
+    assert width(dup_new) < 0.7 * w0  # as independent questions they would (wrongly) be
 
 
 def test_tables_only_where_the_data_varies(df, tmp_path):
-    assert set(build_tables(df, opts=FAST)) == {"scenario", "modality", "distractors", "strictness", "source",
-                                                "humblebench_type", "knowhal_dimension"}
+    assert set(build_tables(df, opts=FAST)) == {
+        "scenario",
+        "modality",
+        "distractors",
+        "strictness",
+        "source",
+        "humblebench_type",
+        "knowhal_dimension",
+    }
     hb_only = load(write_run(tmp_path / "hb", humblebench_records(tmp_path, n_questions=3)))
     assert set(build_tables(hb_only, opts=FAST)) == {"scenario", "humblebench_type"}
     with pytest.raises(InputError, match="unknown table"):
@@ -95,7 +123,12 @@ def test_strictness_table_holds_the_other_knobs_fixed(df):
     assert set(zip(rows.kind, rows.n_distractors)) == {("realistic", 2), ("adversarial", 2)}
     assert set(rows[rows.kind == "realistic"].negative_modality) == {"text"}
     t = build_tables(df, ["strictness"], FAST)["strictness"][1]
-    assert list(t[(t.model == MODELS[0]) & (t.kind == "realistic")].strictness) == ["none", "soft", "moderate", "severe"]
+    assert list(t[(t.model == MODELS[0]) & (t.kind == "realistic")].strictness) == [
+        "none",
+        "soft",
+        "moderate",
+        "severe",
+    ]
     assert set(t.n) == {8}  # 4 questions x 2 samples per level, not every realistic "none" prompt
 
 
@@ -125,10 +158,18 @@ def test_scenario_neighbours_differ_in_one_applicable_knob(df):
     labels = {sid: k for sid, k in zip(df.scenario_id, df.kind)}
     assert (t.changed.str.count(",") == 0).all()
     kinds = {(labels[a], labels[b]) for a, b in zip(t.a, t.b)}
-    assert ("oracle", "realistic") in kinds and ("parametric", "oracle") in kinds and ("realistic", "adversarial") in kinds
+    assert (
+        ("oracle", "realistic") in kinds and ("parametric", "oracle") in kinds and ("realistic", "adversarial") in kinds
+    )
     assert ("realistic", "oracle") not in kinds  # oracle is always the reference arm
-    base = {"kind": "realistic", "n_distractors": 1, "positive_modality": "text", "negative_modality": "text",
-            "strictness": "none", "stress": "common"}
+    base = {
+        "kind": "realistic",
+        "n_distractors": 1,
+        "positive_modality": "text",
+        "negative_modality": "text",
+        "strictness": "none",
+        "stress": "common",
+    }
     assert neighbours(base, {**base, "n_distractors": 2})
     assert not neighbours(base, {**base, "n_distractors": 2, "negative_modality": "image"})
     assert neighbours({**base, "kind": "oracle", "n_distractors": 0, "negative_modality": None}, base)
@@ -149,7 +190,7 @@ def test_humblebench_panel_and_knowhal_numbers(df, run_dir):
     nota_only = hb[hb.stress == "nota_only"]
     assert (nota_only.n_nota_gold == nota_only.n).all() and nota_only.non_nota_accuracy.isna().all()
     assert (nota_only.nota_hit_rate_robust == nota_only.nota_share).all()
-    for _, r in hb.iterrows():   # official rule: accuracy is the NOTA-share-weighted mean of the two measures
+    for _, r in hb.iterrows():  # official rule: accuracy is the NOTA-share-weighted mean of the two measures
         parts = [(r.n_nota_gold, r.nota_hit_rate), (r.n - r.n_nota_gold, r.non_nota_accuracy)]
         assert r.official_accuracy == pytest.approx(sum(k * v for k, v in parts if k) / r.n)
     kh = knowhal_table(df, FAST)
@@ -165,8 +206,11 @@ def test_humblebench_panel_and_knowhal_numbers(df, run_dir):
     from mmrag.runs.frame import read_records
 
     for model in MODELS:
-        items = [Scored(r.sample, r.prompt, r.response, r.verdict) for r in read_records(run_dir)
-                 if r.benchmark_kind == "knowhal" and r.model == model]
+        items = [
+            Scored(r.sample, r.prompt, r.response, r.verdict)
+            for r in read_records(run_dir)
+            if r.benchmark_kind == "knowhal" and r.model == model
+        ]
         ref = knowhal_metrics(items, n_boot=100)
         macro = kh[(kh.model == model) & (kh.dimension == "macro")].iloc[0]
         assert macro.acc_pos == pytest.approx(ref["positive"]) and macro.acc_neg == pytest.approx(ref["negative"])
@@ -177,7 +221,7 @@ def test_humblebench_panel_and_knowhal_numbers(df, run_dir):
 def test_figures_png_and_svg_deterministic(df, tmp_path):
     out = make_plots(df, tmp_path / "a", FAST)
     assert set(out) == {"distractor_curve", "modality_matrix", "strictness", "humblebench_stress", "knowhal"}
-    for name, (png, svg, _csv) in out.items():
+    for png, svg, _csv in out.values():
         with Image.open(png) as im:
             assert im.format == "PNG" and im.width > 600 and im.height > 300
             # not a blank canvas: many distinct colours
@@ -233,14 +277,22 @@ def test_report_of_an_empty_run(tmp_path):
 
 
 def test_markdown_escapes_and_marks_missing():
-    t = pd.DataFrame({"model": ["a|b", None], "x": [1.0, float("nan")], "x_lo": [0.5, float("nan")],
-                      "x_hi": [1.5, float("nan")], "d_y": [-2.0, 3.0]})
+    t = pd.DataFrame(
+        {
+            "model": ["a|b", None],
+            "x": [1.0, float("nan")],
+            "x_lo": [0.5, float("nan")],
+            "x_hi": [1.5, float("nan")],
+            "d_y": [-2.0, 3.0],
+        }
+    )
     md = to_markdown(t)
     assert "a\\|b" in md and "| – |" in md and "1.0 [0.5, 1.5]" in md and "-2.0" in md and "+3.0" in md
 
 
 def test_cli_command(tmp_path):
-    from mmrag.commands.report import browse, report as report_cmd
+    from mmrag.commands.report import browse
+    from mmrag.commands.report import report as report_cmd
 
     run_dir = write_run(tmp_path / "small", humblebench_records(tmp_path, n_questions=3))
 
@@ -259,6 +311,7 @@ def test_cli_command(tmp_path):
 
 # -- figures return the numbers they draw -----------------------------------------------------------
 
+
 def _frame_rate(rows: pd.DataFrame, outcome: str) -> float:
     return 100.0 * rows[outcome].mean()
 
@@ -268,7 +321,10 @@ def test_distractor_curve_draws_each_outcome_in_its_panel(df):
 
     data = draw_distractor_curve(df, FAST).data
     base = df[(df.benchmark_kind == "deflection") & (df.strictness == "none")]
-    assert set(data.outcome) == {"correct", "deflection", "hallucination"} and set(data.kind) == {"realistic", "adversarial"}
+    assert set(data.outcome) == {"correct", "deflection", "hallucination"} and set(data.kind) == {
+        "realistic",
+        "adversarial",
+    }
     for _, r in data.iterrows():
         if r.kind == "realistic" and r.n_distractors == 0:  # the oracle rows are the n = 0 point
             rows = base[(base.kind == "oracle") & (base.model == r.model)]
@@ -291,8 +347,12 @@ def test_modality_matrix_is_one_experiment_per_cell(df):
     assert sorted(data.n_distractors.unique()) == sorted(real.n_distractors.unique())  # one panel row per count
     assert "oracle" not in set(df.loc[df.key.isin(real.key), "kind"])
     for _, c in data.iterrows():
-        rows = real[(real.n_distractors == c.n_distractors) & (real.model == c.model)
-                    & (real.positive_modality == c.positive_modality) & (real.negative_modality == c.negative_modality)]
+        rows = real[
+            (real.n_distractors == c.n_distractors)
+            & (real.model == c.model)
+            & (real.positive_modality == c.positive_modality)
+            & (real.negative_modality == c.negative_modality)
+        ]
         assert c.n == len(rows) == rows.sample_id.nunique()  # never a sample counted twice in a cell
         assert c.rate == pytest.approx(_frame_rate(rows, c.outcome))
     only2 = draw_modality_matrix(df, FAST, n_distractors=2).data
@@ -309,8 +369,9 @@ def _title_boxes(fig):
     return [ax.title.get_window_extent(renderer) for ax in fig.axes if ax.get_title()]
 
 
-@pytest.mark.parametrize("names", [("a-rather-long-model-name-v2-instruct", "another-long-model-name-13b-chat"),
-                                   ("m1", "m2")])
+@pytest.mark.parametrize(
+    "names", [("a-rather-long-model-name-v2-instruct", "another-long-model-name-13b-chat"), ("m1", "m2")]
+)
 def test_titles_never_overlap_and_failed_models_are_marked(tmp_path, names):
     from mmrag.reports import draw_modality_matrix, draw_strictness
 
@@ -325,7 +386,7 @@ def test_titles_never_overlap_and_failed_models_are_marked(tmp_path, names):
         boxes = _title_boxes(fig)
         assert len(boxes) >= 2
         for i, a in enumerate(boxes):
-            for b in boxes[i + 1:]:
+            for b in boxes[i + 1 :]:
                 assert not a.overlaps(b), (draw.__name__, a, b)
     texts = [ax.get_title() for ax in draw_modality_matrix(frame, FAST).axes]
     for model, n in failed.items():

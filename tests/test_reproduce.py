@@ -39,11 +39,27 @@ def _index_lists_every_artifact(out, paper: str) -> str:
 
 # ---------------------------------------------------------------- VLM-DeflectionBench
 
+
 @pytest.fixture(scope="module")
 def db(module_home, tmp_path_factory):
     out = tmp_path_factory.mktemp("repro") / "db"
-    assert main(["reproduce", "deflectionbench", "--model", "context-reader", "--limit", "3", "--out", str(out),
-                 "--paper-model", "Keye-1.5-8B"]) == 0
+    assert (
+        main(
+            [
+                "reproduce",
+                "deflectionbench",
+                "--model",
+                "context-reader",
+                "--limit",
+                "3",
+                "--out",
+                str(out),
+                "--paper-model",
+                "Keye-1.5-8B",
+            ]
+        )
+        == 0
+    )
     return out, load(out / "run")
 
 
@@ -62,8 +78,10 @@ def test_deflectionbench_tables_equal_the_records(db):
         assert t4.loc["context-reader", f"{kind}_defl"] == pytest.approx(_pct(g["deflection"]))
         assert t4.loc["context-reader", f"{kind}_hall"] == pytest.approx(_pct(g["hallucination"]))
         assert g["strictness"].eq("moderate").all()
-    for table, preset, kinds in (("table_6", "strictness", ("realistic", "adversarial")),
-                                 ("table_9", "strictness-parametric-oracle", ("parametric", "oracle"))):
+    for table, preset, kinds in (
+        ("table_6", "strictness", ("realistic", "adversarial")),
+        ("table_9", "strictness-parametric-oracle", ("parametric", "oracle")),
+    ):
         t = _csv(out / f"{table}.csv")
         assert list(t["severity"]) == ["None", "Soft", "Moderate", "Severe"]
         d = _cells(df, preset)
@@ -91,7 +109,7 @@ def test_deflectionbench_figure_3_draws_the_curve_cells_and_vs_paper_lines_up(db
     fig = _csv(out / "figure_3.csv")
     d = _cells(df, "distractor-curve")
     real = fig[(fig["outcome"] == "correct") & (fig["kind"] == "realistic")].set_index("n_distractors")
-    assert sorted(real.index) == [0, 1, 2, 4, 8]      # n = 0 is the oracle point
+    assert sorted(real.index) == [0, 1, 2, 4, 8]  # n = 0 is the oracle point
     for n in (1, 2, 4, 8):
         g = d[(d["kind"] == "realistic") & (d["n_distractors"] == n)]
         assert real.loc[n, "rate"] == pytest.approx(_pct(g["correct"]))
@@ -113,12 +131,15 @@ def test_rerun_is_idempotent_and_report_paper_makes_the_curation_items(db, tmp_p
     assert "new records: 0" in capsys.readouterr().out
     cur = tmp_path / "cur"
     cfg = tmp_path / "curate.yaml"
-    cfg.write_text("benchmark: {name: demo}\ngating_models:\n  - {backend: sim-vlm}\n  - {backend: context-reader}\n"
-                   "judge: {mode: rule}\nk_min: 2\nnegatives_per_modality: 2\nlimit: 6\n")
+    cfg.write_text(
+        "benchmark: {name: demo}\ngating_models:\n  - {backend: sim-vlm}\n  - {backend: context-reader}\n"
+        "judge: {mode: rule}\nk_min: 2\nnegatives_per_modality: 2\nlimit: 6\n"
+    )
     assert main(["curate", "--config", str(cfg), "--out", str(cur)]) == 0
     rep = tmp_path / "paper"
-    assert main(["report", str(out / "run"), "--paper", "deflectionbench", "--curation", str(cur),
-                 "--out", str(rep)]) == 0
+    assert (
+        main(["report", str(out / "run"), "--paper", "deflectionbench", "--curation", str(cur), "--out", str(rep)]) == 0
+    )
     report = json.loads((cur / "report.json").read_text())
     t2 = _csv(rep / "table_2.csv").set_index("source")
     assert t2.loc["all", "input"] == 6 and t2.loc["all", "samples"] == report["totals"]["stage3_oracle"]
@@ -130,7 +151,8 @@ def test_rerun_is_idempotent_and_report_paper_makes_the_curation_items(db, tmp_p
     first = [r for r in stage1 if r["outcomes"][models[0]] != "correct"]
     assert f5.loc[1, "remaining"] == len(first)
     assert f5.loc[0, "parametric_accuracy"] == pytest.approx(
-        100 * np.mean([r["outcomes"][m] == "correct" for r in stage1 for m in models]))
+        100 * np.mean([r["outcomes"][m] == "correct" for r in stage1 for m in models])
+    )
     assert f5.loc[2, "remaining"] == sum(1 for r in stage1 if r["kept"])
     f4 = _csv(rep / "figure_4.csv")
     kept = sum(1 for x in (cur / "stage3_oracle.jsonl").read_text().splitlines() if json.loads(x)["kept"])
@@ -142,10 +164,26 @@ def test_rerun_is_idempotent_and_report_paper_makes_the_curation_items(db, tmp_p
 
 # ---------------------------------------------------------------- HumbleBench
 
+
 def test_humblebench_overall_and_stress_tables(module_home, tmp_path):
     out = tmp_path / "hb"
-    assert main(["reproduce", "humblebench", "--model", "random-choice", "--limit", "20", "--out", str(out),
-                 "--paper-model", "Qwen2.5-VL"]) == 0
+    assert (
+        main(
+            [
+                "reproduce",
+                "humblebench",
+                "--model",
+                "random-choice",
+                "--limit",
+                "20",
+                "--out",
+                str(out),
+                "--paper-model",
+                "Qwen2.5-VL",
+            ]
+        )
+        == 0
+    )
     _index_lists_every_artifact(out, "humblebench")
     df = load(out / "run")
     df = df.assign(ok=[official_is_correct(r or "", lb or "") for r, lb in zip(df["response"], df["label"])])
@@ -163,7 +201,7 @@ def test_humblebench_overall_and_stress_tables(module_home, tmp_path):
     assert list(t5.index) == ["clean", "cautious prompt", "noise image"]
     assert list(t6.index) == ["clean", "noise image + forced grounding", "NOTA-only", "shuffled NOTA position"]
     noise = df[df["stress"] == "noise_image"]
-    assert t5.loc["noise image", "accuracy"] == pytest.approx(_pct(noise["ok"]))       # against the original labels
+    assert t5.loc["noise image", "accuracy"] == pytest.approx(_pct(noise["ok"]))  # against the original labels
     assert t5.loc["noise image", "nota_share"] == pytest.approx(_pct(noise["chose_nota"]))
     assert t6.loc["NOTA-only", "accuracy"] == pytest.approx(t6.loc["NOTA-only", "nota_hit_rate"])
     cmp = _csv(out / "table_4_vs_paper.csv").set_index("column")
@@ -171,6 +209,7 @@ def test_humblebench_overall_and_stress_tables(module_home, tmp_path):
 
 
 # ---------------------------------------------------------------- KnowHal
+
 
 def test_knowhal_table_2_and_figure_4(module_home, tmp_path):
     out = tmp_path / "kh"
@@ -215,7 +254,7 @@ def test_raw_record_rows_carry_the_question_and_old_runs_without_domain_still_op
     raw = pq.read_table(seg, columns=["key", "question"]).to_pandas().set_index("key")["question"]
     assert (raw.reindex(df["key"]).to_numpy() == df["question"].to_numpy()).all()
     assert df["domain"].notna().all()
-    for obj in (out / "objects").glob("*.parquet"):   # as an older version wrote it: no domain column
+    for obj in (out / "objects").glob("*.parquet"):  # as an older version wrote it: no domain column
         t = pq.read_table(obj)
         pq.write_table(t.drop_columns(["domain"]), obj)
     old = load(out)

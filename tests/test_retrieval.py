@@ -15,13 +15,22 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).parent / "plugins"))
 
 import pytest  # noqa: E402
+from retrieval_world import make_world, name  # noqa: E402
 
 from mmrag.errors import InputError  # noqa: E402
 from mmrag.registry import allow_code  # noqa: E402
-from mmrag.retrieval import (RETRIEVERS, BM25Retriever, CachedRetriever, Hit,  # noqa: E402
-                             HybridRetriever, InMemoryDocStore, Query, build_world_miner, create_retriever,
-                             evaluate_retrieval)
-from retrieval_world import make_world, name  # noqa: E402
+from mmrag.retrieval import (  # noqa: E402
+    RETRIEVERS,
+    BM25Retriever,
+    CachedRetriever,
+    Hit,
+    HybridRetriever,
+    InMemoryDocStore,
+    Query,
+    build_world_miner,
+    create_retriever,
+    evaluate_retrieval,
+)
 
 
 @pytest.fixture(scope="module")
@@ -79,8 +88,14 @@ def test_bm25_lexical_hits_and_image_only_queries(world):
     docs, samples, _ = world
     bm = BM25Retriever(docs)
     assert len(bm) == 48
-    hits = bm.retrieve([Query(text=f"the island republic whose capital is {name(11)}"), Query(images=samples[0].images),
-                        Query(text="zzzqqq")], 5)
+    hits = bm.retrieve(
+        [
+            Query(text=f"the island republic whose capital is {name(11)}"),
+            Query(images=samples[0].images),
+            Query(text="zzzqqq"),
+        ],
+        5,
+    )
     assert hits[0][0].doc_id == "t11a" and hits[1] == [] and hits[2] == []
     assert all(h.score > 0 for h in hits[0])
     assert BM25Retriever(docs, k1=1.2).fingerprint != bm.fingerprint
@@ -108,8 +123,10 @@ def test_rrf_hybrid_follows_the_formula():
 
 def test_hybrid_of_dense_and_bm25_via_registry(world):
     docs, samples, miner = world
-    hyb = create_retriever({"name": "hybrid", "retrievers": [miner.retrievers["text"], {"name": "bm25"}],
-                            "weights": [2.0, 1.0]}, documents=docs)
+    hyb = create_retriever(
+        {"name": "hybrid", "retrievers": [miner.retrievers["text"], {"name": "bm25"}], "weights": [2.0, 1.0]},
+        documents=docs,
+    )
     hits = hyb.retrieve([Query(text=s.question) for s in samples[:8]], 3)
     assert [h[0].doc_id for h in hits] == [f"t{i}a" for i in range(8)]
 
@@ -151,7 +168,7 @@ def test_registry_unknown_name_and_dotted_path(world):
         create_retriever("nope")
     sys.path.insert(0, str(Path(__file__).parent / "plugins" / "mmrag_extra_retriever"))
     try:
-        with pytest.raises(InputError, match="--allow-code"):   # configs are data: no code by default
+        with pytest.raises(InputError, match="--allow-code"):  # configs are data: no code by default
             create_retriever("mmrag_extra_retriever:KeywordOverlapRetriever", documents=docs)
         with allow_code():
             r = create_retriever("mmrag_extra_retriever:KeywordOverlapRetriever", documents=docs)
@@ -166,8 +183,23 @@ def test_entry_point_plugin_from_an_installed_package(world, tmp_path):
     src = tmp_path / "src"
     shutil.copytree(Path(__file__).parent / "plugins" / "mmrag_extra_retriever", src)
     target = tmp_path / "site"
-    proc = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
-                           "--no-index", "--target", str(target), str(src)], capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "--target",
+            str(target),
+            str(src),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "keyword-overlap" not in RETRIEVERS
     sys.path.insert(0, str(target))
@@ -194,7 +226,7 @@ def test_entry_points_are_read_once_per_sys_path(monkeypatch):
     for _ in range(50):
         assert "no-such-retriever" not in RETRIEVERS
     assert len(calls) == 1
-    monkeypatch.syspath_prepend(str(Path(__file__).parent / "plugins"))   # a new path: read again
+    monkeypatch.syspath_prepend(str(Path(__file__).parent / "plugins"))  # a new path: read again
     assert "no-such-retriever" not in RETRIEVERS
     assert len(calls) == 2
 
@@ -231,8 +263,9 @@ def test_cli_eval_on_the_demo_benchmark(tmp_path, monkeypatch):
     runner = CliRunner()
     res = runner.invoke(app, ["build", "--kb", str(kb), "--kind", "visual", "--out", str(tmp_path / "t")])
     assert res.exit_code == 0, res.output
-    res = runner.invoke(app, ["eval", str(tmp_path / "t"), "--benchmark", "demo", "--limit", "60",
-                              "--json", str(tmp_path / "e.json")])
+    res = runner.invoke(
+        app, ["eval", str(tmp_path / "t"), "--benchmark", "demo", "--limit", "60", "--json", str(tmp_path / "e.json")]
+    )
     assert res.exit_code == 0, res.output
     import json
 

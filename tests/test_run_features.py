@@ -23,7 +23,7 @@ from loopback_server import LoopbackServer, last_user_text
 import mmrag
 from mmrag.cli import main
 
-GUESS = "Es ist wahrscheinlich das alte Rathaus am Marktplatz."   # another language: the rules abstain
+GUESS = "Es ist wahrscheinlich das alte Rathaus am Marktplatz."  # another language: the rules abstain
 SWEEP = Path(mmrag.__file__).parent / "configs" / "sweeps" / "distractor-curve.yaml"
 
 
@@ -56,7 +56,7 @@ def write_yaml(path: Path, data: dict) -> Path:
 
 
 def question_of(body: dict) -> str:
-    found = re.findall(r"Question: (.*)", last_user_text(body))   # the last one: the grader's examples come first
+    found = re.findall(r"Question: (.*)", last_user_text(body))  # the last one: the grader's examples come first
     assert found, last_user_text(body)
     return found[-1].strip()
 
@@ -73,12 +73,27 @@ def test_score_rejudges_saved_responses_without_model_calls(demo, tmp_path, caps
     knows = {q: next(s.answers[0] for s in first if s.question == q) for q in unique[::2]}
 
     def model(body: dict) -> str:
-        return knows.get(question_of(body), GUESS)   # a reply the rules cannot settle (undecided)
+        return knows.get(question_of(body), GUESS)  # a reply the rules cannot settle (undecided)
 
     with LoopbackServer(responder=model) as srv, LoopbackServer(answer="A") as grader:
         out = tmp_path / "run"
-        cli("run", "--benchmark", "demo", "--model", "openai:m", "--base-url", srv.url, "--scenarios", "parametric",
-            "--limit", "8", "--judge", "rule", "--out", out)
+        cli(
+            "run",
+            "--benchmark",
+            "demo",
+            "--model",
+            "openai:m",
+            "--base-url",
+            srv.url,
+            "--scenarios",
+            "parametric",
+            "--limit",
+            "8",
+            "--judge",
+            "rule",
+            "--out",
+            out,
+        )
         sent = requests(srv)
         assert sent == 8
         before = records(out)
@@ -95,7 +110,7 @@ def test_score_rejudges_saved_responses_without_model_calls(demo, tmp_path, caps
 
         cli("score", out, "--judge", "rule+llm", "--judge-model", "openai:judge", "--judge-base-url", grader.url)
         assert f"outcomes changed: {len(undecided)}" in capsys.readouterr().out
-        assert requests(srv) == sent                        # the model is never asked again
+        assert requests(srv) == sent  # the model is never asked again
         after = {r["key"]: r for r in records(out)}
         assert len(after) == 8 and set(after) == {r["key"] for r in before}
         for key in undecided:
@@ -111,14 +126,26 @@ def test_score_rejudges_saved_responses_without_model_calls(demo, tmp_path, caps
         assert all(GUESS in last_user_text(rec.body) for rec in grader.records)
         summary = json.loads((out / "summary.json").read_text())
         assert summary["groups"][0]["rates"]["correct"] == pytest.approx(
-            100.0 * sum(r["verdict"]["outcome"] == "correct" for r in after.values()) / 8)
+            100.0 * sum(r["verdict"]["outcome"] == "correct" for r in after.values()) / 8
+        )
 
 
 def test_rescoring_updates_the_judge_named_in_the_manifest(demo, tmp_path):
     with LoopbackServer(answer="A") as grader:
         out = tmp_path / "run"
-        cli("run", "--benchmark", "demo", "--model", "always-deflect", "--scenarios", "parametric", "--limit", "2",
-            "--out", out)
+        cli(
+            "run",
+            "--benchmark",
+            "demo",
+            "--model",
+            "always-deflect",
+            "--scenarios",
+            "parametric",
+            "--limit",
+            "2",
+            "--out",
+            out,
+        )
         cli("score", out, "--judge", "llm", "--judge-model", "openai:judge", "--judge-base-url", grader.url)
         manifest = json.loads((out / "manifest.json").read_text())
         assert manifest["config"]["judge"]["mode"] == "llm"
@@ -133,7 +160,7 @@ def test_llm_judge_in_a_run_grades_every_record_and_counts_unparseable(demo, tmp
     def grader(body: dict) -> str:
         text = last_user_text(body)
         if question_of(body) == vague:
-            return "maybe"                                   # states no grade
+            return "maybe"  # states no grade
         reply = text.rsplit("Predicted answer:", 1)[1].split("```", 1)[0].strip()
         refs = re.split(r" \(also accepted: |; |\)$", text.rsplit("Gold target:", 1)[1].split("\n", 1)[0])
         if any(r.strip() and r.strip().lower() in reply.lower() for r in refs):
@@ -141,15 +168,22 @@ def test_llm_judge_in_a_run_grades_every_record_and_counts_unparseable(demo, tmp
         return "C" if "know" in reply.lower() or "cannot" in reply.lower() else "B"
 
     with LoopbackServer(responder=grader) as srv:
-        cfg = write_yaml(tmp_path / "run.yaml", {
-            "benchmarks": [{"name": "demo"}], "limit": 4, "cache": {"enabled": False},
-            "scenarios": [{"kind": "parametric"}, {"kind": "oracle"}], "models": [{"backend": "context-reader"}],
-            "judge": {"mode": "llm", "model": {"backend": "openai", "model": "grader", "base_url": srv.url}}})
+        cfg = write_yaml(
+            tmp_path / "run.yaml",
+            {
+                "benchmarks": [{"name": "demo"}],
+                "limit": 4,
+                "cache": {"enabled": False},
+                "scenarios": [{"kind": "parametric"}, {"kind": "oracle"}],
+                "models": [{"backend": "context-reader"}],
+                "judge": {"mode": "llm", "model": {"backend": "openai", "model": "grader", "base_url": srv.url}},
+            },
+        )
         out = tmp_path / "run"
         cli("run", "--config", cfg, "--out", out)
         recs = records(out)
         assert len(recs) == 8
-        assert requests(srv) == len(recs)                  # one grading request per record
+        assert requests(srv) == len(recs)  # one grading request per record
     graded = [r for r in srv.records if question_of(r.body) == vague]
     assert len(graded) == 2 and all("Predicted answer:" in last_user_text(r.body) for r in graded)
     for r in recs:
@@ -175,8 +209,10 @@ def test_llm_judge_in_a_run_grades_every_record_and_counts_unparseable(demo, tmp
 
 # -- custom retrievers named in a run config -------------------------------------------------------
 def _negatives(run_dir: Path) -> dict[str, list[str]]:
-    return {r["sample"]["id"]: [c["document"]["id"] for c in r["prompt"]["contexts"] if c["role"] == "negative"]
-            for r in records(run_dir)}
+    return {
+        r["sample"]["id"]: [c["document"]["id"] for c in r["prompt"]["contexts"] if c["role"] == "negative"]
+        for r in records(run_dir)
+    }
 
 
 def test_a_retriever_named_in_the_config_changes_the_negatives(demo, tmp_path):
@@ -185,19 +221,27 @@ def test_a_retriever_named_in_the_config_changes_the_negatives(demo, tmp_path):
     from mmrag.retrieval import IndexMiner, InMemoryDocStore
 
     bench, samples = demo
-    base = {"benchmarks": [{"name": "demo"}], "limit": 6, "models": [{"backend": "always-deflect"}],
-            "scenarios": [{"kind": "realistic", "n_distractors": 2, "negative_modality": "text",
-                           "negatives": "regenerate"}]}  # mined: the retriever decides
+    base = {
+        "benchmarks": [{"name": "demo"}],
+        "limit": 6,
+        "models": [{"backend": "always-deflect"}],
+        "scenarios": [
+            {"kind": "realistic", "n_distractors": 2, "negative_modality": "text", "negatives": "regenerate"}
+        ],
+    }  # mined: the retriever decides
     dirs = {}
-    for name, retrievers in (("default", {}), ("bm25", {"text": "bm25"}),
-                             ("custom", {"text": "custom_retriever_mod:KeywordRetriever"})):
+    for name, retrievers in (
+        ("default", {}),
+        ("bm25", {"text": "bm25"}),
+        ("custom", {"text": "custom_retriever_mod:KeywordRetriever"}),
+    ):
         cfg = write_yaml(tmp_path / f"{name}.yaml", {**base, "retrieval": {"retrievers": retrievers}})
         dirs[name] = tmp_path / name
         cli("run", "--config", cfg, "--out", dirs[name], *(["--allow-code"] if name == "custom" else []))
     neg = {k: _negatives(d) for k, d in dirs.items()}
     for name, d in dirs.items():
         assert len(neg[name]) == 6, name
-        for r in records(d):      # a lexical retriever may find fewer: the shortfall is recorded, not hidden
+        for r in records(d):  # a lexical retriever may find fewer: the shortfall is recorded, not hidden
             assert r["mining"]["found"] == len(neg[name][r["sample"]["id"]]) >= 1
             assert r["mining"]["found"] + r["mining"]["shortfall"] == 2
     assert all(len(ids) == 2 for ids in neg["default"].values())
@@ -221,8 +265,26 @@ def test_a_retriever_named_in_the_config_changes_the_negatives(demo, tmp_path):
 # -- sweeps: idempotent, and growing one costs only the new cells ----------------------------------
 def test_sweep_command_takes_an_openai_model(demo, tmp_path):
     with LoopbackServer(answer=GUESS) as srv:
-        assert main(["sweep", "--config", str(SWEEP), "--benchmark", "demo", "--model", "openai:m",
-                     "--base-url", srv.url, "--limit", "2", "--out", str(tmp_path / "sweep")]) == 0
+        assert (
+            main(
+                [
+                    "sweep",
+                    "--config",
+                    str(SWEEP),
+                    "--benchmark",
+                    "demo",
+                    "--model",
+                    "openai:m",
+                    "--base-url",
+                    srv.url,
+                    "--limit",
+                    "2",
+                    "--out",
+                    str(tmp_path / "sweep"),
+                ]
+            )
+            == 0
+        )
         assert requests(srv) > 0
 
 
@@ -233,8 +295,10 @@ def test_usage_errors_exit_with_code_2(capsys):
 def test_sweep_runs_once_and_a_new_axis_value_costs_only_its_cells(demo, tmp_path):
     with LoopbackServer(answer=GUESS) as srv:
         model = {"backend": "openai", "model": "m", "base_url": srv.url}
-        cfg = write_yaml(tmp_path / "sweep.yaml", {"benchmarks": [{"name": "demo"}], "models": [model],
-                                                   "sweeps": [str(SWEEP)], "limit": 5})
+        cfg = write_yaml(
+            tmp_path / "sweep.yaml",
+            {"benchmarks": [{"name": "demo"}], "models": [model], "sweeps": [str(SWEEP)], "limit": 5},
+        )
         out = tmp_path / "sweep"
         cli("sweep", "--config", cfg, "--out", out)
         first = requests(srv)
@@ -243,7 +307,7 @@ def test_sweep_runs_once_and_a_new_axis_value_costs_only_its_cells(demo, tmp_pat
         assert len(specs) == 6 and len(recs) == 30
         assert first == sum(not r["response"]["cached"] for r in recs) > 0
         data = {p.name: p.read_bytes() for p in (out / "records").iterdir()}
-        cli("sweep", "--config", cfg, "--out", out)            # again: nothing left to do
+        cli("sweep", "--config", cfg, "--out", out)  # again: nothing left to do
         assert requests(srv) == first
         assert {p.name: p.read_bytes() for p in (out / "records").iterdir()} == data
         counts = json.loads((out / "manifest.json").read_text())["counts"]
@@ -252,9 +316,11 @@ def test_sweep_runs_once_and_a_new_axis_value_costs_only_its_cells(demo, tmp_pat
         grown = yaml.safe_load(SWEEP.read_text())
         grown["axes"]["n_distractors"] = [0, 1, 2, 3, 4, 8]
         sweep2 = write_yaml(tmp_path / "grown-sweep.yaml", grown)
-        cfg2 = write_yaml(tmp_path / "run.yaml", {"benchmarks": [{"name": "demo"}], "models": [model],
-                                                  "sweeps": [str(sweep2)], "limit": 5})
-        out2 = tmp_path / "grown"                             # a new directory, the same response cache
+        cfg2 = write_yaml(
+            tmp_path / "run.yaml",
+            {"benchmarks": [{"name": "demo"}], "models": [model], "sweeps": [str(sweep2)], "limit": 5},
+        )
+        out2 = tmp_path / "grown"  # a new directory, the same response cache
         cli("run", "--config", cfg2, "--out", out2)
         recs2 = records(out2)
         assert len(recs2) == 35 and {r["scenario_id"] for r in recs2} > specs
@@ -299,7 +365,7 @@ def knower(demo):
                     data = base64.b64decode(part["image_url"]["url"].split(",", 1)[1])
                     cands += by_image.get(hashlib.sha256(data).hexdigest(), [])
         cands = [s for s in cands if s.question.splitlines()[0] in text]
-        if not cands:   # no query image (or only knowledge-base images): the question must say it
+        if not cands:  # no query image (or only knowledge-base images): the question must say it
             cands = [s for q, ss in by_question.items() if q.splitlines()[0] in text for s in ss]
         if len({s.id for s in cands}) != 1:
             return "I don't know."
@@ -316,26 +382,49 @@ def knower(demo):
 
 
 def test_three_benchmark_families_in_one_run_and_the_report(demo, knower, tmp_path):
-    cfg = write_yaml(tmp_path / "run.yaml", {
-        "benchmarks": [{"name": "demo"}, {"name": "demo-humblebench"}, {"name": "demo-knowhal"}],
-        "scenarios": [{"kind": "parametric"}, {"kind": "oracle"}, {"kind": "humblebench"},
-                      {"kind": "humblebench", "stress": ["nota_only"]}, {"kind": "knowhal"}],
-        "models": [{"backend": "context-reader"}, {"backend": "always-deflect"}, {"backend": "always-nota"},
-                   {"backend": "openai", "model": "knower", "base_url": knower.url}],
-        "limit": 8})
+    cfg = write_yaml(
+        tmp_path / "run.yaml",
+        {
+            "benchmarks": [{"name": "demo"}, {"name": "demo-humblebench"}, {"name": "demo-knowhal"}],
+            "scenarios": [
+                {"kind": "parametric"},
+                {"kind": "oracle"},
+                {"kind": "humblebench"},
+                {"kind": "humblebench", "stress": ["nota_only"]},
+                {"kind": "knowhal"},
+            ],
+            "models": [
+                {"backend": "context-reader"},
+                {"backend": "always-deflect"},
+                {"backend": "always-nota"},
+                {"backend": "openai", "model": "knower", "base_url": knower.url},
+            ],
+            "limit": 8,
+        },
+    )
     out = tmp_path / "run"
     cli("run", "--config", cfg, "--out", out)
     summary = json.loads((out / "summary.json").read_text())
-    groups = {(g["benchmark"], g["scenario"].get("stress") and "nota_only" or g["scenario"]["kind"], g["model"]): g
-              for g in summary["groups"]}
+    groups = {
+        (g["benchmark"], g["scenario"].get("stress") and "nota_only" or g["scenario"]["kind"], g["model"]): g
+        for g in summary["groups"]
+    }
     assert {b for b, _, _ in groups} == {"demo", "demo-humblebench", "demo-knowhal"}
     assert len(summary["groups"]) == (2 + 2 + 1) * 4 and summary["n_records"] == 5 * 4 * 8
     assert Counter(g["benchmark_kind"] for g in summary["groups"]) == {"deflection": 8, "humblebench": 8, "knowhal": 4}
-    hb = lambda kind, model: groups[("demo-humblebench", kind, model)]["metrics"]["official"]
+
+    def hb(kind, model):
+        return groups[("demo-humblebench", kind, model)]["metrics"]["official"]
+
     for kind in ("humblebench", "nota_only"):
         for model in ("context-reader", "always-deflect", "always-nota", "openai:knower"):
-            assert set(hb(kind, model)["Accuracy"]) >= {"Overall_accuracy", "Object_accuracy", "Attribute_accuracy",
-                                                      "Relation_accuracy", "E_accuracy"}
+            assert set(hb(kind, model)["Accuracy"]) >= {
+                "Overall_accuracy",
+                "Object_accuracy",
+                "Attribute_accuracy",
+                "Relation_accuracy",
+                "E_accuracy",
+            }
         assert hb(kind, "openai:knower")["Accuracy"]["Overall_accuracy"] == 100.0
         assert hb(kind, "always-deflect")["Proportions"]["NA_proportion"] == 100.0
         assert hb(kind, "always-nota")["Proportions"]["E_proportion"] == 100.0
@@ -348,8 +437,8 @@ def test_three_benchmark_families_in_one_run_and_the_report(demo, knower, tmp_pa
     # HPS = (1 - Acc_neg / Acc_pos) x 100; the next test checks the rule judge on the negatives
     assert kh["hps"] == pytest.approx((1 - kh["negative"] / kh["positive"]) * 100)
     assert kh["overall"] == pytest.approx((kh["positive"] + kh["negative"]) / 2)
-    assert groups[("demo-knowhal", "knowhal", "always-deflect")]["metrics"]["hps"] is None   # positive accuracy 0
-    for (bench, kind, model), g in groups.items():
+    assert groups[("demo-knowhal", "knowhal", "always-deflect")]["metrics"]["hps"] is None  # positive accuracy 0
+    for (bench, _kind, _model), g in groups.items():
         if bench == "demo":
             assert g["metrics"]["overall"] is not None
     assert groups[("demo", "oracle", "openai:knower")]["rates"]["correct"] == 100.0
@@ -374,12 +463,15 @@ def test_knowhal_rule_judge_counts_the_reference_rejections_as_correct(home):
     from mmrag.scenarios.spec import ScenarioSpec
     from mmrag.schema import Response
 
-    judge = make_judge("knowhal", RunConfig.model_validate({"benchmarks": [{"name": "demo-knowhal"}],
-                                                            "models": [{"backend": "always-deflect"}]}))
+    judge = make_judge(
+        "knowhal",
+        RunConfig.model_validate({"benchmarks": [{"name": "demo-knowhal"}], "models": [{"backend": "always-deflect"}]}),
+    )
     negatives = [s for s in load_benchmark("demo-knowhal").samples() if s.metadata["polarity"] == "negative"][:40]
     prompts = [compose(s, ScenarioSpec(kind="knowhal")) for s in negatives]
-    items = [(s, p, Response(prompt_id=p.id, text=s.metadata["reference_answers"][0]))
-             for s, p in zip(negatives, prompts)]
+    items = [
+        (s, p, Response(prompt_id=p.id, text=s.metadata["reference_answers"][0])) for s, p in zip(negatives, prompts)
+    ]
     outcomes = Counter((s.metadata["dimension"], judge.judge(s, p, r).outcome) for s, p, r in items)
     assert {d for d, _ in outcomes} == {"E", "A", "R", "K"}
     assert all(o == "correct" for _, o in outcomes), outcomes

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from runfactory import build_run
 
 from mmrag.errors import InputError
 from mmrag.runs import load, read_records
@@ -24,7 +25,6 @@ from mmrag.runs.manifest import RunManifest, scrub
 from mmrag.runs.records import RunRecord, record_key
 from mmrag.runs.store import RunStore
 from mmrag.schema import ContentPart, Message, Prompt, Response, Sample, Verdict
-from runfactory import build_run
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -33,9 +33,19 @@ def _record(i: int, model: str = "m", error: str | None = None, text: str = "a")
     s = Sample(id=f"s{i}", benchmark="t", question=f"q{i}?", answers=["a"])
     p = Prompt(sample_id=s.id, messages=[Message(role="user", content=[ContentPart(type="text", text=s.question)])])
     resp = Response(prompt_id=p.id, text="" if error else text, error=error)
-    return RunRecord(key=record_key(s.id, "scen", model), benchmark="t", benchmark_kind="deflection", scenario_id="scen",
-                     scenario={"kind": "oracle"}, model=model, model_fingerprint=model, sample=s, prompt=p,
-                     response=resp, verdict=Verdict(outcome="unparseable" if error else "correct"))
+    return RunRecord(
+        key=record_key(s.id, "scen", model),
+        benchmark="t",
+        benchmark_kind="deflection",
+        scenario_id="scen",
+        scenario={"kind": "oracle"},
+        model=model,
+        model_fingerprint=model,
+        sample=s,
+        prompt=p,
+        response=resp,
+        verdict=Verdict(outcome="unparseable" if error else "correct"),
+    )
 
 
 def _rows(folder: Path) -> int:
@@ -70,7 +80,7 @@ def test_failed_attempt_is_not_finished_and_a_retry_replaces_it(tmp_path):
         store.append([_record(1, text="retried")])
     recs = {r.sample.id: r for r in read_records(tmp_path)}
     assert recs["s1"].response.text == "retried" and recs["s1"].response.error is None
-    assert _rows(tmp_path / "records") == 3            # the failed attempt stays on disk as history
+    assert _rows(tmp_path / "records") == 3  # the failed attempt stays on disk as history
     df = load(tmp_path)
     assert len(df) == 2 and df.error.isna().all()
     attempts = pq.read_table(tmp_path / "records", columns=["key", "attempt"]).to_pydict()
@@ -85,7 +95,7 @@ def test_compaction_interrupted_before_cleanup_does_not_duplicate(tmp_path):
     saved = {p.name: p.read_bytes() for p in segs}
     with RunStore(tmp_path) as store:
         store.compact()
-    for name, data in saved.items():      # as if killed after the merged file was committed
+    for name, data in saved.items():  # as if killed after the merged file was committed
         (tmp_path / "records" / name).write_bytes(data)
     assert len(load(tmp_path)) == 4 and len(read_records(tmp_path)) == 4
 
@@ -96,10 +106,16 @@ def test_second_writer_is_refused_and_a_killed_writer_leaves_no_stale_lock(tmp_p
         RunStore(tmp_path)
     store.close()
     RunStore(tmp_path).close()
-    code = ("import sys, time; from mmrag.runs.store import RunStore; s = RunStore(sys.argv[1]); "
-            "print('locked', flush=True); time.sleep(60)")
-    proc = subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], stdout=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    code = (
+        "import sys, time; from mmrag.runs.store import RunStore; s = RunStore(sys.argv[1]); "
+        "print('locked', flush=True); time.sleep(60)"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, str(tmp_path)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     assert proc.stdout.readline().strip() == "locked"
     with pytest.raises(InputError, match="pid"):
         RunStore(tmp_path)
@@ -132,9 +148,16 @@ def test_rescore_appends_a_verdict_generation_and_keeps_records(tmp_path):
     from mmrag.runs.rescore import rescore
 
     old = build_run(tmp_path, "run", full=False)
-    (old / "manifest.json").write_text(json.dumps(RunManifest.start(RunConfig.model_validate(
-        {"benchmarks": [{"name": "demo"}], "models": [{"backend": "always-deflect"}]}).model_dump(mode="json"),
-        argv=[]).model_dump(mode="json")))
+    (old / "manifest.json").write_text(
+        json.dumps(
+            RunManifest.start(
+                RunConfig.model_validate(
+                    {"benchmarks": [{"name": "demo"}], "models": [{"backend": "always-deflect"}]}
+                ).model_dump(mode="json"),
+                argv=[],
+            ).model_dump(mode="json")
+        )
+    )
     convert(old)
     records_before = {p.name: p.read_bytes() for p in (old / "records").iterdir()}
     rescore(old, JudgeConfig(mode="rule"))

@@ -33,9 +33,16 @@ def _yaml(path: Path, data: dict) -> Path:
 
 
 def _run_cfg(tmp: Path, retrievers: dict, name: str = "cfg") -> Path:
-    return _yaml(tmp / f"{name}.yaml", {
-        "benchmarks": [{"name": "demo"}], "limit": 2, "models": [{"backend": "always-deflect"}],
-        "scenarios": [{"kind": "realistic", "n_distractors": 1}], "retrieval": {"retrievers": retrievers}})
+    return _yaml(
+        tmp / f"{name}.yaml",
+        {
+            "benchmarks": [{"name": "demo"}],
+            "limit": 2,
+            "models": [{"backend": "always-deflect"}],
+            "scenarios": [{"kind": "realistic", "n_distractors": 1}],
+            "retrieval": {"retrievers": retrievers},
+        },
+    )
 
 
 # -- plug-ins by dotted path --------------------------------------------------------------------
@@ -53,7 +60,7 @@ def test_allow_code_still_requires_a_class_with_the_protocol(tmp_path, capsys, m
     cfg = _run_cfg(tmp_path, {"text": {"name": "os:system", "command": f"touch {marker}"}})
     assert main(["run", "--config", str(cfg), "--allow-code", "--out", str(tmp_path / "run")]) != 0
     assert "not a class" in capsys.readouterr().err and not marker.exists()
-    cfg2 = _run_cfg(tmp_path, {"text": "collections:OrderedDict"}, "c2")     # a class, but no .retrieve
+    cfg2 = _run_cfg(tmp_path, {"text": "collections:OrderedDict"}, "c2")  # a class, but no .retrieve
     assert main(["run", "--config", str(cfg2), "--allow-code", "--out", str(tmp_path / "run2")]) != 0
     err = capsys.readouterr().err
     assert "does not implement the retriever protocol" in err and "retrieve" in err
@@ -69,14 +76,30 @@ def test_registry_rules_without_the_cli():
         with pytest.raises(InputError, match="missing retrieve"):
             reg.get("collections:OrderedDict")
         assert reg.get("custom_retriever_mod:KeywordRetriever").__name__ == "KeywordRetriever"
-    with pytest.raises(InputError, match="--allow-code"):   # the permission ends with the block
+    with pytest.raises(InputError, match="--allow-code"):  # the permission ends with the block
         reg.get("custom_retriever_mod:KeywordRetriever")
 
 
 def test_resume_never_imports_code_a_manifest_names(tmp_path, capsys, module_home):
     run = tmp_path / "run"
-    assert main(["run", "--benchmark", "demo", "--model", "always-deflect", "--scenarios", "parametric",
-                 "--limit", "2", "--out", str(run)]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "--benchmark",
+                "demo",
+                "--model",
+                "always-deflect",
+                "--scenarios",
+                "parametric",
+                "--limit",
+                "2",
+                "--out",
+                str(run),
+            ]
+        )
+        == 0
+    )
     marker = tmp_path / "pwned"
     man = json.loads((run / "manifest.json").read_text())
     man["config"]["retrieval"]["retrievers"] = {"text": {"name": "os:system", "command": f"touch {marker}"}}
@@ -85,18 +108,31 @@ def test_resume_never_imports_code_a_manifest_names(tmp_path, capsys, module_hom
     capsys.readouterr()
     assert main(["run", "--resume", str(run)]) != 0
     assert "--allow-code" in capsys.readouterr().err and not marker.exists()
-    assert main(["run", "--resume", str(run), "--allow-code"]) != 0    # the flag does not apply to a run dir
+    assert main(["run", "--resume", str(run), "--allow-code"]) != 0  # the flag does not apply to a run dir
     assert "does not apply to --resume" in capsys.readouterr().err and not marker.exists()
 
 
 # -- the redaction helper -----------------------------------------------------------------------
 def test_redaction_rules(monkeypatch):
     monkeypatch.setenv("MMRAG_PLANTED_VAR", "plantedvalue-123")
-    cfg = {"models": [{"backend": "openai", "base_url": "https://bob:pw-secret-9@host:8000/v1",
-                       "api_key_env": "MMRAG_PLANTED_VAR", "settings": {"max_new_tokens": 12},
-                       "options": {"headers": {"Authorization": "Bearer hdr-secret-1", "X-Api-Key": "xk-secret-22",
-                                               "Accept": "application/json"}}}],
-           "argv": ["--note", "plantedvalue-123"]}
+    cfg = {
+        "models": [
+            {
+                "backend": "openai",
+                "base_url": "https://bob:pw-secret-9@host:8000/v1",
+                "api_key_env": "MMRAG_PLANTED_VAR",
+                "settings": {"max_new_tokens": 12},
+                "options": {
+                    "headers": {
+                        "Authorization": "Bearer hdr-secret-1",
+                        "X-Api-Key": "xk-secret-22",
+                        "Accept": "application/json",
+                    }
+                },
+            }
+        ],
+        "argv": ["--note", "plantedvalue-123"],
+    }
     out = redact(cfg)
     text = json.dumps(out)
     for secret in ("pw-secret-9", "plantedvalue-123", "hdr-secret-1", "xk-secret-22"):
@@ -104,7 +140,7 @@ def test_redaction_rules(monkeypatch):
     m = out["models"][0]
     assert m["base_url"] == f"https://{REDACTED}@host:8000/v1" and m["api_key_env"] == "MMRAG_PLANTED_VAR"
     assert m["options"]["headers"] == {"Authorization": REDACTED, "X-Api-Key": REDACTED, "Accept": "application/json"}
-    assert m["settings"] == {"max_new_tokens": 12}            # "tokens" in a field name is not a secret
+    assert m["settings"] == {"max_new_tokens": 12}  # "tokens" in a field name is not a secret
     assert find_redacted(out) == "models.0.base_url" and find_redacted({"a": ["x"]}) is None
     assert redact_text('{"error": "bad key Bearer sk-live-abcdef"}') == f'{{"error": "bad key Bearer {REDACTED}"}}'
     assert redact_text("echo: zz-hdr-77777", headers={"X-Auth-Token": "zz-hdr-77777"}) == f"echo: {REDACTED}"
@@ -127,14 +163,14 @@ def _files(*roots: Path):
 
 
 def test_no_planted_key_reaches_any_file(tmp_path, monkeypatch, capsys, module_home):
-    monkeypatch.setenv("MMRAG_PLANTED", API_KEY)     # a variable whose name does not look secret
+    monkeypatch.setenv("MMRAG_PLANTED", API_KEY)  # a variable whose name does not look secret
     calls = {"n": 0}
     with LoopbackServer(answer="Paris") as srv:
         real_chat = srv.core.chat
 
         async def echo_or_answer(headers, raw, writer, path):
             calls["n"] += 1
-            if calls["n"] % 2:   # every other request: a 401 that echoes what it received
+            if calls["n"] % 2:  # every other request: a 401 that echoes what it received
                 body = json.dumps({"error": {"message": "invalid credentials", "received": headers}}).encode()
                 await srv.core.send(writer, 401, body)
                 return True
@@ -142,34 +178,59 @@ def test_no_planted_key_reaches_any_file(tmp_path, monkeypatch, capsys, module_h
 
         srv.core.chat = echo_or_answer
         port = srv.port
-        cfg = _yaml(tmp_path / "run.yaml", {
-            "benchmarks": [{"name": "demo"}], "limit": 3, "scenarios": PARAMETRIC, "max_failures": 1.0,  # every other reply is a 401 on purpose
-            "cache": {"path": str(tmp_path / "cache" / "responses.sqlite")},
-            "models": [
-                {"backend": "openai", "model": "m-a", "base_url": f"http://alice:{URL_SECRET}@127.0.0.1:{port}/v1",
-                 "options": {"max_retries": 0}},
-                {"backend": "openai", "model": "m-c", "base_url": f"http://127.0.0.1:{port}/v1",
-                 "api_key_env": "MMRAG_PLANTED", "options": {"max_retries": 0}},
-                {"backend": "openai", "model": "m-b", "base_url": f"http://127.0.0.1:{port}/v1",
-                 "options": {"max_retries": 0, "headers": {"Authorization": f"Bearer {HDR_SECRET}",
-                                                            "X-Api-Key": XKEY_SECRET}}}]})
+        cfg = _yaml(
+            tmp_path / "run.yaml",
+            {
+                "benchmarks": [{"name": "demo"}],
+                "limit": 3,
+                "scenarios": PARAMETRIC,
+                "max_failures": 1.0,  # every other reply is a 401 on purpose
+                "cache": {"path": str(tmp_path / "cache" / "responses.sqlite")},
+                "models": [
+                    {
+                        "backend": "openai",
+                        "model": "m-a",
+                        "base_url": f"http://alice:{URL_SECRET}@127.0.0.1:{port}/v1",
+                        "options": {"max_retries": 0},
+                    },
+                    {
+                        "backend": "openai",
+                        "model": "m-c",
+                        "base_url": f"http://127.0.0.1:{port}/v1",
+                        "api_key_env": "MMRAG_PLANTED",
+                        "options": {"max_retries": 0},
+                    },
+                    {
+                        "backend": "openai",
+                        "model": "m-b",
+                        "base_url": f"http://127.0.0.1:{port}/v1",
+                        "options": {
+                            "max_retries": 0,
+                            "headers": {"Authorization": f"Bearer {HDR_SECRET}", "X-Api-Key": XKEY_SECRET},
+                        },
+                    },
+                ],
+            },
+        )
         run = tmp_path / "run"
         assert main(["run", "--config", str(cfg), "--out", str(run)]) == 0
         sent = json.dumps([r.headers for r in srv.core.records])
     basic = base64.b64encode(f"alice:{URL_SECRET}".encode()).decode()
-    assert all(s in sent for s in (API_KEY, HDR_SECRET, XKEY_SECRET, basic))   # every key did travel
+    assert all(s in sent for s in (API_KEY, HDR_SECRET, XKEY_SECRET, basic))  # every key did travel
     assert main(["report", str(run), "--out", str(tmp_path / "report"), "--quiet", "--n-boot", "100"]) == 0
     assert main(["browse", str(run), "--out", str(tmp_path / "browser.html")]) == 0
     from mmrag.runs import read_records
 
     records = [r.model_dump(mode="json") for r in read_records(run)]
     details = [r["response"].get("error_detail") or "" for r in records]
-    assert any("invalid credentials" in d and REDACTED in d for d in details)   # echoed, then redacted
+    assert any("invalid credentials" in d and REDACTED in d for d in details)  # echoed, then redacted
     assert (tmp_path / "cache" / "responses.audit.jsonl").is_file()
     planted = [s.encode() for s in (API_KEY, URL_SECRET, HDR_SECRET, XKEY_SECRET)]
     planted.append(base64.b64encode(f"alice:{URL_SECRET}".encode()))
     scanned = 0
-    for f in _files(run, tmp_path / "report", tmp_path / "browser.html", tmp_path / "cache", Path(os.environ["MMRAG_HOME"])):
+    for f in _files(
+        run, tmp_path / "report", tmp_path / "browser.html", tmp_path / "cache", Path(os.environ["MMRAG_HOME"])
+    ):
         data = f.read_bytes()
         scanned += 1
         for s in planted:
@@ -179,8 +240,24 @@ def test_no_planted_key_reaches_any_file(tmp_path, monkeypatch, capsys, module_h
 
 def test_resume_of_a_redacted_manifest_is_refused_clearly(tmp_path, capsys, module_home):
     run = tmp_path / "run"
-    assert main(["run", "--benchmark", "demo", "--model", "always-deflect", "--scenarios", "parametric",
-                 "--limit", "1", "--out", str(run)]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "--benchmark",
+                "demo",
+                "--model",
+                "always-deflect",
+                "--scenarios",
+                "parametric",
+                "--limit",
+                "1",
+                "--out",
+                str(run),
+            ]
+        )
+        == 0
+    )
     man = json.loads((run / "manifest.json").read_text())
     man["config"]["models"] = [{"backend": "openai", "model": "m", "base_url": f"http://{REDACTED}@127.0.0.1:9/v1"}]
     (run / "manifest.json").write_text(json.dumps(man))
@@ -191,22 +268,40 @@ def test_resume_of_a_redacted_manifest_is_refused_clearly(tmp_path, capsys, modu
 
 
 QUERY_SECRET = "qkey-planted-0005"
-XAUTH_SECRET = "xauthplain"                 # no digits: redacted for its header's name
-CUSTOM_SECRET = "sk0123456789abcdefXYZ"     # an innocent header name: redacted for its look
+XAUTH_SECRET = "xauthplain"  # no digits: redacted for its header's name
+CUSTOM_SECRET = "sk0123456789abcdefXYZ"  # an innocent header name: redacted for its look
 
 
 def test_query_secrets_and_keylike_headers_reach_no_file(tmp_path, capsys, module_home):
     with LoopbackServer(answer="Paris") as srv:
-        cfg = _yaml(tmp_path / "run.yaml", {
-            "benchmarks": [{"name": "demo"}], "limit": 2, "scenarios": PARAMETRIC, "cache": {"enabled": False},
-            "models": [{"backend": "openai", "model": "m", "base_url": f"{srv.url}?api_key={QUERY_SECRET}",
-                        "options": {"max_retries": 0, "headers": {"X-Auth": XAUTH_SECRET,
-                                                                   "X-Custom": CUSTOM_SECRET,
-                                                                   "Accept": "application/json"}}}]})
+        cfg = _yaml(
+            tmp_path / "run.yaml",
+            {
+                "benchmarks": [{"name": "demo"}],
+                "limit": 2,
+                "scenarios": PARAMETRIC,
+                "cache": {"enabled": False},
+                "models": [
+                    {
+                        "backend": "openai",
+                        "model": "m",
+                        "base_url": f"{srv.url}?api_key={QUERY_SECRET}",
+                        "options": {
+                            "max_retries": 0,
+                            "headers": {
+                                "X-Auth": XAUTH_SECRET,
+                                "X-Custom": CUSTOM_SECRET,
+                                "Accept": "application/json",
+                            },
+                        },
+                    }
+                ],
+            },
+        )
         run = tmp_path / "run"
         assert main(["run", "--config", str(cfg), "--out", str(run)]) == 0, capsys.readouterr().err
         sent = json.dumps([r.headers for r in srv.core.records]) + json.dumps([r.path for r in srv.core.records])
-    assert all(s in sent for s in (QUERY_SECRET, XAUTH_SECRET, CUSTOM_SECRET))     # each did travel
+    assert all(s in sent for s in (QUERY_SECRET, XAUTH_SECRET, CUSTOM_SECRET))  # each did travel
     assert main(["browse", str(run), "--out", str(tmp_path / "browser.html")]) == 0
     headers = json.loads((run / "manifest.json").read_text())["config"]["models"][0]["options"]["headers"]
     assert headers == {"X-Auth": REDACTED, "X-Custom": REDACTED, "Accept": "application/json"}
@@ -214,5 +309,7 @@ def test_query_secrets_and_keylike_headers_reach_no_file(tmp_path, capsys, modul
         data = f.read_bytes()
         for s in (QUERY_SECRET, XAUTH_SECRET, CUSTOM_SECRET):
             assert s.encode() not in data, f"{s} leaked into {f}"
-    assert redact_text("GET http://h/v1?x=1&access_token=tok-1234567&alt=json") == \
-        f"GET http://h/v1?x=1&access_token={REDACTED}&alt=json"
+    assert (
+        redact_text("GET http://h/v1?x=1&access_token=tok-1234567&alt=json")
+        == f"GET http://h/v1?x=1&access_token={REDACTED}&alt=json"
+    )

@@ -32,8 +32,13 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def _run(out: Path, specs: list[ScenarioSpec], models: list[str], limit: int, benchmark: str = "demo"):
-    cfg = RunConfig(benchmarks=[{"name": benchmark}], scenarios=specs, models=[parse_model_arg(m) for m in models],
-                    limit=limit, cache={"enabled": False})
+    cfg = RunConfig(
+        benchmarks=[{"name": benchmark}],
+        scenarios=specs,
+        models=[parse_model_arg(m) for m in models],
+        limit=limit,
+        cache={"enabled": False},
+    )
     execute(cfg, out)
     return load(out)
 
@@ -46,6 +51,7 @@ def _rate(df, outcome: str) -> tuple[float, float, float]:
 
 
 # -- the model itself ------------------------------------------------------------------------------
+
 
 def test_named_with_inline_parameters_and_options():
     spec = parse_model_arg("sim-vlm:text_prior=0.9,vision=0.8")
@@ -65,8 +71,9 @@ def test_named_with_inline_parameters_and_options():
 
 def test_strictness_is_read_from_the_rendered_templates():
     """The four shipped templates read as four increasing levels; the words matter, not the spec."""
-    levels = [strictness_level(get_template(f"strictness-{s}").fill("text")) for s in
-              ("none", "soft", "moderate", "severe")]
+    levels = [
+        strictness_level(get_template(f"strictness-{s}").fill("text")) for s in ("none", "soft", "moderate", "severe")
+    ]
     assert levels == sorted(levels) and len(set(levels)) == 4
     assert strictness_level("Answer only if completely certain; if in any doubt, say you cannot answer.") == 1.0
 
@@ -75,13 +82,17 @@ def test_outside_the_demo_world_it_deflects(module_home, tmp_path):
     from mmrag.benchmarks.demo import ensure_world
     from mmrag.schema import ContentPart, Message, Prompt
 
-    prompt = Prompt(sample_id="x", metadata={"question": "Who painted the Mona Lisa?"},
-                    messages=[Message(role="user", content=[ContentPart(type="text", text="Who painted the Mona Lisa?")])])
+    prompt = Prompt(
+        sample_id="x",
+        metadata={"question": "Who painted the Mona Lisa?"},
+        messages=[Message(role="user", content=[ContentPart(type="text", text="Who painted the Mona Lisa?")])],
+    )
     model = create_model(parse_model_arg("sim-vlm", world=str(ensure_world(0))), cache=None)
     assert model.generate([prompt], GenerationSettings())[0].text == DEFLECTION_PHRASE
     with pytest.raises(InputError, match="entities.json"):
-        create_model(parse_model_arg("sim-vlm", world=str(tmp_path)), cache=None).generate([prompt],
-                                                                                          GenerationSettings())
+        create_model(parse_model_arg("sim-vlm", world=str(tmp_path)), cache=None).generate(
+            [prompt], GenerationSettings()
+        )
 
 
 def test_behind_the_response_cache(module_home, tmp_path):
@@ -103,11 +114,14 @@ def test_behind_the_response_cache(module_home, tmp_path):
 
 # -- recovery through the real run path --------------------------------------------------------------
 
+
 def test_table5_gap_grows_with_text_prior(module_home, tmp_path):
     """Image-positive accuracy with image negatives minus with text negatives grows with text_prior;
     the image-negative cell (no text to follow) does not move."""
-    specs = [ScenarioSpec(kind="realistic", n_distractors=2, positive_modality="image", negative_modality=n)
-             for n in ("image", "text")]
+    specs = [
+        ScenarioSpec(kind="realistic", n_distractors=2, positive_modality="image", negative_modality=n)
+        for n in ("image", "text")
+    ]
     priors = (0.1, 0.5, 0.9)
     df = _run(tmp_path / "t5", specs, [f"sim-vlm:text_prior={p}" for p in priors], limit=160)
     gaps, image_cells = [], []
@@ -125,10 +139,29 @@ def test_adversarial_deflection_grows_with_strictness_only_with_gain(module_home
     """Through the CLI: four strictness levels x strictness_gain 0.5 and 0 in the adversarial scenario."""
     out = tmp_path / "strict"
     env = {**os.environ, "MMRAG_HOME": str(module_home), "PYTHONPATH": str(REPO)}
-    cmd = [sys.executable, "-m", "mmrag.cli", "run", "-b", "demo", "--scenarios", "adversarial",
-           "--negative-modality", "text", "--strictness", "none,soft,moderate,severe", "--limit", "80",
-           "--model", "sim-vlm:strictness_gain=0.5,deflect_threshold=0.25",
-           "--model", "sim-vlm:strictness_gain=0,deflect_threshold=0.25", "--no-cache", "--out", str(out)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "mmrag.cli",
+        "run",
+        "-b",
+        "demo",
+        "--scenarios",
+        "adversarial",
+        "--negative-modality",
+        "text",
+        "--strictness",
+        "none,soft,moderate,severe",
+        "--limit",
+        "80",
+        "--model",
+        "sim-vlm:strictness_gain=0.5,deflect_threshold=0.25",
+        "--model",
+        "sim-vlm:strictness_gain=0,deflect_threshold=0.25",
+        "--no-cache",
+        "--out",
+        str(out),
+    ]
     subprocess.run(cmd, check=True, env=env, capture_output=True, timeout=600)
     df = load(out)
     order = ["none", "soft", "moderate", "severe"]
@@ -164,10 +197,21 @@ def test_oracle_accuracy_grows_with_vision(module_home, tmp_path):
     # the image row also holds image+caption gold (Table 5's visual row); the questions whose answer
     # is *seen* in a gold image are the demo's "-i-" (entity named) and "-x-" (flag shown) samples
     visual = df["sample_id"].str.contains(r"-[ix]-")
-    image = [_rate(df[(df["model"] == f"sim-vlm:vision={v}") & (df["positive_modality"] == "image") & visual],
-                   "correct") for v in levels]
-    text = [_rate(df[(df["model"] == f"sim-vlm:vision={v}") & (df["positive_modality"] == "text")
-                     & df["sample_id"].str.contains("-t-")], "correct") for v in levels]
+    image = [
+        _rate(df[(df["model"] == f"sim-vlm:vision={v}") & (df["positive_modality"] == "image") & visual], "correct")
+        for v in levels
+    ]
+    text = [
+        _rate(
+            df[
+                (df["model"] == f"sim-vlm:vision={v}")
+                & (df["positive_modality"] == "text")
+                & df["sample_id"].str.contains("-t-")
+            ],
+            "correct",
+        )
+        for v in levels
+    ]
     acc = [v for v, _, _ in image]
     assert acc[0] < acc[1] < acc[2] and acc[2] >= 90, acc
     assert all(text[0][1] <= v <= text[0][2] for v, _, _ in text), text
@@ -176,15 +220,24 @@ def test_oracle_accuracy_grows_with_vision(module_home, tmp_path):
 def test_humblebench_and_knowhal_items(module_home, tmp_path):
     """Letters for the scene MCQs (better with better vision); KnowHal false premises rejected at
     about 1 - text_prior, through the same run path and judges."""
-    hb = _run(tmp_path / "hb", [ScenarioSpec(kind="humblebench")], ["sim-vlm:vision=1", "sim-vlm:vision=0"],
-              limit=60, benchmark="demo-humblebench")
+    hb = _run(
+        tmp_path / "hb",
+        [ScenarioSpec(kind="humblebench")],
+        ["sim-vlm:vision=1", "sim-vlm:vision=0"],
+        limit=60,
+        benchmark="demo-humblebench",
+    )
     sharp, blind = (_rate(hb[hb["model"] == m], "correct")[0] for m in ("sim-vlm:vision=1", "sim-vlm:vision=0"))
     assert sharp >= 90 and blind < sharp - 30, (sharp, blind)
     assert (hb["response"].str.fullmatch(r"[A-E]") | (hb["response"] == DEFLECTION_PHRASE)).all()
     assert hb[hb["model"] == "sim-vlm:vision=1"]["response"].str.fullmatch(r"[A-E]").all()
-    kh = _run(tmp_path / "kh", [ScenarioSpec(kind="knowhal")], ["sim-vlm:vision=1,text_prior=0.2",
-                                                             "sim-vlm:vision=1,text_prior=0.8"],
-              limit=80, benchmark="demo-knowhal")
+    kh = _run(
+        tmp_path / "kh",
+        [ScenarioSpec(kind="knowhal")],
+        ["sim-vlm:vision=1,text_prior=0.2", "sim-vlm:vision=1,text_prior=0.8"],
+        limit=80,
+        benchmark="demo-knowhal",
+    )
     neg = kh[kh["polarity"] == "negative"]
     rejected = {m: 100 * neg[neg["model"] == m]["correct"].mean() for m in neg["model"].unique()}
     assert rejected["sim-vlm:vision=1,text_prior=0.2"] > rejected["sim-vlm:vision=1,text_prior=0.8"] + 30, rejected

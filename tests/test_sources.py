@@ -87,8 +87,14 @@ def infoseek_images(tmp: Path) -> Path:
 def build_infoseek(tmp: Path, data: Path = FIX / "infoseek_val.jsonl", **options):
     out = tmp / "build" / "infoseek.jsonl"
     opts = {"qtype": str(FIX / "infoseek_val_qtype.jsonl"), "passage_words": "20", **options}
-    stats = build_deflection("infoseek", data, out, kb=options.pop("kb", FIX / "Wiki6M_ver_1_0.jsonl"),
-                             images=infoseek_images(tmp), options={k: v for k, v in opts.items() if k != "kb"})
+    stats = build_deflection(
+        "infoseek",
+        data,
+        out,
+        kb=options.pop("kb", FIX / "Wiki6M_ver_1_0.jsonl"),
+        images=infoseek_images(tmp),
+        options={k: v for k, v in opts.items() if k != "kb"},
+    )
     return out, stats
 
 
@@ -106,7 +112,9 @@ def test_infoseek_released_files_join_on_data_id(tmp_path):
     height = s["infoseek:infoseek_val_00000001:0"]
     assert height.numeric_ranges == [(4030.2, 4925.8)] and height.question_type == "numerical"
     assert height.aliases == ["4,478 metre"]
-    assert [g.doc_id for g in height.gold_contexts] == ["infoseek:Q1374:p1"] and height.metadata["gold_match"] == "answer"
+    assert [g.doc_id for g in height.gold_contexts] == ["infoseek:Q1374:p1"] and height.metadata[
+        "gold_match"
+    ] == "answer"
     y1, y2 = s["infoseek:infoseek_val_00000002:0"], s["infoseek:infoseek_val_00000003:0"]
     assert y1.question_id == y2.question_id != alps.question_id != height.question_id
     assert y1.query_images != y2.query_images and y1.question_type == "time"
@@ -142,23 +150,39 @@ def test_infoseek_withkb_option_gz_kb_and_page_policy(tmp_path):
     assert "infoseek_val.jsonl" in str(err.value)
     gz = tmp_path / "Wiki6M_ver_1_0.jsonl.gz"
     gz.write_bytes(gzip.compress((FIX / "Wiki6M_ver_1_0.jsonl").read_bytes()))
-    out, stats = build_infoseek(tmp_path, data=elsewhere, withkb=str(FIX / "infoseek_val_withkb.jsonl"), kb=gz,
-                                gold_policy="page")
+    out, stats = build_infoseek(
+        tmp_path, data=elsewhere, withkb=str(FIX / "infoseek_val_withkb.jsonl"), kb=gz, gold_policy="page"
+    )
     assert stats.samples_written == 5
     recs, kb = load(out)
     assert [g.doc_id for g in by_id(recs)["infoseek:infoseek_val_00000000:0"].gold_contexts] == [
-        "infoseek:Q1374:p0", "infoseek:Q1374:p1", "infoseek:Q1374:p2"]
+        "infoseek:Q1374:p0",
+        "infoseek:Q1374:p1",
+        "infoseek:Q1374:p2",
+    ]
 
 
 def test_infoseek_evqa_style_kb(tmp_path):
     kb = tmp_path / "kb.json"
-    kb.write_text(json.dumps({
-        "https://en.wikipedia.org/wiki/CN_Tower": {"title": "CN Tower", "wikidata_id": "Q9188",
-                                                    "section_titles": ["CN Tower", "History"],
-                                                    "section_texts": ["The CN Tower is 553 m tall.", "Its deck is at 330 m."],
-                                                    "url": "https://en.wikipedia.org/wiki/CN_Tower"},
-        "Q243": {"title": "Eiffel Tower", "section_titles": ["Eiffel Tower"], "section_texts": ["Completed in 1889."]},
-        "https://en.wikipedia.org/wiki/No_qid": {"title": "No qid", "section_texts": ["ignored"]}}))
+    kb.write_text(
+        json.dumps(
+            {
+                "https://en.wikipedia.org/wiki/CN_Tower": {
+                    "title": "CN Tower",
+                    "wikidata_id": "Q9188",
+                    "section_titles": ["CN Tower", "History"],
+                    "section_texts": ["The CN Tower is 553 m tall.", "Its deck is at 330 m."],
+                    "url": "https://en.wikipedia.org/wiki/CN_Tower",
+                },
+                "Q243": {
+                    "title": "Eiffel Tower",
+                    "section_titles": ["Eiffel Tower"],
+                    "section_texts": ["Completed in 1889."],
+                },
+                "https://en.wikipedia.org/wiki/No_qid": {"title": "No qid", "section_texts": ["ignored"]},
+            }
+        )
+    )
     out, _ = build_infoseek(tmp_path, kb=kb)
     recs, kbr = load(out)
     cn = by_id(recs)["infoseek:infoseek_val_00000005:0"]
@@ -180,8 +204,14 @@ def evqa_images(tmp: Path) -> Path:
 
 def test_evqa(tmp_path):
     out = tmp_path / "evqa.jsonl"
-    stats = build_deflection("evqa", FIX / "evqa_val.csv", out, kb=FIX / "evqa_kb.json", images=evqa_images(tmp_path),
-                             options={"inat_annotations": str(FIX / "inat2021_val_subset.json")})
+    stats = build_deflection(
+        "evqa",
+        FIX / "evqa_val.csv",
+        out,
+        kb=FIX / "evqa_kb.json",
+        images=evqa_images(tmp_path),
+        options={"inat_annotations": str(FIX / "inat2021_val_subset.json")},
+    )
     assert (stats.records_read, stats.samples_written, stats.skipped) == (3, 5, {"query image not found": 1})
     recs, kb = load(out)
     snake = [r for r in recs if r.question.startswith("What does this snake")]
@@ -203,8 +233,9 @@ def test_evqa(tmp_path):
 
 def test_evqa_inaturalist_needs_the_annotations(tmp_path):
     with pytest.raises(InputError, match="--option inat_annotations=PATH") as err:
-        build_deflection("evqa", FIX / "evqa_val.csv", tmp_path / "e.jsonl", kb=FIX / "evqa_kb.json",
-                         images=evqa_images(tmp_path))
+        build_deflection(
+            "evqa", FIX / "evqa_val.csv", tmp_path / "e.jsonl", kb=FIX / "evqa_kb.json", images=evqa_images(tmp_path)
+        )
     assert "evqa_val.csv:2" in str(err.value)
 
 
@@ -221,7 +252,9 @@ def check_webqa(out: Path, stats) -> None:
     assert boats.question.startswith("Are both") and boats.answer == "Yes, both are home to trajinera boats."
     assert boats.query_images == [] and boats.question_type == "YesNo"
     assert [(g.doc_id, g.modality) for g in boats.gold_contexts] == [
-        ("webqa:img:30251823", "multimodal"), ("webqa:img:30251824", "multimodal")]
+        ("webqa:img:30251823", "multimodal"),
+        ("webqa:img:30251824", "multimodal"),
+    ]
     assert kb["webqa:img:30251824"].text.startswith("Colourful trajineras")
     assert boats.negative_doc_ids == ["webqa:txt:d5bd2a9a0dba11ecb1e81171463288e9", "webqa:img:30251899"]
     light = by_id(recs)["webqa:d5c0a4e60dba11ecb1e81171463288e9:0"]
@@ -266,12 +299,20 @@ def check_viquae(out: Path, stats) -> None:
     bh, wh = by_id(recs)[BRAVEHEART], by_id(recs)[WHYMPER]
     # evidence in another article: the depicted man is Mel Gibson, the gold is the Braveheart article's passage
     assert bh.answer == "Braveheart" and bh.aliases == ["braveheart"] and bh.entity_id == "Q42229"
-    assert [g.doc_id for g in bh.gold_contexts] == ["viquae:159013:p1"] and kbr["viquae:159013:p1"].entity_id == "Q221102"
+    assert [g.doc_id for g in bh.gold_contexts] == ["viquae:159013:p1"] and kbr[
+        "viquae:159013:p1"
+    ].entity_id == "Q221102"
     assert bh.metadata["kilt_id"] == "qw_2719" and bh.metadata["provenance_articles"] == ["159013"]
     assert not any(k.startswith("viquae:196431") for k in kbr)  # the depicted entity's own article is not gold
     assert [g.doc_id for g in wh.gold_contexts] == ["viquae:736:p3"]  # matched through the alias 'Whymper'
-    assert sorted(kbr) == ["viquae:159013:p1", "viquae:159013:p3", "viquae:736:p1", "viquae:736:p3",
-                           "viquae:9232:p1", "viquae:9232:p3"]  # no title paragraph, no heading
+    assert sorted(kbr) == [
+        "viquae:159013:p1",
+        "viquae:159013:p3",
+        "viquae:736:p1",
+        "viquae:736:p3",
+        "viquae:9232:p1",
+        "viquae:9232:p3",
+    ]  # no title paragraph, no heading
     assert kbr["viquae:736:p3"].metadata["section"] == "Climbing"
     # no provenance: the gold is the passage of the depicted entity's own article (Q243) holding the answer
     eiffel = by_id(recs)[EIFFEL]
@@ -296,13 +337,18 @@ def test_viquae_saved_hf_datasets(tmp_path):
     from mmrag.benchmarks.sources.tables import iter_table
 
     arts = [obj for _, _, obj in iter_table(VIQ / "kb")]
-    datasets.Dataset.from_list([{k: a[k] for k in ("kilt_id", "wikipedia_id", "wikipedia_title", "text", "url",
-                                                   "wikidata_info")} for a in arts]).save_to_disk(str(kb))
+    datasets.Dataset.from_list(
+        [
+            {k: a[k] for k in ("kilt_id", "wikipedia_id", "wikipedia_title", "text", "url", "wikidata_info")}
+            for a in arts
+        ]
+    ).save_to_disk(str(kb))
     out = tmp_path / "viquae.jsonl"
     with pytest.raises(InputError, match="choose a split with --split; this dataset has: validation, test"):
         build_deflection("viquae", data, out, kb=kb, images=viquae_images(tmp_path))
-    check_viquae(out, build_deflection("viquae", data, out, kb=kb, images=tmp_path / "images",
-                                       options={"split": "validation"}))
+    check_viquae(
+        out, build_deflection("viquae", data, out, kb=kb, images=tmp_path / "images", options={"split": "validation"})
+    )
 
 
 # ---------------------------------------------------------------- MRAG-Bench
@@ -313,19 +359,60 @@ def mrag_parquet(tmp: Path, bad_choice: bool = False) -> Path:
         return {"bytes": img_bytes(seed), "path": None}
 
     rows = [
-        dict(id="0", aspect="Perspective", scenario="Scope", question="Which car model is this?", A="Audi A4",
-             B="Mercedes-Benz C-Class", C="BMW 3 Series", D="Lexus IS", answer_choice="B", answer="Mercedes-Benz C-Class",
-             image=im(30), gt_images=[im(31), im(32)], retrieved_images=[im(32), im(33)]),
-        dict(id="1", aspect="Transformative", scenario="Incomplete", question="Which animal is this?", A="Fox", B="Wolf",
-             C="Dog", D="Coyote", answer_choice="E" if bad_choice else "C", answer="Dog",
-             image=im(40), gt_images=[im(41), im(42)], retrieved_images=[im(43), im(44)]),
-        dict(id="2", aspect="Perspective", scenario="Angle", question="Which car model is this?", A="Audi A4",
-             B="Mercedes-Benz C-Class", C="BMW 3 Series", D="Lexus IS", answer_choice="B", answer="Mercedes-Benz C-Class",
-             image=im(50), gt_images=[im(31)], retrieved_images=[im(51)]),
+        dict(
+            id="0",
+            aspect="Perspective",
+            scenario="Scope",
+            question="Which car model is this?",
+            A="Audi A4",
+            B="Mercedes-Benz C-Class",
+            C="BMW 3 Series",
+            D="Lexus IS",
+            answer_choice="B",
+            answer="Mercedes-Benz C-Class",
+            image=im(30),
+            gt_images=[im(31), im(32)],
+            retrieved_images=[im(32), im(33)],
+        ),
+        dict(
+            id="1",
+            aspect="Transformative",
+            scenario="Incomplete",
+            question="Which animal is this?",
+            A="Fox",
+            B="Wolf",
+            C="Dog",
+            D="Coyote",
+            answer_choice="E" if bad_choice else "C",
+            answer="Dog",
+            image=im(40),
+            gt_images=[im(41), im(42)],
+            retrieved_images=[im(43), im(44)],
+        ),
+        dict(
+            id="2",
+            aspect="Perspective",
+            scenario="Angle",
+            question="Which car model is this?",
+            A="Audi A4",
+            B="Mercedes-Benz C-Class",
+            C="BMW 3 Series",
+            D="Lexus IS",
+            answer_choice="B",
+            answer="Mercedes-Benz C-Class",
+            image=im(50),
+            gt_images=[im(31)],
+            retrieved_images=[im(51)],
+        ),
     ]
-    feats = datasets.Features({**{k: datasets.Value("string") for k in rows[0] if k not in ("image", "gt_images", "retrieved_images")},
-                               "image": datasets.Image(), "gt_images": datasets.List(datasets.Image()),
-                               "retrieved_images": datasets.List(datasets.Image())})
+    feats = datasets.Features(
+        {
+            **{k: datasets.Value("string") for k in rows[0] if k not in ("image", "gt_images", "retrieved_images")},
+            "image": datasets.Image(),
+            "gt_images": datasets.List(datasets.Image()),
+            "retrieved_images": datasets.List(datasets.Image()),
+        }
+    )
     path = tmp / "data" / "test-00000-of-00001.parquet"
     path.parent.mkdir(parents=True, exist_ok=True)
     datasets.Dataset.from_list(rows, features=feats).to_parquet(str(path))
@@ -362,12 +449,17 @@ def test_mmdocrag(tmp_path):
     out = tmp_path / "mm.jsonl"
     stats = build_deflection("mmdocrag", FIX / "mmdocrag_dev_15.jsonl", out, images=mmdoc_images(tmp_path))
     assert (stats.samples_written, stats.skipped, stats.dropped) == (
-        2, {"gold image not found": 1}, {"negative image not found": 1})
+        2,
+        {"gold image not found": 1},
+        {"negative image not found": 1},
+    )
     recs, kb = load(out)
     sales = by_id(recs)["mmdocrag:0:0"]
     assert sales.answer == "$5,283.4 million" and sales.query_images == []
-    assert [(g.doc_id, g.modality) for g in sales.gold_contexts] == [("mmdocrag:0:text1", "text"),
-                                                                     ("mmdocrag:0:image1", "multimodal")]
+    assert [(g.doc_id, g.modality) for g in sales.gold_contexts] == [
+        ("mmdocrag:0:text1", "text"),
+        ("mmdocrag:0:image1", "multimodal"),
+    ]
     assert kb["mmdocrag:0:image1"].text.startswith("A table of net sales")
     assert sales.negative_doc_ids == ["mmdocrag:0:text2", "mmdocrag:0:text3", "mmdocrag:0:image2"]
     assert by_id(recs)["mmdocrag:1:0"].negative_doc_ids == ["mmdocrag:1:text1"]
@@ -403,33 +495,94 @@ def _gz_part_not_gzip(t: Path) -> Path:
 
 
 CASES = {
-    "infoseek-missing-question": lambda t: ("infoseek", _infoseek_copy(t, lambda r: r.pop("question")),
-                                            {"kb": FIX / "Wiki6M_ver_1_0.jsonl"}, "infoseek_val.jsonl:2, field 'question'"),
-    "infoseek-bad-range": lambda t: ("infoseek", _infoseek_copy(t, lambda r: r["answer_eval"][0].update(range="high")),
-                                     {"kb": FIX / "Wiki6M_ver_1_0.jsonl"}, "infoseek_val.jsonl:2, field 'answer_eval[0].range'"),
-    "infoseek-withkb-as-data": lambda t: ("infoseek", FIX / "infoseek_val_withkb.jsonl", {"kb": FIX / "Wiki6M_ver_1_0.jsonl"},
-                                          "infoseek_val_withkb.jsonl:1: this is InfoSeek's with-KB mapping"),
-    "viquae-kb-part-not-gzip": lambda t: ("viquae", VIQ / "validation.jsonl", {"kb": _gz_part_not_gzip(t)},
-                                          "non_humans.jsonl.gz: not a gzip file"),
-    "evqa-inat-without-images": lambda t: ("evqa", FIX / "evqa_val.csv",
-                                           {"kb": FIX / "evqa_kb.json", "options": {"inat_annotations": str(
-                                               _write(t / "inat.json", json.dumps({"annotations": []})))}},
-                                           "inat.json, field 'images'"),
-    "evqa-section-id": lambda t: ("evqa", _write(t / "e.csv", (FIX / "evqa_val.csv").read_text().replace(",1,Breeding", ",one,Breeding")),
-                                  {"kb": FIX / "evqa_kb.json"}, "e.csv:3, field 'evidence_section_id'"),
-    "evqa-missing-column": lambda t: ("evqa", _write(t / "e.csv", (FIX / "evqa_val.csv").read_text().replace("wikipedia_url,", "wiki_url,", 1)),
-                                      {"kb": FIX / "evqa_kb.json"}, "e.csv:1, field 'wikipedia_url'"),
-    "webqa-missing-Q": lambda t: ("webqa", _edit_json(FIX / "WebQA_train_val.json", t / "w.json", "d5c0a4e60dba11ecb1e81171463288e9",
-                                                      lambda r: r.pop("Q")), {}, "w.json, field 'Q': record 'd5c0a4e60dba11ecb1e81171463288e9'"),
-    "webqa-fact-text": lambda t: ("webqa", _edit_json(FIX / "WebQA_train_val.json", t / "w.json", "d5c0a4e60dba11ecb1e81171463288e9",
-                                                      lambda r: r["txt_posFacts"][0].pop("fact")), {},
-                                  "field 'txt_posFacts[0].fact': record 'd5c0a4e60dba11ecb1e81171463288e9'"),
-    "viquae-answer": lambda t: ("viquae", _write(t / "v.jsonl", json.dumps({"id": "a", "input": "q?", "image": "x.jpg", "output": {"answer": [""]}}) + "\n"
-                                                 + json.dumps({"id": "b", "input": "q?", "image": "x.jpg", "output": {"answer": []}}) + "\n"),
-                                {"kb": VIQ / "kb"}, "v.jsonl:1, field 'output.original_answer'"),
-    "mragbench-choice": lambda t: ("mragbench", mrag_parquet(t, bad_choice=True), {}, "test-00000-of-00001.parquet:2, field 'answer_choice'"),
-    "mmdocrag-gold": lambda t: ("mmdocrag", _edit_jsonl(FIX / "mmdocrag_dev_15.jsonl", t / "m.jsonl", 3,
-                                                        lambda r: r.update(gold_quotes=["image9"])), {}, "m.jsonl:3, field 'gold_quotes'"),
+    "infoseek-missing-question": lambda t: (
+        "infoseek",
+        _infoseek_copy(t, lambda r: r.pop("question")),
+        {"kb": FIX / "Wiki6M_ver_1_0.jsonl"},
+        "infoseek_val.jsonl:2, field 'question'",
+    ),
+    "infoseek-bad-range": lambda t: (
+        "infoseek",
+        _infoseek_copy(t, lambda r: r["answer_eval"][0].update(range="high")),
+        {"kb": FIX / "Wiki6M_ver_1_0.jsonl"},
+        "infoseek_val.jsonl:2, field 'answer_eval[0].range'",
+    ),
+    "infoseek-withkb-as-data": lambda t: (
+        "infoseek",
+        FIX / "infoseek_val_withkb.jsonl",
+        {"kb": FIX / "Wiki6M_ver_1_0.jsonl"},
+        "infoseek_val_withkb.jsonl:1: this is InfoSeek's with-KB mapping",
+    ),
+    "viquae-kb-part-not-gzip": lambda t: (
+        "viquae",
+        VIQ / "validation.jsonl",
+        {"kb": _gz_part_not_gzip(t)},
+        "non_humans.jsonl.gz: not a gzip file",
+    ),
+    "evqa-inat-without-images": lambda t: (
+        "evqa",
+        FIX / "evqa_val.csv",
+        {
+            "kb": FIX / "evqa_kb.json",
+            "options": {"inat_annotations": str(_write(t / "inat.json", json.dumps({"annotations": []})))},
+        },
+        "inat.json, field 'images'",
+    ),
+    "evqa-section-id": lambda t: (
+        "evqa",
+        _write(t / "e.csv", (FIX / "evqa_val.csv").read_text().replace(",1,Breeding", ",one,Breeding")),
+        {"kb": FIX / "evqa_kb.json"},
+        "e.csv:3, field 'evidence_section_id'",
+    ),
+    "evqa-missing-column": lambda t: (
+        "evqa",
+        _write(t / "e.csv", (FIX / "evqa_val.csv").read_text().replace("wikipedia_url,", "wiki_url,", 1)),
+        {"kb": FIX / "evqa_kb.json"},
+        "e.csv:1, field 'wikipedia_url'",
+    ),
+    "webqa-missing-Q": lambda t: (
+        "webqa",
+        _edit_json(
+            FIX / "WebQA_train_val.json", t / "w.json", "d5c0a4e60dba11ecb1e81171463288e9", lambda r: r.pop("Q")
+        ),
+        {},
+        "w.json, field 'Q': record 'd5c0a4e60dba11ecb1e81171463288e9'",
+    ),
+    "webqa-fact-text": lambda t: (
+        "webqa",
+        _edit_json(
+            FIX / "WebQA_train_val.json",
+            t / "w.json",
+            "d5c0a4e60dba11ecb1e81171463288e9",
+            lambda r: r["txt_posFacts"][0].pop("fact"),
+        ),
+        {},
+        "field 'txt_posFacts[0].fact': record 'd5c0a4e60dba11ecb1e81171463288e9'",
+    ),
+    "viquae-answer": lambda t: (
+        "viquae",
+        _write(
+            t / "v.jsonl",
+            json.dumps({"id": "a", "input": "q?", "image": "x.jpg", "output": {"answer": [""]}})
+            + "\n"
+            + json.dumps({"id": "b", "input": "q?", "image": "x.jpg", "output": {"answer": []}})
+            + "\n",
+        ),
+        {"kb": VIQ / "kb"},
+        "v.jsonl:1, field 'output.original_answer'",
+    ),
+    "mragbench-choice": lambda t: (
+        "mragbench",
+        mrag_parquet(t, bad_choice=True),
+        {},
+        "test-00000-of-00001.parquet:2, field 'answer_choice'",
+    ),
+    "mmdocrag-gold": lambda t: (
+        "mmdocrag",
+        _edit_jsonl(FIX / "mmdocrag_dev_15.jsonl", t / "m.jsonl", 3, lambda r: r.update(gold_quotes=["image9"])),
+        {},
+        "m.jsonl:3, field 'gold_quotes'",
+    ),
 }
 
 
@@ -454,7 +607,9 @@ def test_failed_rebuild_keeps_previous_output_and_all_skipped_is_an_error(tmp_pa
     build_deflection("mmdocrag", FIX / "mmdocrag_dev_15.jsonl", out, images=mmdoc_images(tmp_path))
     before = out.read_bytes(), kb_path_for(out).read_bytes()
     (tmp_path / "empty").mkdir()
-    with pytest.raises(InputError, match=r"no sample could be built from 3 records \(skipped: gold image not found: 3\)"):
+    with pytest.raises(
+        InputError, match=r"no sample could be built from 3 records \(skipped: gold image not found: 3\)"
+    ):
         build_deflection("mmdocrag", FIX / "mmdocrag_dev_15.jsonl", out, images=tmp_path / "empty")
     assert (out.read_bytes(), kb_path_for(out).read_bytes()) == before
     with pytest.raises(InputError, match="field 'option gold_policy'"):
@@ -476,16 +631,43 @@ def test_limit_counts_source_records(tmp_path):
 def test_cli_build_deflection(tmp_path):
     out = tmp_path / "cli" / "mm.jsonl"
     runner = CliRunner()
-    res = runner.invoke(app, ["build-deflection", "--dataset", "mmdocrag", "--data", str(FIX / "mmdocrag_dev_15.jsonl"),
-                              "--images", str(mmdoc_images(tmp_path)), "--out", str(out), "--limit", "2",
-                              "--option", "image_quote_modality=image"])
+    res = runner.invoke(
+        app,
+        [
+            "build-deflection",
+            "--dataset",
+            "mmdocrag",
+            "--data",
+            str(FIX / "mmdocrag_dev_15.jsonl"),
+            "--images",
+            str(mmdoc_images(tmp_path)),
+            "--out",
+            str(out),
+            "--limit",
+            "2",
+            "--option",
+            "image_quote_modality=image",
+        ],
+    )
     assert res.exit_code == 0, res.output
     stats = json.loads(res.stdout)
     assert stats["records_read"] == 2 and stats["samples_written"] == 2 and stats["kb_out"].endswith("mm.kb.jsonl")
     recs, kb = load(out)
     assert by_id(recs)["mmdocrag:1:0"].gold_contexts[0].modality == "image" and kb["mmdocrag:1:image1"].text == ""
-    bad = runner.invoke(app, ["build-deflection", "--dataset", "mmdocrag", "--data", str(tmp_path / "nope.jsonl"),
-                              "--out", str(out), "--option", "novalue"])
+    bad = runner.invoke(
+        app,
+        [
+            "build-deflection",
+            "--dataset",
+            "mmdocrag",
+            "--data",
+            str(tmp_path / "nope.jsonl"),
+            "--out",
+            str(out),
+            "--option",
+            "novalue",
+        ],
+    )
     assert bad.exit_code != 0 and isinstance(bad.exception, InputError)
     assert "expected KEY=VALUE" in str(bad.exception)
 

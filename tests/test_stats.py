@@ -76,7 +76,7 @@ def test_mcnemar_exact_and_chi_square():
     a2 = [True] * 40 + [False] * 20
     b2 = [False] * 40 + [True] * 20
     stat2, p2 = mcnemar(a2, b2)
-    assert stat2 == pytest.approx(19 ** 2 / 60)
+    assert stat2 == pytest.approx(19**2 / 60)
     assert p2 == pytest.approx(math.erfc(math.sqrt(stat2 / 2)))
     assert 0.01 < p2 < 0.02
     assert mcnemar([True, False], [True, False]) == (0.0, 1.0)
@@ -90,7 +90,7 @@ def test_cohen_kappa_known_values():
     b = ["y"] * 20 + ["n"] * 5 + ["y"] * 10 + ["n"] * 15
     assert cohen_kappa(a, b) == pytest.approx(0.4)
     assert cohen_kappa(a, a) == 1.0
-    assert cohen_kappa(["x"] * 5, ["x"] * 5) == 1.0          # documented convention for pe == 1
+    assert cohen_kappa(["x"] * 5, ["x"] * 5) == 1.0  # documented convention for pe == 1
     assert cohen_kappa(["a", "b"], ["b", "a"]) == pytest.approx(-1.0)
     assert math.isnan(cohen_kappa([], []))
     assert confusion(a, b)["y"] == {"y": 20, "n": 5}
@@ -112,8 +112,8 @@ def test_hps_interval_brackets_the_point_value_and_narrows_with_data():
     rng = np.random.default_rng(0)
 
     def pairs(n):
-        pos = rng.random(n) < 0.8          # positives right 80 % of the time
-        neg = rng.random(n) < 0.4          # negatives right 40 %: HPS ~ 50
+        pos = rng.random(n) < 0.8  # positives right 80 % of the time
+        neg = rng.random(n) < 0.4  # negatives right 40 %: HPS ~ 50
         scores = np.concatenate([pos, neg]).astype(float)
         positive = np.concatenate([np.ones(n, bool), np.zeros(n, bool)])
         clusters = np.concatenate([np.arange(n), np.arange(n)])
@@ -127,5 +127,5 @@ def test_hps_interval_brackets_the_point_value_and_narrows_with_data():
     lo2, hi2 = hps_ci(s2, p2, c2, n_boot=2000, seed=1)
     assert (hi2 - lo2) < (hi - lo)
     assert hps_ci(s, p, c, seed=3) == hps_ci(s, p, c, seed=3)
-    nan_lo, nan_hi = hps_ci(s[p], p[p], c[p])          # no negatives at all
+    nan_lo, nan_hi = hps_ci(s[p], p[p], c[p])  # no negatives at all
     assert np.isnan(nan_lo) and np.isnan(nan_hi)

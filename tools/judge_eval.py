@@ -58,10 +58,16 @@ def figures(rows: list[dict]) -> dict:
     decided = [r for r in rows if r["outcome"] in CLASSES]
     hall = [r for r in rows if r["label"] == "hallucination"]
     kappa = cohen_kappa([r["label"] for r in decided], [r["outcome"] for r in decided]) if decided else None
-    return {"n": len(rows), "kappa_decided": kappa, "coverage": len(decided) / len(rows) if rows else None,
-            "halluc_to_correct": sum(r["outcome"] == "correct" for r in hall) / len(hall) if hall else None,
-            "confusion": {a: {b: sum(r["label"] == a and r["outcome"] == b for r in rows)
-                              for b in (*CLASSES, "unparseable")} for a in CLASSES}}
+    return {
+        "n": len(rows),
+        "kappa_decided": kappa,
+        "coverage": len(decided) / len(rows) if rows else None,
+        "halluc_to_correct": sum(r["outcome"] == "correct" for r in hall) / len(hall) if hall else None,
+        "confusion": {
+            a: {b: sum(r["label"] == a and r["outcome"] == b for r in rows) for b in (*CLASSES, "unparseable")}
+            for a in CLASSES
+        },
+    }
 
 
 def table(rows: list[dict], by: str) -> dict[str, dict]:
@@ -88,8 +94,10 @@ def main() -> None:
     print(f"judge {rows[0]['judge_id']}  ({len(rows)} replies)")
     print(f"{args.by:<14} {'n':>6} {'κ decided':>10} {'coverage':>9} {'h→correct':>10}")
     for k, f in result.items():
-        print(f"{k:<14} {f['n']:>6} {fmt(f['kappa_decided']):>10} {fmt(f['coverage']):>9} "
-              f"{fmt(f['halluc_to_correct']):>10}")
+        print(
+            f"{k:<14} {f['n']:>6} {fmt(f['kappa_decided']):>10} {fmt(f['coverage']):>9} "
+            f"{fmt(f['halluc_to_correct']):>10}"
+        )
     if args.json:
         args.json.write_text(json.dumps({"figures": result, "rows": rows}, ensure_ascii=False), encoding="utf-8")
 

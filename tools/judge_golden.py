@@ -34,8 +34,10 @@ def verdict_lines(path: Path) -> list[str]:
 
     recs = [(i, json.loads(x)) for i, x in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if x.strip()]
     verdicts = make_judge("rule").judge_many([record_to_item(r, path, i) for i, r in recs])
-    return [json.dumps({"id": r.get("id", f"line{i}"), "outcome": v.outcome, "reason": v.reason}, ensure_ascii=False)
-            for (i, r), v in zip(recs, verdicts)]
+    return [
+        json.dumps({"id": r.get("id", f"line{i}"), "outcome": v.outcome, "reason": v.reason}, ensure_ascii=False)
+        for (i, r), v in zip(recs, verdicts)
+    ]
 
 
 def changes(path: Path) -> list[str]:
@@ -43,8 +45,9 @@ def changes(path: Path) -> list[str]:
     snap = GOLDEN / path.name
     now = verdict_lines(path)
     old = snap.read_text(encoding="utf-8").splitlines() if snap.exists() else []
-    return [f"{a}  ->  {b}" for a, b in zip(old, now) if a != b] + (["line count differs"] if len(old) != len(now)
-                                                                   else [])
+    return [f"{a}  ->  {b}" for a, b in zip(old, now) if a != b] + (
+        ["line count differs"] if len(old) != len(now) else []
+    )
 
 
 def main() -> int:

@@ -11,16 +11,16 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from mmrag.errors import InputError
 from mmrag.schema import Choice, ImageRef, is_nota_text, sha256_bytes
 from mmrag.util import atomic_write_bytes, mmrag_home
 
 
-def resolve_image(value: str, base: Path, *, file: str | Path, line: int | None, field: str,
-                  record: str) -> ImageRef:
+def resolve_image(value: str, base: Path, *, file: str | Path, line: int | None, field: str, record: str) -> ImageRef:
     """A record's image path (relative to ``base`` unless absolute) as an ImageRef; a missing file
     is an InputError naming the data file, line, field and the record's id."""
     if not isinstance(value, str) or not value or "\0" in value or len(value) > 4096:
@@ -31,9 +31,10 @@ def resolve_image(value: str, base: Path, *, file: str | Path, line: int | None,
         p = base / p
     try:
         found = p.is_file()
-    except OSError as exc:   # a name too long for the filesystem, a loop of links...
-        raise InputError(f"image path unusable ({exc.strerror}) (record {record})", path=file, line=line,
-                         field=field) from None
+    except OSError as exc:  # a name too long for the filesystem, a loop of links...
+        raise InputError(
+            f"image path unusable ({exc.strerror}) (record {record})", path=file, line=line, field=field
+        ) from None
     if not found:
         raise InputError(f"image not found: {p} (record {record})", path=file, line=line, field=field)
     _check_decodable(p, file=file, line=line, field=field, record=record)
@@ -58,14 +59,26 @@ def _check_header(source: Any, shown: str, *, file: str | Path, line: int | None
             with Image.open(source) as im:
                 w, h = im.size
     except (Image.DecompressionBombWarning, Image.DecompressionBombError):
-        raise InputError(f"image {shown} declares too many pixels (a decompression bomb?) (record {record})",
-                         path=file, line=line, field=field) from None
+        raise InputError(
+            f"image {shown} declares too many pixels (a decompression bomb?) (record {record})",
+            path=file,
+            line=line,
+            field=field,
+        ) from None
     except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
-        raise InputError(f"image cannot be decoded: {shown} ({type(exc).__name__}) (record {record})",
-                         path=file, line=line, field=field) from None
+        raise InputError(
+            f"image cannot be decoded: {shown} ({type(exc).__name__}) (record {record})",
+            path=file,
+            line=line,
+            field=field,
+        ) from None
     if w * h > (Image.MAX_IMAGE_PIXELS or MAX_PIXELS) or w <= 0 or h <= 0:
-        raise InputError(f"image {shown} is {w}x{h} pixels, over the limit of {MAX_PIXELS} (record {record})",
-                         path=file, line=line, field=field)
+        raise InputError(
+            f"image {shown} is {w}x{h} pixels, over the limit of {MAX_PIXELS} (record {record})",
+            path=file,
+            line=line,
+            field=field,
+        )
 
 
 def _check_decodable(p: Path, *, file: str | Path, line: int | None, field: str, record: str) -> None:
@@ -127,8 +140,10 @@ def take_options(benchmark: str, options: dict, allowed: dict) -> dict:
     (a typo such as ``kbb=`` must not be silently ignored)."""
     unknown = sorted(set(options) - set(allowed))
     if unknown:
-        raise InputError(f"unknown option(s) for benchmark '{benchmark}': {', '.join(unknown)}; "
-                         f"known: {', '.join(sorted(allowed)) or '(none)'}")
+        raise InputError(
+            f"unknown option(s) for benchmark '{benchmark}': {', '.join(unknown)}; "
+            f"known: {', '.join(sorted(allowed)) or '(none)'}"
+        )
     out = {k: options.get(k, v) for k, v in allowed.items()}
     for k, default in allowed.items():
         _check_option_type(benchmark, k, out[k], default)
@@ -153,5 +168,6 @@ def _check_option_type(benchmark: str, name: str, value: Any, default: Any) -> N
     else:
         return
     if not ok:
-        raise InputError(f"option '{name}' of benchmark '{benchmark}' must be {want}, got {value!r}",
-                         field=f"options.{name}")
+        raise InputError(
+            f"option '{name}' of benchmark '{benchmark}' must be {want}, got {value!r}", field=f"options.{name}"
+        )

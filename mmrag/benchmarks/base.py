@@ -9,10 +9,12 @@ scenario kinds, judge and metrics from the family without dispatching on the ben
 
 from __future__ import annotations
 
-from typing import Iterable, Protocol, runtime_checkable
+from collections.abc import Iterable
+from typing import Protocol, runtime_checkable
 
 from mmrag.registry import Registry
 from mmrag.schema import Document, Sample
+
 
 @runtime_checkable
 class Benchmark(Protocol):

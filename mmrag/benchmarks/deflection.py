@@ -14,8 +14,9 @@ unanswerable "oracle" prompt.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from mmrag.benchmarks._loading import choices_from_options, fingerprint_files, resolve_image, take_options
 from mmrag.benchmarks.base import BENCHMARKS
@@ -51,11 +52,15 @@ def load_kb(path: Path) -> list[Document]:
     for ln, obj in iter_jsonl(path):
         rec = parse_record(KBRecord, obj, path=path, line=ln)
         if rec.id in seen:
-            raise InputError(f"duplicate document id '{rec.id}' (first on line {seen[rec.id]})", path=path,
-                             line=ln, field="id")
+            raise InputError(
+                f"duplicate document id '{rec.id}' (first on line {seen[rec.id]})", path=path, line=ln, field="id"
+            )
         seen[rec.id] = ln
-        image = (resolve_image(rec.image, path.parent, file=path, line=ln, field="image", record=rec.id)
-                 if rec.image else None)
+        image = (
+            resolve_image(rec.image, path.parent, file=path, line=ln, field="image", record=rec.id)
+            if rec.image
+            else None
+        )
         docs.append(rec.to_document(image))
     return docs
 
@@ -67,8 +72,9 @@ class DeflectionBenchmark:
 
     kind = "deflection"
 
-    def __init__(self, path: str | Path, kb: str | Path | None = None, *, name: str = "deflection",
-                 check_gold: bool = True) -> None:
+    def __init__(
+        self, path: str | Path, kb: str | Path | None = None, *, name: str = "deflection", check_gold: bool = True
+    ) -> None:
         self.path = Path(path)
         if not self.path.is_file():
             raise InputError("DeflectionBench samples file not found", path=self.path)
@@ -86,19 +92,35 @@ class DeflectionBenchmark:
         return self._docs
 
     def _to_sample(self, rec: DeflectionRecord, ln: int) -> Sample:
-        images = [resolve_image(p, self.path.parent, file=self.path, line=ln, field=f"query_images.{i}",
-                                record=rec.sample_id) for i, p in enumerate(rec.query_images)]
+        images = [
+            resolve_image(p, self.path.parent, file=self.path, line=ln, field=f"query_images.{i}", record=rec.sample_id)
+            for i, p in enumerate(rec.query_images)
+        ]
         answers = list(dict.fromkeys([rec.answer, *rec.aliases]))
         gold_mods = [g.modality for g in rec.gold_contexts]
-        meta: dict[str, Any] = {**rec.metadata, "positive_modality": positive_modality(gold_mods),
-                                "gold_modalities": gold_mods, "negative_doc_ids": list(rec.negative_doc_ids)}
+        meta: dict[str, Any] = {
+            **rec.metadata,
+            "positive_modality": positive_modality(gold_mods),
+            "gold_modalities": gold_mods,
+            "negative_doc_ids": list(rec.negative_doc_ids),
+        }
         if rec.question_type is not None:
             meta["question_type"] = rec.question_type
-        return Sample(id=rec.sample_id, benchmark=self.name, question_id=rec.question_id, question=rec.question,
-                      images=images, answers=answers, numeric_ranges=[tuple(r) for r in rec.numeric_ranges],
-                      choices=choices_from_options(rec.options), label=rec.label,
-                      gold_doc_ids=[g.doc_id for g in rec.gold_contexts], source=rec.source,
-                      entity_id=rec.entity_id, metadata=meta)
+        return Sample(
+            id=rec.sample_id,
+            benchmark=self.name,
+            question_id=rec.question_id,
+            question=rec.question,
+            images=images,
+            answers=answers,
+            numeric_ranges=[tuple(r) for r in rec.numeric_ranges],
+            choices=choices_from_options(rec.options),
+            label=rec.label,
+            gold_doc_ids=[g.doc_id for g in rec.gold_contexts],
+            source=rec.source,
+            entity_id=rec.entity_id,
+            metadata=meta,
+        )
 
     def samples(self) -> list[Sample]:
         if self._samples is None:
@@ -108,18 +130,28 @@ class DeflectionBenchmark:
             for ln, obj in iter_jsonl(self.path):
                 rec = parse_record(DeflectionRecord, obj, path=self.path, line=ln)
                 if rec.sample_id in seen:
-                    raise InputError(f"duplicate sample_id '{rec.sample_id}' (first on line {seen[rec.sample_id]})",
-                                     path=self.path, line=ln, field="sample_id")
+                    raise InputError(
+                        f"duplicate sample_id '{rec.sample_id}' (first on line {seen[rec.sample_id]})",
+                        path=self.path,
+                        line=ln,
+                        field="sample_id",
+                    )
                 seen[rec.sample_id] = ln
                 if known is not None:
                     for i, g in enumerate(rec.gold_contexts):
                         if g.doc_id not in known:
-                            raise InputError(f"gold document '{g.doc_id}' is not in {self.kb_path}",
-                                             path=self.path, line=ln, field=f"gold_contexts.{i}.doc_id")
+                            raise InputError(
+                                f"gold document '{g.doc_id}' is not in {self.kb_path}",
+                                path=self.path,
+                                line=ln,
+                                field=f"gold_contexts.{i}.doc_id",
+                            )
                 out.append(self._to_sample(rec, ln))
             if not out:
-                raise InputError("no samples in this file (an empty benchmark would be a 'complete' run of 0 "
-                                 "records)", path=self.path)
+                raise InputError(
+                    "no samples in this file (an empty benchmark would be a 'complete' run of 0 records)",
+                    path=self.path,
+                )
             self._samples = out
         return self._samples
 
@@ -133,7 +165,9 @@ def deflection_benchmark(source: str | None = None, **options: Any) -> Deflectio
     """``deflection`` benchmark: ``source`` = a DeflectionBench JSONL file; option ``kb`` = its
     knowledge base (default: :func:`default_kb_path`)."""
     if source is None:
-        raise InputError("the 'deflection' benchmark needs a source: a DeflectionBench JSONL file "
-                         "(see docs/formats.md), e.g. one written by `mmrag benchmark build-deflection`")
+        raise InputError(
+            "the 'deflection' benchmark needs a source: a DeflectionBench JSONL file "
+            "(see docs/formats.md), e.g. one written by `mmrag benchmark build-deflection`"
+        )
     opts = take_options("deflection", options, {"kb": None, "name": "deflection", "check_gold": True})
     return DeflectionBenchmark(source, **opts)

@@ -17,8 +17,9 @@ declared where the benchmark is, in a few lines.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from mmrag.registry import Registry
 from mmrag.scenarios import kinds as _kinds
@@ -86,13 +87,33 @@ def families_where(pred: Callable[[BenchmarkFamily], bool]) -> list[str]:
     return BENCHMARK_FAMILIES.ids_where(pred, get_family)
 
 
-DEFLECTION = register_family(BenchmarkFamily(
-    id="deflection", label="VLM-DeflectionBench", scenario_kinds=tuple(k.id for k in (_kinds.PARAMETRIC, _kinds.ORACLE, _kinds.REALISTIC, _kinds.ADVERSARIAL)),
-    metrics="deflection", judge=None,
-    description="open answers judged correct / deflection / hallucination under retrieval scenarios"))
-HUMBLEBENCH = register_family(BenchmarkFamily(
-    id="humblebench", label="HumbleBench", scenario_kinds=(_kinds.HUMBLEBENCH.id,), metrics="humblebench", judge="mcq",
-    description="five-option MCQ with a none-of-the-above option, scored by option matching"))
-KNOWHAL = register_family(BenchmarkFamily(
-    id="knowhal", label="KnowHal", scenario_kinds=(_kinds.KNOWHAL.id,), metrics="knowhal", judge="knowhal",
-    description="paired positive / false-premise questions over Entity, Attribute, Relation, Knowledge"))
+DEFLECTION = register_family(
+    BenchmarkFamily(
+        id="deflection",
+        label="VLM-DeflectionBench",
+        scenario_kinds=tuple(k.id for k in (_kinds.PARAMETRIC, _kinds.ORACLE, _kinds.REALISTIC, _kinds.ADVERSARIAL)),
+        metrics="deflection",
+        judge=None,
+        description="open answers judged correct / deflection / hallucination under retrieval scenarios",
+    )
+)
+HUMBLEBENCH = register_family(
+    BenchmarkFamily(
+        id="humblebench",
+        label="HumbleBench",
+        scenario_kinds=(_kinds.HUMBLEBENCH.id,),
+        metrics="humblebench",
+        judge="mcq",
+        description="five-option MCQ with a none-of-the-above option, scored by option matching",
+    )
+)
+KNOWHAL = register_family(
+    BenchmarkFamily(
+        id="knowhal",
+        label="KnowHal",
+        scenario_kinds=(_kinds.KNOWHAL.id,),
+        metrics="knowhal",
+        judge="knowhal",
+        description="paired positive / false-premise questions over Entity, Attribute, Relation, Knowledge",
+    )
+)

@@ -31,7 +31,7 @@ class KBRecord(DocumentFields):
     image: str | None = None
 
     @model_validator(mode="after")
-    def _check(self) -> "KBRecord":
+    def _check(self) -> KBRecord:
         problem = self.content_problem()
         if problem:
             raise ValueError(problem)
@@ -68,7 +68,7 @@ class DeflectionRecord(_Rec):
     metadata: dict[str, Any] = Field(default_factory=dict)
 
     @model_validator(mode="after")
-    def _check(self) -> "DeflectionRecord":
+    def _check(self) -> DeflectionRecord:
         if self.options is not None and (self.label is None or self.label not in self.options):
             raise ValueError("'label' must name one of 'options' for a multiple-choice record")
         for lo, hi in self.numeric_ranges:
@@ -104,7 +104,7 @@ class KnowHalRecord(_Rec):
     metadata: dict[str, Any] = Field(default_factory=dict)
 
     @model_validator(mode="after")
-    def _check(self) -> "KnowHalRecord":
+    def _check(self) -> KnowHalRecord:
         if self.polarity == "positive":
             if self.dimension == "R":
                 if not self.options or self.label not in (self.options or {}):

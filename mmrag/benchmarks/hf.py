@@ -31,8 +31,9 @@ correct / deflection / hallucination).
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from mmrag.benchmarks._loading import cache_image_bytes, check_image_bytes, resolve_image, take_options
 from mmrag.benchmarks.base import BENCHMARKS
@@ -89,8 +90,14 @@ def _open(source: str, split: str | None) -> tuple[Any, Path | None]:
         raise
     except Exception as exc:
         first = str(exc).splitlines()[0][:300] if str(exc) else ""
-        hint = "" if path.exists() else (" (not a local folder; as a hub id it must already be in the Hugging Face "
-                                         "cache: fetch it once while online)")
+        hint = (
+            ""
+            if path.exists()
+            else (
+                " (not a local folder; as a hub id it must already be in the Hugging Face "
+                "cache: fetch it once while online)"
+            )
+        )
         raise InputError(f"cannot load this dataset ({type(exc).__name__}: {first}){hint}", path=source) from None
     return ds, base
 
@@ -102,8 +109,12 @@ def _pick_split(ds: Any, split: str | None, where: str) -> Any:
         names = sorted(ds)
         if split is None:
             if len(names) != 1:
-                raise InputError(f"the dataset has splits {', '.join(names)}: choose one with the split option "
-                                 "(options: {split: NAME})", path=where, field="split")
+                raise InputError(
+                    f"the dataset has splits {', '.join(names)}: choose one with the split option "
+                    "(options: {split: NAME})",
+                    path=where,
+                    field="split",
+                )
             split = names[0]
         if split not in ds:
             raise InputError(f"no split '{split}'; the dataset has {', '.join(names)}", path=where, field="split")
@@ -120,8 +131,16 @@ class HFBenchmark:
 
     kind = "deflection"
 
-    def __init__(self, dataset: Any, fields: Mapping[str, str] | str | None = None, *, name: str = "hf",
-                 where: str = "dataset", base: Path | None = None, source: str = "hf") -> None:
+    def __init__(
+        self,
+        dataset: Any,
+        fields: Mapping[str, str] | str | None = None,
+        *,
+        name: str = "hf",
+        where: str = "dataset",
+        base: Path | None = None,
+        source: str = "hf",
+    ) -> None:
         import datasets
 
         self.name, self.where, self.base, self.source = name, where, base, source
@@ -130,28 +149,43 @@ class HFBenchmark:
         mapping = parse_fields(fields, where="fields")
         for field, column in mapping.items():
             if column not in columns:
-                raise InputError(f"the dataset has no column '{column}' (mapped to '{field}'); its columns: "
-                                 f"{', '.join(columns)}", path=where, field=f"fields.{field}")
-        for field in FIELDS:   # a field not mapped is read from the column of its own name, if any
+                raise InputError(
+                    f"the dataset has no column '{column}' (mapped to '{field}'); its columns: {', '.join(columns)}",
+                    path=where,
+                    field=f"fields.{field}",
+                )
+        for field in FIELDS:  # a field not mapped is read from the column of its own name, if any
             if field not in mapping and field in columns:
                 mapping[field] = field
         for field in REQUIRED:
             if field not in mapping:
-                raise InputError(f"no column for '{field}': map one, e.g. --field {field}=COLUMN (columns: "
-                                 f"{', '.join(columns)})", path=where, field=f"fields.{field}")
+                raise InputError(
+                    f"no column for '{field}': map one, e.g. --field {field}=COLUMN (columns: {', '.join(columns)})",
+                    path=where,
+                    field=f"fields.{field}",
+                )
         if "answer" not in mapping and not {"choices", "label"} <= set(mapping):
-            raise InputError("no column for 'answer' (or 'choices' and 'label'): map one, e.g. --field "
-                             f"answer=COLUMN (columns: {', '.join(columns)})", path=where, field="fields.answer")
+            raise InputError(
+                "no column for 'answer' (or 'choices' and 'label'): map one, e.g. --field "
+                f"answer=COLUMN (columns: {', '.join(columns)})",
+                path=where,
+                field="fields.answer",
+            )
         self.fields = mapping
-        if "image" in mapping:   # image bytes and paths as stored, never decoded pixels in memory
+        if "image" in mapping:  # image bytes and paths as stored, never decoded pixels in memory
             feature = dataset.features[mapping["image"]]
             inner = getattr(feature, "feature", None)
             if isinstance(feature, datasets.Image):
                 self.ds = dataset.cast_column(mapping["image"], datasets.Image(decode=False))
-            elif isinstance(inner, datasets.Image) or (isinstance(feature, list) and feature
-                                                       and isinstance(feature[0], datasets.Image)):
-                self.ds = dataset.cast_column(mapping["image"], type(feature)(datasets.Image(decode=False)) if inner
-                                              is not None else [datasets.Image(decode=False)])
+            elif isinstance(inner, datasets.Image) or (
+                isinstance(feature, list) and feature and isinstance(feature[0], datasets.Image)
+            ):
+                self.ds = dataset.cast_column(
+                    mapping["image"],
+                    type(feature)(datasets.Image(decode=False))
+                    if inner is not None
+                    else [datasets.Image(decode=False)],
+                )
         self._samples: list[Sample] | None = None
         self._docs: list[Document] = []
 
@@ -214,8 +248,11 @@ class HFBenchmark:
             label = LETTERS[raw] if 0 <= raw < len(choices) else None
         else:
             s = str(raw).strip()
-            label = s.upper() if len(s) == 1 and s.upper() in LETTERS[: len(choices)] else (
-                LETTERS[options.index(s)] if s in options else None)
+            label = (
+                s.upper()
+                if len(s) == 1 and s.upper() in LETTERS[: len(choices)]
+                else (LETTERS[options.index(s)] if s in options else None)
+            )
         if label is None:
             raise self._err(f"label {raw!r} names none of the {len(choices)} options", row, "label")
         return choices, label
@@ -240,10 +277,19 @@ class HFBenchmark:
         meta: dict[str, Any] = {"row": row - 1}
         if gold:
             meta.update(positive_modality="text", gold_modalities=["text"] * len(gold), negative_doc_ids=[])
-        return Sample(id=rid, benchmark=self.name, question_id=self._text(rec, "question_id", row) or rid,
-                      question=question, images=self._images(rec, row, rid), answers=list(dict.fromkeys(answers)),
-                      choices=choices, label=label, gold_doc_ids=gold,
-                      source=self._text(rec, "source", row) or self.source, metadata=meta)
+        return Sample(
+            id=rid,
+            benchmark=self.name,
+            question_id=self._text(rec, "question_id", row) or rid,
+            question=question,
+            images=self._images(rec, row, rid),
+            answers=list(dict.fromkeys(answers)),
+            choices=choices,
+            label=label,
+            gold_doc_ids=gold,
+            source=self._text(rec, "source", row) or self.source,
+            metadata=meta,
+        )
 
     def samples(self) -> list[Sample]:
         if self._samples is None:
@@ -252,8 +298,10 @@ class HFBenchmark:
             wanted = sorted(set(self.fields.values()))
             out = [self._sample(rec, i + 1, seen) for i, rec in enumerate(_rows(self.ds.select_columns(wanted)))]
             if not out:
-                raise InputError("the dataset has no rows (an empty benchmark would be a 'complete' run of 0 "
-                                 "records)", path=self.where)
+                raise InputError(
+                    "the dataset has no rows (an empty benchmark would be a 'complete' run of 0 records)",
+                    path=self.where,
+                )
             self._samples = out
         return self._samples
 
@@ -275,8 +323,15 @@ def _rows(ds: Any) -> Iterable[dict]:
             yield {k: batch[k][i] for k in keys}
 
 
-def from_hf(dataset: Any, mapping: Mapping[str, str] | str | None = None, *, split: str | None = None,
-            name: str | None = None, source: str = "hf", register: bool = True) -> HFBenchmark:
+def from_hf(
+    dataset: Any,
+    mapping: Mapping[str, str] | str | None = None,
+    *,
+    split: str | None = None,
+    name: str | None = None,
+    source: str = "hf",
+    register: bool = True,
+) -> HFBenchmark:
     """A benchmark from a ``datasets.Dataset`` / ``DatasetDict``, a saved folder or a cached hub id.
 
     ``mapping``: ``{field: column}`` (or ``"question=q,answer=a"``); see the module docstring.  An
@@ -286,8 +341,14 @@ def from_hf(dataset: Any, mapping: Mapping[str, str] | str | None = None, *, spl
     if isinstance(dataset, (str, Path)):
         where = str(dataset)
         ds, base = _open(where, split)
-        bench = HFBenchmark(_pick_split(ds, split, where), mapping, name=name or f"{PREFIX}{where}", where=where,
-                            base=base, source=source)
+        bench = HFBenchmark(
+            _pick_split(ds, split, where),
+            mapping,
+            name=name or f"{PREFIX}{where}",
+            where=where,
+            base=base,
+            source=source,
+        )
         return bench
     label = name or "hf-memory"
     bench = HFBenchmark(_pick_split(dataset, split, label), mapping, name=label, where=label, source=source)
@@ -302,8 +363,11 @@ def hf_benchmark(source: str | None = None, **options: Any) -> HFBenchmark:
     folder or a cached hub id; options ``fields`` (``{field: column}`` or ``"f=c,..."``), ``split``,
     ``name``, ``source_tag``."""
     if not source:
-        raise InputError("the 'hf' benchmark needs a dataset: --benchmark hf:PATH_OR_ID (a save_to_disk folder, a "
-                         "data folder, or a hub id in the Hugging Face cache)", field="--benchmark")
+        raise InputError(
+            "the 'hf' benchmark needs a dataset: --benchmark hf:PATH_OR_ID (a save_to_disk folder, a "
+            "data folder, or a hub id in the Hugging Face cache)",
+            field="--benchmark",
+        )
     options = dict(options)
     fields = options.pop("fields", None)
     opts = take_options("hf", options, {"split": None, "name": None, "source_tag": "hf"})

@@ -24,11 +24,17 @@ With no source the dataset comes from the Hugging Face cache through
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
-from mmrag.benchmarks._loading import (cache_image_bytes, check_image_bytes, fingerprint_files, resolve_image,
-                                       take_options)
+from mmrag.benchmarks._loading import (
+    cache_image_bytes,
+    check_image_bytes,
+    fingerprint_files,
+    resolve_image,
+    take_options,
+)
 from mmrag.benchmarks.base import BENCHMARKS
 from mmrag.benchmarks.formats import HumbleBenchRecord
 from mmrag.errors import InputError
@@ -93,8 +99,9 @@ def _iter_parquet_rows(files: list[Path], batch_size: int = 64, on_error=None) -
                     row += 1
                     bad = nonfinite_field(obj)
                     if bad is not None:
-                        exc = InputError("non-finite number (NaN or Infinity) is not allowed", path=f, line=row,
-                                         field=bad)
+                        exc = InputError(
+                            "non-finite number (NaN or Infinity) is not allowed", path=f, line=row, field=bad
+                        )
                         if on_error is None:
                             raise exc
                         on_error(exc)
@@ -118,7 +125,8 @@ def _iter_hub_rows(repo: str, split: str, cache_dir: str | None = None) -> tuple
             f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}). Fetch it once while "
             f"online, e.g. `huggingface-cli download {repo} --repo-type dataset` or "
             f"`python -c \"import datasets; datasets.load_dataset('{repo}', split='{split}')\"`, "
-            f"or pass a local copy as the source (imagefolder, parquet or JSONL + images)") from None
+            f"or pass a local copy as the source (imagefolder, parquet or JSONL + images)"
+        ) from None
     if "image" in ds.column_names:
         ds = ds.cast_column("image", datasets.Image(decode=False))
 
@@ -136,9 +144,17 @@ def _iter_hub_rows(repo: str, split: str, cache_dir: str | None = None) -> tuple
 class HumbleBenchBenchmark:
     kind = "humblebench"
 
-    def __init__(self, source: str | Path | None = None, *, name: str = "humblebench",
-                 images: str | Path | None = None, repo: str = HUB_REPO, split: str = "train",
-                 source_tag: str = "humblebench", cache_dir: str | Path | None = None) -> None:
+    def __init__(
+        self,
+        source: str | Path | None = None,
+        *,
+        name: str = "humblebench",
+        images: str | Path | None = None,
+        repo: str = HUB_REPO,
+        split: str = "train",
+        source_tag: str = "humblebench",
+        cache_dir: str | Path | None = None,
+    ) -> None:
         self.name = name
         self.source_tag = source_tag
         self.source = Path(source) if source is not None else None
@@ -176,8 +192,10 @@ class HumbleBenchBenchmark:
         if len(jsonl) == 1:
             self._files = jsonl
             return "jsonl", s
-        raise InputError("no HumbleBench data found here: expected metadata.jsonl (imagefolder), *.parquet, or "
-                         "one *.jsonl file", path=s)
+        raise InputError(
+            "no HumbleBench data found here: expected metadata.jsonl (imagefolder), *.parquet, or one *.jsonl file",
+            path=s,
+        )
 
     def _rows(self) -> Iterator[Row]:
         if self._layout == "hub":
@@ -198,11 +216,17 @@ class HumbleBenchBenchmark:
         if isinstance(img, dict):
             if img.get("bytes"):
                 check_image_bytes(img["bytes"], file=file, line=line, field="image.bytes", record=rec)
-                return cache_image_bytes(img["bytes"], hint=img.get("path") if isinstance(img.get("path"), str) else None)
+                return cache_image_bytes(
+                    img["bytes"], hint=img.get("path") if isinstance(img.get("path"), str) else None
+                )
             p = img.get("path")
             if p and not isinstance(p, str):
-                raise InputError(f"expected a path string, got {type(p).__name__} (record {rec})", path=file,
-                                 line=line, field="image.path")
+                raise InputError(
+                    f"expected a path string, got {type(p).__name__} (record {rec})",
+                    path=file,
+                    line=line,
+                    field="image.path",
+                )
             if p:
                 cand = Path(p)
                 if not cand.is_absolute():
@@ -212,8 +236,9 @@ class HumbleBenchBenchmark:
                 if cand.is_file():
                     return ImageRef(path=str(cand))
                 raise InputError(f"image not found: {p} (record {rec})", path=file, line=line, field="image.path")
-        raise InputError(f"record {rec} has no image (expected 'file_name' or 'image')", path=file, line=line,
-                         field="image")
+        raise InputError(
+            f"record {rec} has no image (expected 'file_name' or 'image')", path=file, line=line, field="image"
+        )
 
     def _to_sample(self, obj: dict[str, Any], file: str, line: int) -> Sample:
         known = {k: v for k, v in obj.items() if k in _FIELDS}
@@ -223,8 +248,12 @@ class HumbleBenchBenchmark:
         except ValueError as exc:
             raise InputError(str(exc), path=file, line=line, field="question") from None
         if rec.label not in {c.letter for c in choices}:
-            raise InputError(f"label '{rec.label}' is not one of the options "
-                             f"{[c.letter for c in choices]}", path=file, line=line, field="label")
+            raise InputError(
+                f"label '{rec.label}' is not one of the options {[c.letter for c in choices]}",
+                path=file,
+                line=line,
+                field="label",
+            )
         image = self._image(obj, file, line, rec.question_id)
         meta: dict[str, Any] = {"type": rec.type, "raw_question": rec.question}
         if trailing:
@@ -232,9 +261,17 @@ class HumbleBenchBenchmark:
         extra = {k: v for k, v in obj.items() if k not in _FIELDS}
         if extra:
             meta["extra"] = extra
-        return Sample(id=f"{self.name}-{rec.question_id}", benchmark=self.name, question_id=str(rec.question_id),
-                      question=stem, images=[image], choices=choices, label=rec.label, source=self.source_tag,
-                      metadata=meta)
+        return Sample(
+            id=f"{self.name}-{rec.question_id}",
+            benchmark=self.name,
+            question_id=str(rec.question_id),
+            question=stem,
+            images=[image],
+            choices=choices,
+            label=rec.label,
+            source=self.source_tag,
+            metadata=meta,
+        )
 
     def samples(self) -> list[Sample]:
         if self._samples is None:
@@ -244,8 +281,12 @@ class HumbleBenchBenchmark:
                 s = self._to_sample(obj, file, line)
                 if s.question_id in seen:
                     f0, l0 = seen[s.question_id]
-                    raise InputError(f"duplicate question_id {s.question_id} (first at {f0}:{l0})", path=file,
-                                     line=line, field="question_id")
+                    raise InputError(
+                        f"duplicate question_id {s.question_id} (first at {f0}:{l0})",
+                        path=file,
+                        line=line,
+                        field="question_id",
+                    )
                 seen[s.question_id] = (file, line)
                 out.append(s)
             if not out:
@@ -267,7 +308,9 @@ class HumbleBenchBenchmark:
 @BENCHMARKS.register("humblebench")
 def humblebench_benchmark(source: str | None = None, **options: Any) -> HumbleBenchBenchmark:
     """``humblebench``: the hub cache (no source) or a local imagefolder / parquet / JSONL + images."""
-    opts = take_options("humblebench", options,
-                        {"name": "humblebench", "images": None, "repo": HUB_REPO, "split": "train",
-                         "cache_dir": None})
+    opts = take_options(
+        "humblebench",
+        options,
+        {"name": "humblebench", "images": None, "repo": HUB_REPO, "split": "train", "cache_dir": None},
+    )
     return HumbleBenchBenchmark(source, **opts)

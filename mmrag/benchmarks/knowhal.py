@@ -37,20 +37,29 @@ def _check_pairs(records: list[tuple[int, KnowHalRecord]], path: Path) -> None:
         ln0 = members[0][0]
         pols = sorted(r.polarity for _, r in members)
         if pols != ["negative", "positive"]:
-            raise InputError(f"pair '{pid}' must have exactly one positive and one negative question, "
-                             f"found {pols}", path=path, line=ln0, field="polarity")
+            raise InputError(
+                f"pair '{pid}' must have exactly one positive and one negative question, found {pols}",
+                path=path,
+                line=ln0,
+                field="polarity",
+            )
         (_, a), (lnb, b) = members
         for f in ("entity_id", "image", "dimension"):
             if getattr(a, f) != getattr(b, f):
-                raise InputError(f"pair '{pid}': positive and negative differ in '{f}' "
-                                 f"({getattr(a, f)!r} vs {getattr(b, f)!r})", path=path, line=lnb, field=f)
+                raise InputError(
+                    f"pair '{pid}': positive and negative differ in '{f}' ({getattr(a, f)!r} vs {getattr(b, f)!r})",
+                    path=path,
+                    line=lnb,
+                    field=f,
+                )
 
 
 class KnowHalBenchmark:
     kind = "knowhal"
 
-    def __init__(self, path: str | Path, *, name: str = "knowhal", check_pairs: bool = True,
-                 source: str = "knowhal") -> None:
+    def __init__(
+        self, path: str | Path, *, name: str = "knowhal", check_pairs: bool = True, source: str = "knowhal"
+    ) -> None:
         self.path = Path(path)
         self.source = source
         if not self.path.is_file():
@@ -61,16 +70,33 @@ class KnowHalBenchmark:
 
     def _to_sample(self, rec: KnowHalRecord, ln: int) -> Sample:
         image = resolve_image(rec.image, self.path.parent, file=self.path, line=ln, field="image", record=rec.id)
-        meta: dict[str, Any] = {**rec.metadata, "pair_id": rec.pair_id, "dimension": rec.dimension,
-                                "dimension_name": DIMENSION_NAMES[rec.dimension], "polarity": rec.polarity,
-                                "domain": rec.domain, "category": rec.category,
-                                "false_premise": rec.false_premise, "strategy": rec.strategy}
+        meta: dict[str, Any] = {
+            **rec.metadata,
+            "pair_id": rec.pair_id,
+            "dimension": rec.dimension,
+            "dimension_name": DIMENSION_NAMES[rec.dimension],
+            "polarity": rec.polarity,
+            "domain": rec.domain,
+            "category": rec.category,
+            "false_premise": rec.false_premise,
+            "strategy": rec.strategy,
+        }
         answers = list(rec.answers)
         if rec.polarity == "negative":
             meta["reference_answers"], answers = answers, []
-        return Sample(id=rec.id, benchmark=self.name, question_id=rec.id, question=rec.question, images=[image],
-                      answers=answers, choices=choices_from_options(rec.options), label=rec.label,
-                      source=self.source, entity_id=rec.entity_id, metadata=meta)
+        return Sample(
+            id=rec.id,
+            benchmark=self.name,
+            question_id=rec.id,
+            question=rec.question,
+            images=[image],
+            answers=answers,
+            choices=choices_from_options(rec.options),
+            label=rec.label,
+            source=self.source,
+            entity_id=rec.entity_id,
+            metadata=meta,
+        )
 
     def samples(self) -> list[Sample]:
         if self._samples is None:
@@ -79,8 +105,9 @@ class KnowHalBenchmark:
             for ln, obj in iter_jsonl(self.path):
                 rec = parse_record(KnowHalRecord, obj, path=self.path, line=ln)
                 if rec.id in seen:
-                    raise InputError(f"duplicate id '{rec.id}' (first on line {seen[rec.id]})", path=self.path,
-                                     line=ln, field="id")
+                    raise InputError(
+                        f"duplicate id '{rec.id}' (first on line {seen[rec.id]})", path=self.path, line=ln, field="id"
+                    )
                 seen[rec.id] = ln
                 records.append((ln, rec))
             if not records:
@@ -101,6 +128,8 @@ class KnowHalBenchmark:
 def knowhal_benchmark(source: str | None = None, **options: Any) -> KnowHalBenchmark:
     """``knowhal`` benchmark: ``source`` = a JSONL file of KnowHalRecord lines (docs/formats.md)."""
     if source is None:
-        raise InputError("the 'knowhal' benchmark needs a source: a JSONL file in the KnowHal format of "
-                         "docs/formats.md (KnowHal's own data is not public yet)")
+        raise InputError(
+            "the 'knowhal' benchmark needs a source: a JSONL file in the KnowHal format of "
+            "docs/formats.md (KnowHal's own data is not public yet)"
+        )
     return KnowHalBenchmark(source, **take_options("knowhal", options, {"name": "knowhal", "check_pairs": True}))

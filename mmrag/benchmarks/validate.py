@@ -12,8 +12,9 @@ humblebench); ``mmrag benchmark validate FILE --benchmark NAME`` prints the resu
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
@@ -46,6 +47,7 @@ class Problems(list):
 
 def _lines(path: Path, problems: Problems) -> Iterator[tuple[int, dict[str, Any]]]:
     """The one JSONL reader (:func:`mmrag.util.iter_jsonl`) with its problems collected, not raised."""
+
     def collect(exc: InputError) -> None:
         problems.records += 1
         problems.add(exc)
@@ -119,16 +121,30 @@ def validate_deflection(path: Path) -> Problems:
             continue
         for i, g in enumerate(rec.gold_contexts):
             if g.doc_id not in kb:
-                problems.append(Problem(line=ln, field=f"gold_contexts.{i}.doc_id",
-                                        message=f"gold document '{g.doc_id}' is not in {kb_path.name}"))
+                problems.append(
+                    Problem(
+                        line=ln,
+                        field=f"gold_contexts.{i}.doc_id",
+                        message=f"gold document '{g.doc_id}' is not in {kb_path.name}",
+                    )
+                )
             elif kb[g.doc_id] != g.modality:
-                problems.append(Problem(line=ln, field=f"gold_contexts.{i}.modality",
-                                        message=f"'{g.doc_id}' is a {kb[g.doc_id]} document in {kb_path.name}, "
-                                                f"not {g.modality}"))
+                problems.append(
+                    Problem(
+                        line=ln,
+                        field=f"gold_contexts.{i}.modality",
+                        message=f"'{g.doc_id}' is a {kb[g.doc_id]} document in {kb_path.name}, not {g.modality}",
+                    )
+                )
         for i, d in enumerate(rec.negative_doc_ids):
             if d not in kb:
-                problems.append(Problem(line=ln, field=f"negative_doc_ids.{i}",
-                                        message=f"negative document '{d}' is not in {kb_path.name}"))
+                problems.append(
+                    Problem(
+                        line=ln,
+                        field=f"negative_doc_ids.{i}",
+                        message=f"negative document '{d}' is not in {kb_path.name}",
+                    )
+                )
     return problems
 
 
@@ -146,8 +162,13 @@ def validate_knowhal(path: Path) -> Problems:
     for pid, members in pairs.items():
         pols = sorted(r.polarity for _, r in members)
         if pols != ["negative", "positive"]:
-            problems.append(Problem(line=members[0][0], field="pair_id",
-                                    message=f"pair '{pid}' needs one positive and one negative, found {pols}"))
+            problems.append(
+                Problem(
+                    line=members[0][0],
+                    field="pair_id",
+                    message=f"pair '{pid}' needs one positive and one negative, found {pols}",
+                )
+            )
             continue
         (_, a), (lnb, b) = members
         for f in ("entity_id", "image", "dimension"):
@@ -198,8 +219,13 @@ def validate_humblebench(path: Path) -> Problems:
             _image_ok(image, base, ln, "file_name" if rec.file_name else "image", str(rec.question_id), problems)
         elif isinstance(rec.image, dict) and isinstance(rec.image.get("bytes"), (bytes, bytearray)):
             try:
-                check_image_bytes(bytes(rec.image["bytes"]), file="", line=ln, field="image.bytes",
-                                  record=f"question_id {rec.question_id}")
+                check_image_bytes(
+                    bytes(rec.image["bytes"]),
+                    file="",
+                    line=ln,
+                    field="image.bytes",
+                    record=f"question_id {rec.question_id}",
+                )
             except InputError as exc:
                 problems.add(exc)
         elif isinstance(rec.image, dict) and isinstance(rec.image.get("path"), str) and rec.image["path"]:
@@ -223,8 +249,7 @@ def validate_file(path: str | Path, benchmark: str) -> Problems:
     many records the file holds).  Problems with the file as a whole (missing, a folder where a
     file is expected, parquet given as JSONL) raise InputError."""
     if benchmark not in VALIDATORS:
-        raise InputError(f"no validator for '{benchmark}'; known: {', '.join(sorted(VALIDATORS))}",
-                         field="benchmark")
+        raise InputError(f"no validator for '{benchmark}'; known: {', '.join(sorted(VALIDATORS))}", field="benchmark")
     p = Path(path)
     if not p.exists():
         raise InputError("file not found", path=p)

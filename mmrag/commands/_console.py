@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 from rich.console import Console, RenderableType
-from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TaskProgressColumn,
-                           TextColumn)
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TaskProgressColumn, TextColumn
 from rich.table import Table
 
 from mmrag.metrics.rates import RATES
 from mmrag.scenarios.kinds import scenario_label
-
-import sys
 
 #: a pipe or CI log is not a terminal: give tables room instead of rich's 80-column default
 console = Console(width=None if sys.stdout.isatty() else 140)
@@ -70,9 +69,17 @@ class TimeColumn(TextColumn):
 def progress_bar() -> Iterator[Progress]:
     """The command's live display on stderr: the cell bar, index and encoder bars, and the status
     lines of slow steps (:func:`mmrag.indices.progress.status`) printed above them."""
-    with Progress(SpinnerColumn(), TextColumn("[progress.description]{task.description}"), BarColumn(),
-                  MofNCompleteColumn(), TaskProgressColumn(), _RateColumn(), TimeColumn(),
-                  console=err_console, transient=False) as p:
+    with Progress(
+        SpinnerColumn(),
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TaskProgressColumn(),
+        _RateColumn(),
+        TimeColumn(),
+        console=err_console,
+        transient=False,
+    ) as p:
         from mmrag.indices.progress import shared_progress
 
         with shared_progress(p):  # index builds and encoders draw into this display
@@ -90,15 +97,25 @@ def results_table(summary: dict[str, Any], title: str = "Results") -> Renderable
     for col in ("benchmark", "scenario", "model", "n"):
         # the other columns wrap (at spaces first) where rich would cut them to "orac…"
         is_model = col == "model"
-        t.add_column(col, justify="right" if col == "n" else "left", overflow="fold", no_wrap=is_model,
-                     min_width=max(map(len, labels.values()), default=5) if is_model else None)
+        t.add_column(
+            col,
+            justify="right" if col == "n" else "left",
+            overflow="fold",
+            no_wrap=is_model,
+            min_width=max(map(len, labels.values()), default=5) if is_model else None,
+        )
     for rate in RATES:
         t.add_column(rate.header, justify="right", overflow="fold", min_width=5)
     for g in summary["groups"]:
         r = g["rates"]
         scen = scenario_label(g["scenario"])
-        t.add_row(g["benchmark"], scen, labels[str(g["model"])], str(g["n"]),
-                  *("—" if r[x.id] is None else f"{r[x.id]:.1f}" for x in RATES))
+        t.add_row(
+            g["benchmark"],
+            scen,
+            labels[str(g["model"])],
+            str(g["n"]),
+            *("—" if r[x.id] is None else f"{r[x.id]:.1f}" for x in RATES),
+        )
     return with_legend(t, labels)
 
 
@@ -124,6 +141,8 @@ def refuse_extra_flags(ctx, primary: str, allowed: tuple[str, ...] = ()) -> None
 
     extra = [f for f in explicit_flags(ctx) if f != primary and f not in allowed]
     if extra:
-        raise InputError(f"{primary} takes its settings from {'the run directory' if primary == '--resume' else 'the file'};"
-                         f" these flags would be ignored: {', '.join(extra)} (drop them, or put them in the config)",
-                         field=primary)
+        raise InputError(
+            f"{primary} takes its settings from {'the run directory' if primary == '--resume' else 'the file'};"
+            f" these flags would be ignored: {', '.join(extra)} (drop them, or put them in the config)",
+            field=primary,
+        )

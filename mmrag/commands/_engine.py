@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
 import typer
 
 #: flags that change where a run computes, never what it measures (so --config / --resume accept them)
@@ -14,7 +12,7 @@ ADDRESS = typer.Option(None, "--address", help="Ray cluster address HOST:PORT (d
 REPLICAS = typer.Option(None, "--replicas", help="model replicas on a CPU cluster (default: one per GPU, else 1)")
 
 
-def engine_scope(engine: str = "local", address: Optional[str] = None, replicas: Optional[int] = None):
+def engine_scope(engine: str = "local", address: str | None = None, replicas: int | None = None):
     from mmrag.distributed import engine_scope as scope
 
     return scope(engine, address, replicas)

@@ -5,7 +5,7 @@ which enter the model's fingerprint and the response-cache key."""
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 import typer
 
@@ -13,20 +13,28 @@ from mmrag.errors import InputError
 
 TEMPERATURE = typer.Option(None, "--temperature", min=0.0, help="sampling temperature (default 0: greedy, cached)")
 TOP_P = typer.Option(None, "--top-p", min=0.0, max=1.0, help="nucleus sampling mass (default 1)")
-GEN_KWARGS = typer.Option(None, "--gen-kwargs", help="more generation settings as k=v,k=v (lmms-eval style), e.g. "
-                          "max_new_tokens=64,num_beams=1; keys that are not settings go to the backend as given")
+GEN_KWARGS = typer.Option(
+    None,
+    "--gen-kwargs",
+    help="more generation settings as k=v,k=v (lmms-eval style), e.g. "
+    "max_new_tokens=64,num_beams=1; keys that are not settings go to the backend as given",
+)
 
 
-def generation(temperature: Optional[float], top_p: Optional[float], max_new_tokens: Optional[int],
-               seed: Optional[int], gen_kwargs: Optional[str]) -> dict[str, Any]:
+def generation(
+    temperature: float | None, top_p: float | None, max_new_tokens: int | None, seed: int | None, gen_kwargs: str | None
+) -> dict[str, Any]:
     """The settings the flags name, for :func:`mmrag.models.parse_model_arg`: a flag and the same key
     in ``--gen-kwargs`` is an error (which would win is not obvious); ``seed`` is the run's
     ``--seed`` and gives way to ``--gen-kwargs seed=N``."""
     from mmrag.models.factory import parse_gen_kwargs
 
     out = parse_gen_kwargs(gen_kwargs)
-    for key, flag, value in (("temperature", "--temperature", temperature), ("top_p", "--top-p", top_p),
-                             ("max_new_tokens", "--max-new-tokens", max_new_tokens)):
+    for key, flag, value in (
+        ("temperature", "--temperature", temperature),
+        ("top_p", "--top-p", top_p),
+        ("max_new_tokens", "--max-new-tokens", max_new_tokens),
+    ):
         if value is None:
             continue
         if key in out:

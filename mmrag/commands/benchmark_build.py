@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
 
 import typer
 
 from mmrag.errors import InputError
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
-                  help="Build benchmark files from published source datasets.")
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="Build benchmark files from published source datasets.",
+)
 
 
 @app.callback()
@@ -37,15 +40,24 @@ def _parse_options(items: list[str] | None) -> dict[str, str]:
 
 @app.command("build-deflection")
 def build_deflection_cmd(
-    source: str = typer.Option(..., "--dataset", help="the published source dataset: infoseek | evqa | webqa | viquae "
-                               "| mragbench | mmdocrag (or an mmrag.deflection_sources entry point)"),
-    data: Path = typer.Option(..., "--data", help="the source's question file (JSONL, CSV, JSON, parquet or HF folder)"),
-    out: Path = typer.Option(..., "--out", "-o", help="samples JSONL to write; FILE.kb.jsonl and FILE.images/ go beside it"),
-    kb: Optional[Path] = typer.Option(None, "--kb", help="knowledge base file (InfoSeek, E-VQA, ViQuAE)"),
-    images: Optional[Path] = typer.Option(None, "--images", help="image folder (or WebQA's imgs.tsv)"),
-    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="read at most N source records"),
-    option: Optional[list[str]] = typer.Option(None, "--option",
-                                               help="source option KEY=VALUE (see docs/sources.md), repeatable"),
+    source: str = typer.Option(
+        ...,
+        "--dataset",
+        help="the published source dataset: infoseek | evqa | webqa | viquae "
+        "| mragbench | mmdocrag (or an mmrag.deflection_sources entry point)",
+    ),
+    data: Path = typer.Option(
+        ..., "--data", help="the source's question file (JSONL, CSV, JSON, parquet or HF folder)"
+    ),
+    out: Path = typer.Option(
+        ..., "--out", "-o", help="samples JSONL to write; FILE.kb.jsonl and FILE.images/ go beside it"
+    ),
+    kb: Path | None = typer.Option(None, "--kb", help="knowledge base file (InfoSeek, E-VQA, ViQuAE)"),
+    images: Path | None = typer.Option(None, "--images", help="image folder (or WebQA's imgs.tsv)"),
+    limit: int | None = typer.Option(None, "--limit", min=1, help="read at most N source records"),
+    option: list[str] | None = typer.Option(
+        None, "--option", help="source option KEY=VALUE (see docs/sources.md), repeatable"
+    ),
 ) -> None:
     """Write VLM-DeflectionBench samples, their KB documents and images from one source dataset."""
     from mmrag.benchmarks.sources import build_deflection

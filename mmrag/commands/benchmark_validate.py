@@ -20,9 +20,10 @@ def _group() -> None:
     """Benchmark data tools (keeps ``validate`` a sub-command even when it is the only one)."""
 
 
-def validate(file: Path = typer.Argument(..., help="the file to check (for humblebench: metadata.jsonl or its folder)"),
-             benchmark: str = typer.Option(..., "--benchmark", "-b",
-                                           help="format: deflection | kb | knowhal | humblebench")) -> None:
+def validate(
+    file: Path = typer.Argument(..., help="the file to check (for humblebench: metadata.jsonl or its folder)"),
+    benchmark: str = typer.Option(..., "--benchmark", "-b", help="format: deflection | kb | knowhal | humblebench"),
+) -> None:
     """Check FILE against the schema of --benchmark and list every problem with line and field."""
     from mmrag.benchmarks.validate import validate_file
     from mmrag.errors import InputError
@@ -31,7 +32,7 @@ def validate(file: Path = typer.Argument(..., help="the file to check (for humbl
         problems = validate_file(file, benchmark)
     except InputError as exc:
         typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(exc.exit_code)
+        raise typer.Exit(exc.exit_code) from None
     for p in problems:
         typer.echo(p.render(file))
     if problems:

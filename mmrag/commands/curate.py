@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -12,15 +11,27 @@ from mmrag.commands._engine import ADDRESS, ENGINE, REPLICAS, engine_scope
 from mmrag.commands.judge import JudgeBaseUrlOpt, JudgeKeyEnvOpt, JudgeModelOpt, judge_config
 
 
-def curate(config: Path = typer.Option(..., "--config", help="curate.yaml (CurateConfig; e.g. mmrag/configs/curate.demo.yaml)"),
-           out: Optional[Path] = typer.Option(None, "--out", "-o", help="folder for the curated benchmark "
-                                              "(default: the config's out, else a new folder under MMRAG_HOME)"),
-           judge: Optional[str] = typer.Option(None, "--judge", help="rule | llm | rule+llm (over the config's)"),
-           judge_model: Optional[str] = JudgeModelOpt, judge_base_url: Optional[str] = JudgeBaseUrlOpt,
-           judge_api_key_env: Optional[str] = JudgeKeyEnvOpt,
-           engine: str = ENGINE, address: Optional[str] = ADDRESS, replicas: Optional[int] = REPLICAS) -> None:
+def curate(
+    config: Path = typer.Option(
+        ..., "--config", help="curate.yaml (CurateConfig; e.g. mmrag/configs/curate.demo.yaml)"
+    ),
+    out: Path | None = typer.Option(
+        None,
+        "--out",
+        "-o",
+        help="folder for the curated benchmark (default: the config's out, else a new folder under MMRAG_HOME)",
+    ),
+    judge: str | None = typer.Option(None, "--judge", help="rule | llm | rule+llm (over the config's)"),
+    judge_model: str | None = JudgeModelOpt,
+    judge_base_url: str | None = JudgeBaseUrlOpt,
+    judge_api_key_env: str | None = JudgeKeyEnvOpt,
+    engine: str = ENGINE,
+    address: str | None = ADDRESS,
+    replicas: int | None = REPLICAS,
+) -> None:
     """Re-curate a DeflectionBench-format benchmark: keep only samples that truly need retrieval."""
-    from mmrag.curation import curate as run_curation, load_curate_config
+    from mmrag.curation import curate as run_curation
+    from mmrag.curation import load_curate_config
     from mmrag.runs.engine import default_run_dir
 
     cfg = load_curate_config(config)

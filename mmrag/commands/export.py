@@ -4,7 +4,6 @@ Parsing only; the work is in :mod:`mmrag.export`."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -13,9 +12,14 @@ from mmrag.commands._console import console
 
 def export(
     run_dir: Path = typer.Argument(..., help="a run directory"),
-    format: str = typer.Option("inspect", "--format", "-f", help="inspect (Inspect AI eval logs; needs the 'inspect' "
-                               "extra) | lmms-eval (--log_samples JSONL + results JSON)"),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="folder to write (default RUN_DIR/export/FORMAT)"),
+    format: str = typer.Option(
+        "inspect",
+        "--format",
+        "-f",
+        help="inspect (Inspect AI eval logs; needs the 'inspect' "
+        "extra) | lmms-eval (--log_samples JSONL + results JSON)",
+    ),
+    out: Path | None = typer.Option(None, "--out", "-o", help="folder to write (default RUN_DIR/export/FORMAT)"),
 ) -> None:
     """Write a run as Inspect AI eval logs (`inspect view DIR`) or lmms-eval sample logs."""
     from mmrag.export import export as run_export

@@ -3,19 +3,23 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator, Optional
 
 import typer
 
-from mmrag.errors import InputError
 from mmrag.commands._engine import ADDRESS, ENGINE
+from mmrag.errors import InputError
 from mmrag.registry import allow_code as trusting_code
 from mmrag.schema import Document
 from mmrag.util import iter_jsonl
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
-                  help="Build, inspect and evaluate FAISS indices over a knowledge base.")
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="Build, inspect and evaluate FAISS indices over a knowledge base.",
+)
 
 #: encoder used when --encoder is not given, per index kind
 DEFAULT_ENCODER = {"text": "minilm", "visual": "color-layout", "multimodal": "fusion"}
@@ -55,7 +59,7 @@ def iter_kb(path: str | Path) -> KBFile:
     return KBFile(path)
 
 
-def _encoder_spec(name: Optional[str], kwargs: Optional[str], kind: str) -> dict:
+def _encoder_spec(name: str | None, kwargs: str | None, kind: str) -> dict:
     try:
         kw = json.loads(kwargs) if kwargs else {}
     except json.JSONDecodeError as exc:
@@ -66,25 +70,33 @@ def _encoder_spec(name: Optional[str], kwargs: Optional[str], kind: str) -> dict
 
 
 @app.command("build")
-def build(kb: Path = typer.Option(..., "--kb", help="kb.jsonl (one KBRecord per line)"),
-          kind: str = typer.Option(..., "--kind", "--modality",
-                                   help="what to index, named as the scenario modalities are: text | image | "
-                                        "multimodal ('visual', the index kind of image documents, is accepted)"),
-          out: Path = typer.Option(..., "--out", help="index folder to write (replaced atomically)"),
-          factory: str = typer.Option("auto", "--factory", help="FAISS index_factory string, or 'auto'"),
-          encoder: Optional[str] = typer.Option(None, "--encoder", help="minilm | sentence-transformers | "
-                                                "open-clip | color-layout | fusion | pkg.mod:Factory"),
-          encoder_kwargs: Optional[str] = typer.Option(None, "--encoder-kwargs", help='JSON, e.g. {"arch": "ViT-S-32-alt"}'),
-          shard_size: Optional[int] = typer.Option(None, "--shard-size", help="vectors per shard file"),
-          batch_size: int = typer.Option(256, "--batch-size", min=1, help="documents encoded per batch"),
-          threads: Optional[int] = typer.Option(None, "--threads", help="FAISS CPU threads"),
-          device: str = typer.Option("cpu", "--device", help="cpu | auto | gpu (FAISS)"),
-          allow_code: bool = typer.Option(False, "--allow-code", help="allow --encoder pkg.mod:Class (trusted code only)"),
-          engine: str = ENGINE, address: Optional[str] = ADDRESS,
-          pool_size: Optional[int] = typer.Option(None, "--pool-size", help="--engine ray: encoder actors "
-                                                  "(default: one per GPU, else one per spare CPU)"),
-          block_docs: int = typer.Option(10_000, "--block-docs", min=1, help="--engine ray: KB lines per block"),
-          ) -> None:
+def build(
+    kb: Path = typer.Option(..., "--kb", help="kb.jsonl (one KBRecord per line)"),
+    kind: str = typer.Option(
+        ...,
+        "--kind",
+        "--modality",
+        help="what to index, named as the scenario modalities are: text | image | "
+        "multimodal ('visual', the index kind of image documents, is accepted)",
+    ),
+    out: Path = typer.Option(..., "--out", help="index folder to write (replaced atomically)"),
+    factory: str = typer.Option("auto", "--factory", help="FAISS index_factory string, or 'auto'"),
+    encoder: str | None = typer.Option(
+        None, "--encoder", help="minilm | sentence-transformers | open-clip | color-layout | fusion | pkg.mod:Factory"
+    ),
+    encoder_kwargs: str | None = typer.Option(None, "--encoder-kwargs", help='JSON, e.g. {"arch": "ViT-S-32-alt"}'),
+    shard_size: int | None = typer.Option(None, "--shard-size", help="vectors per shard file"),
+    batch_size: int = typer.Option(256, "--batch-size", min=1, help="documents encoded per batch"),
+    threads: int | None = typer.Option(None, "--threads", help="FAISS CPU threads"),
+    device: str = typer.Option("cpu", "--device", help="cpu | auto | gpu (FAISS)"),
+    allow_code: bool = typer.Option(False, "--allow-code", help="allow --encoder pkg.mod:Class (trusted code only)"),
+    engine: str = ENGINE,
+    address: str | None = ADDRESS,
+    pool_size: int | None = typer.Option(
+        None, "--pool-size", help="--engine ray: encoder actors (default: one per GPU, else one per spare CPU)"
+    ),
+    block_docs: int = typer.Option(10_000, "--block-docs", min=1, help="--engine ray: KB lines per block"),
+) -> None:
     """Encode a knowledge base and write a FAISS index with its manifest."""
     from mmrag.distributed import check_engine
     from mmrag.indices import INDEX_KINDS, build_index, create_encoder
@@ -103,26 +115,52 @@ def build(kb: Path = typer.Option(..., "--kb", help="kb.jsonl (one KBRecord per 
 
     removed, freed = clean_stale_spools(out)
     if removed:
-        typer.echo(f"removed {removed} stale build folder(s) of {out} left by killed builds "
-                   f"({freed / 1e6:.1f} MB freed)", err=True)
+        typer.echo(
+            f"removed {removed} stale build folder(s) of {out} left by killed builds ({freed / 1e6:.1f} MB freed)",
+            err=True,
+        )
     spec = _encoder_spec(encoder, encoder_kwargs, kind)
     with trusting_code(allow_code):
         if engine == "ray":
             from mmrag.distributed import build_index_ray
 
-            m = build_index_ray(kb, spec, kind, factory=factory, out=out, address=address, pool_size=pool_size,
-                                batch_size=batch_size, block_docs=block_docs, shard_size=shard_size,
-                                threads=threads, device=device)
+            m = build_index_ray(
+                kb,
+                spec,
+                kind,
+                factory=factory,
+                out=out,
+                address=address,
+                pool_size=pool_size,
+                batch_size=batch_size,
+                block_docs=block_docs,
+                shard_size=shard_size,
+                threads=threads,
+                device=device,
+            )
         else:
-            m = build_index(iter_kb(kb), create_encoder(spec), kind, factory=factory, out=out, shard_size=shard_size,
-                            batch_size=batch_size, threads=threads, device=device, source=kb)
-    typer.echo(f"wrote {m.kind} index to {out}: {m.count} vectors, dim {m.dim}, factory {m.factory}, "
-               f"{len(m.shards)} shard(s)")
+            m = build_index(
+                iter_kb(kb),
+                create_encoder(spec),
+                kind,
+                factory=factory,
+                out=out,
+                shard_size=shard_size,
+                batch_size=batch_size,
+                threads=threads,
+                device=device,
+                source=kb,
+            )
+    typer.echo(
+        f"wrote {m.kind} index to {out}: {m.count} vectors, dim {m.dim}, factory {m.factory}, {len(m.shards)} shard(s)"
+    )
 
 
 @app.command("info")
-def info(path: Path = typer.Argument(..., help="index folder"),
-         verify: str = typer.Option("size", "--verify", help="checksum | size | none")) -> None:
+def info(
+    path: Path = typer.Argument(..., help="index folder"),
+    verify: str = typer.Option("size", "--verify", help="checksum | size | none"),
+) -> None:
     """Print an index's manifest summary (verifying its files)."""
     from mmrag.indices import describe, load_index
 
@@ -132,12 +170,14 @@ def info(path: Path = typer.Argument(..., help="index folder"),
 
 
 @app.command("eval")
-def eval_(path: Path = typer.Argument(..., help="index folder"),
-          benchmark: str = typer.Option(..., "--benchmark", help="benchmark name (e.g. demo)"),
-          source: Optional[str] = typer.Option(None, "--source", help="benchmark data folder or file"),
-          k: str = typer.Option("1,5,10", "--k", help="comma-separated cut-offs"),
-          limit: Optional[int] = typer.Option(None, "--limit", help="first N samples"),
-          json_out: Optional[Path] = typer.Option(None, "--json", help="also write the figures as JSON")) -> None:
+def eval_(
+    path: Path = typer.Argument(..., help="index folder"),
+    benchmark: str = typer.Option(..., "--benchmark", help="benchmark name (e.g. demo)"),
+    source: str | None = typer.Option(None, "--source", help="benchmark data folder or file"),
+    k: str = typer.Option("1,5,10", "--k", help="comma-separated cut-offs"),
+    limit: int | None = typer.Option(None, "--limit", help="first N samples"),
+    json_out: Path | None = typer.Option(None, "--json", help="also write the figures as JSON"),
+) -> None:
     """Recall@k and MRR of the benchmark's gold documents, overall and per gold modality."""
     import itertools
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import List, Optional
 
 import typer
 
@@ -33,12 +32,14 @@ def judge_model_spec(spec: str | None, base_url: str | None = None, api_key_env:
         return parse_model_arg(spec, base_url=base_url, api_key_env=api_key_env)
     except InputError as exc:
         field = {"--model": "--judge-model", "--base-url": "--judge-base-url"}.get(exc.field or "", exc.field)
-        raise InputError(exc.message.replace("--model", "--judge-model")
-                         .replace("--base-url", "--judge-base-url"), field=field) from None
+        raise InputError(
+            exc.message.replace("--model", "--judge-model").replace("--base-url", "--judge-base-url"), field=field
+        ) from None
 
 
-def build_judge_model(spec: str | None, base_url: str | None = None, api_key_env: str | None = None,
-                      cache: str | None = "default"):
+def build_judge_model(
+    spec: str | None, base_url: str | None = None, api_key_env: str | None = None, cache: str | None = "default"
+):
     """A judge VLM behind the shared response cache (judge calls are cached like model calls;
     ``cache=None`` turns that off), or None when no ``--judge-model`` is given."""
     ms = judge_model_spec(spec, base_url, api_key_env)
@@ -59,9 +60,9 @@ def judge_command(
     input: Path = typer.Option(..., "--input", help="JSONL with question, answers, response [, choices]."),
     output: Path = typer.Option(..., "--output", help="Where to write the judged JSONL."),
     judge: str = typer.Option("rule", "--judge", help="rule | llm | rule+llm (or another registered judge)."),
-    judge_model: Optional[str] = JudgeModelOpt,
-    judge_base_url: Optional[str] = JudgeBaseUrlOpt,
-    judge_api_key_env: Optional[str] = JudgeKeyEnvOpt,
+    judge_model: str | None = JudgeModelOpt,
+    judge_base_url: str | None = JudgeBaseUrlOpt,
+    judge_api_key_env: str | None = JudgeKeyEnvOpt,
     no_cache: bool = typer.Option(False, "--no-cache", help="Do not cache judge calls."),
 ) -> None:
     """Judge each record: writes it back with outcome and extracted."""
@@ -69,8 +70,12 @@ def judge_command(
     from mmrag.judging.records import judge_file
 
     try:
-        j = make_judge(judge, llm=build_judge_model(judge_model, judge_base_url, judge_api_key_env,
-                                                    cache=None if no_cache else "default"))
+        j = make_judge(
+            judge,
+            llm=build_judge_model(
+                judge_model, judge_base_url, judge_api_key_env, cache=None if no_cache else "default"
+            ),
+        )
         counts = judge_file(input, output, j)
     except MmragError as exc:
         _fail(exc)
@@ -78,14 +83,18 @@ def judge_command(
 
 
 def judge_agreement_command(
-    a: Path = typer.Argument(..., help="A run directory (its judge against its labels), or the first labelled "
-                             "JSONL (the reference: outcome, else label)."),
-    b: Optional[Path] = typer.Argument(None, help="Second labelled JSONL (the judge); none with a run directory."),
-    field_a: Optional[str] = typer.Option(None, "--field-a", help="Label field of A."),
-    field_b: Optional[str] = typer.Option(None, "--field-b", help="Label field of B."),
-    by: Optional[List[str]] = typer.Option(None, "--by", help="Also group by this record field (repeatable; "
-                                           "a run's default: source and kind)."),
-    labeller: Optional[str] = typer.Option(None, "--labeller", help="Run form: whose labels (default: most labels)."),
+    a: Path = typer.Argument(
+        ...,
+        help="A run directory (its judge against its labels), or the first labelled "
+        "JSONL (the reference: outcome, else label).",
+    ),
+    b: Path | None = typer.Argument(None, help="Second labelled JSONL (the judge); none with a run directory."),
+    field_a: str | None = typer.Option(None, "--field-a", help="Label field of A."),
+    field_b: str | None = typer.Option(None, "--field-b", help="Label field of B."),
+    by: list[str] | None = typer.Option(
+        None, "--by", help="Also group by this record field (repeatable; a run's default: source and kind)."
+    ),
+    labeller: str | None = typer.Option(None, "--labeller", help="Run form: whose labels (default: most labels)."),
     n_boot: int = typer.Option(1000, "--n-boot", min=100, help="Run form: bootstrap resamples per interval."),
     seed: int = typer.Option(0, "--seed", help="Run form: bootstrap seed."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of the tables."),
@@ -100,8 +109,10 @@ def judge_agreement_command(
             if not a.is_dir():
                 raise InputError("give a run directory, or two labelled JSONL files", path=a)
             if field_a or field_b:
-                raise InputError("--field-a / --field-b are for two files; a run compares its verdicts with its labels",
-                                 field="--field-a" if field_a else "--field-b")
+                raise InputError(
+                    "--field-a / --field-b are for two files; a run compares its verdicts with its labels",
+                    field="--field-a" if field_a else "--field-b",
+                )
             from mmrag.labels.agree import DEFAULT_BY
             from mmrag.labels.agree import agreement as run_agreement
             from mmrag.labels.report import format_run_agreement
@@ -120,17 +131,25 @@ def score_humblebench_command(
     predictions: Path = typer.Option(..., "--predictions", help="Official HumbleBench results JSONL."),
     use_noise_image: bool = typer.Option(False, "--use-noise-image", help="Recorded like the official flag."),
     nota_only: bool = typer.Option(False, "--nota-only", help="Recorded like the official flag."),
-    model_name: Optional[str] = typer.Option(None, "--model-name", help="Recorded as model_name_or_path."),
-    postprocess: str = typer.Option("none", "--postprocess",
-                                    help="none | reasoning: cut replies as the official reasoning wrappers do "
-                                         "(</think>, <answer>, 'answer is') before the official rule."),
+    model_name: str | None = typer.Option(None, "--model-name", help="Recorded as model_name_or_path."),
+    postprocess: str = typer.Option(
+        "none",
+        "--postprocess",
+        help="none | reasoning: cut replies as the official reasoning wrappers do "
+        "(</think>, <answer>, 'answer is') before the official rule.",
+    ),
 ) -> None:
     """Official HumbleBench metrics (official nesting) plus mmrag's NOTA measures under "mmrag"."""
     from mmrag.metrics.humblebench import score_humblebench_predictions
 
     try:
-        result = score_humblebench_predictions(predictions, use_noise_image=use_noise_image, nota_only=nota_only,
-                                               model_name_or_path=model_name, postprocess=postprocess)
+        result = score_humblebench_predictions(
+            predictions,
+            use_noise_image=use_noise_image,
+            nota_only=nota_only,
+            model_name_or_path=model_name,
+            postprocess=postprocess,
+        )
     except MmragError as exc:
         _fail(exc)
     typer.echo(json.dumps(result, indent=2))
@@ -161,6 +180,7 @@ def judge_config(mode: str | None, model: str | None, base_url: str | None, api_
     if spec is not None:
         cfg.model = spec
     if cfg.mode != "rule" and cfg.model is None:
-        raise InputError(f"judge mode '{cfg.mode}' needs a judge model (--judge-model BACKEND:MODEL)",
-                         field="--judge-model")
+        raise InputError(
+            f"judge mode '{cfg.mode}' needs a judge model (--judge-model BACKEND:MODEL)", field="--judge-model"
+        )
     return cfg

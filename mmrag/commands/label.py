@@ -4,7 +4,6 @@ labels.  Parsing only; the work is in :mod:`mmrag.labels`."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -13,16 +12,22 @@ from mmrag.commands._console import console
 
 def label(
     run_dir: Path = typer.Argument(..., help="a run directory"),
-    labeller: Optional[str] = typer.Option(None, "--labeller", help="your name; labels go to RUN_DIR/labels/NAME.jsonl "
-                                           "(default: the login name)"),
-    n: Optional[int] = typer.Option(None, "--n", min=1, help="sample size, stratified by source x judge outcome "
-                                    "(default 200; fixed once the sample is drawn)"),
-    seed: Optional[int] = typer.Option(None, "--seed", help="seed of the sample (default 0)"),
+    labeller: str | None = typer.Option(
+        None, "--labeller", help="your name; labels go to RUN_DIR/labels/NAME.jsonl (default: the login name)"
+    ),
+    n: int | None = typer.Option(
+        None,
+        "--n",
+        min=1,
+        help="sample size, stratified by source x judge outcome (default 200; fixed once the sample is drawn)",
+    ),
+    seed: int | None = typer.Option(None, "--seed", help="seed of the sample (default 0)"),
     show_judge: bool = typer.Option(False, "--show-judge", help="show the judge's verdict on the page"),
     port: int = typer.Option(0, "--port", min=0, max=65535, help="port on 127.0.0.1 (default: a free one)"),
-    export: Optional[Path] = typer.Option(None, "--export", help="write the sample (no verdicts) as JSONL and exit"),
-    import_: Optional[Path] = typer.Option(None, "--import", help="add labels from a JSONL of "
-                                           '{"key", "label", "labeller", "at"} lines and exit'),
+    export: Path | None = typer.Option(None, "--export", help="write the sample (no verdicts) as JSONL and exit"),
+    import_: Path | None = typer.Option(
+        None, "--import", help='add labels from a JSONL of {"key", "label", "labeller", "at"} lines and exit'
+    ),
 ) -> None:
     """Label a stratified sample of the run's replies in the browser (keys c/d/h, s skip, u undo, ←/→)."""
     from mmrag.errors import InputError
@@ -46,8 +51,9 @@ def label(
         from mmrag.labels.store import labels_dir
 
         if export.resolve().parent == labels_dir(run_dir).resolve():
-            raise InputError("write the export outside RUN_DIR/labels/ (its .jsonl files are label files)",
-                             field="--export")
+            raise InputError(
+                "write the export outside RUN_DIR/labels/ (its .jsonl files are label files)", field="--export"
+            )
 
         count = export_sample(export, [session.records[k] for k in session.sample.keys])
         console.print(f"[green]exported:[/green] {export} ({count} items, no verdicts)")
@@ -56,8 +62,10 @@ def label(
 
     server = LabelServer(session, port=port)
     done = len([v for v in session.file.current().values() if v != "skip"])
-    console.print(f"labelling {len(session.sample.keys)} replies of {run_dir} as [bold]{who}[/bold] "
-                  f"({done} labelled so far); labels go to {session.file.path}")
+    console.print(
+        f"labelling {len(session.sample.keys)} replies of {run_dir} as [bold]{who}[/bold] "
+        f"({done} labelled so far); labels go to {session.file.path}"
+    )
     console.print(f"open [bold]{server.url}[/bold]   (Ctrl-C to stop)")
     try:
         server.serve()

@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Optional
 
 import typer
 
@@ -14,19 +13,27 @@ from mmrag.errors import InputError
 
 
 def report(
-    run_dirs: List[Path] = typer.Argument(..., help="one or more run directories (each with samples.jsonl)"),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="report folder (default RUN_DIR/report; required with several runs)"),
+    run_dirs: list[Path] = typer.Argument(..., help="one or more run directories (each with samples.jsonl)"),
+    out: Path | None = typer.Option(
+        None, "--out", "-o", help="report folder (default RUN_DIR/report; required with several runs)"
+    ),
     level: float = typer.Option(0.95, "--level", help="confidence level of every interval"),
     n_boot: int = typer.Option(1000, "--n-boot", help="bootstrap resamples per interval"),
     seed: int = typer.Option(0, "--seed", help="bootstrap seed (same seed, same numbers)"),
     browser: bool = typer.Option(True, "--browser/--no-browser", help="also write the HTML sample browser of each run"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="do not print the tables"),
-    paper: Optional[str] = typer.Option(None, "--paper", help="deflectionbench | humblebench | knowhal: write that "
-                                        "paper's tables, figures and paper.md instead (default --out RUN_DIR/paper)"),
-    paper_model: Optional[str] = typer.Option(None, "--paper-model", help="with --paper: a model of the paper, "
-                                              "its published numbers beside yours"),
-    curation: Optional[Path] = typer.Option(None, "--curation", help="with --paper deflectionbench: an `mmrag "
-                                            "curate` folder (Table 2, Figures 4-5)"),
+    paper: str | None = typer.Option(
+        None,
+        "--paper",
+        help="deflectionbench | humblebench | knowhal: write that "
+        "paper's tables, figures and paper.md instead (default --out RUN_DIR/paper)",
+    ),
+    paper_model: str | None = typer.Option(
+        None, "--paper-model", help="with --paper: a model of the paper, its published numbers beside yours"
+    ),
+    curation: Path | None = typer.Option(
+        None, "--curation", help="with --paper deflectionbench: an `mmrag curate` folder (Table 2, Figures 4-5)"
+    ),
 ) -> None:
     """Tables with confidence intervals, paired tests, PNG/SVG figures and report.md."""
     from mmrag.reports import CIOptions
@@ -48,22 +55,36 @@ def report(
         target = out or run_dirs[0] / "paper"
         df = load(run_dirs)
         names = sorted(df["model"].unique()) if len(df) else []
-        index = write_paper(paper, df, target, opts=CIOptions(level=level, n_boot=n_boot, seed=seed),
-                            curation=curation, run_dirs=tuple(run_dirs), paper_model=paper_model,
-                            model=names[0] if len(names) == 1 else None)
+        index = write_paper(
+            paper,
+            df,
+            target,
+            opts=CIOptions(level=level, n_boot=n_boot, seed=seed),
+            curation=curation,
+            run_dirs=tuple(run_dirs),
+            paper_model=paper_model,
+            model=names[0] if len(names) == 1 else None,
+        )
         print_index(index, target)
         return
-    paths = make_report(run_dirs, out, opts=CIOptions(level=level, n_boot=n_boot, seed=seed), browser=browser,
-                        console=None if quiet else console)
+    paths = make_report(
+        run_dirs,
+        out,
+        opts=CIOptions(level=level, n_boot=n_boot, seed=seed),
+        browser=browser,
+        console=None if quiet else console,
+    )
     md = next(p for p in paths if p.name == "report.md")
     console.print(f"[green]report:[/green] {md}  ({len(paths)} files)")
 
 
 def browse(
     run_dir: Path = typer.Argument(..., help="a run directory"),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="HTML file to write (default RUN_DIR/browser.html)"),
+    out: Path | None = typer.Option(None, "--out", "-o", help="HTML file to write (default RUN_DIR/browser.html)"),
     max_side: int = typer.Option(384, "--max-side", help="downscale images to this many pixels on the longer side"),
-    max_image_mb: float = typer.Option(48.0, "--max-image-mb", help="stop embedding images past this size (0 = no limit)"),
+    max_image_mb: float = typer.Option(
+        48.0, "--max-image-mb", help="stop embedding images past this size (0 = no limit)"
+    ),
 ) -> None:
     """Write the run's self-contained HTML sample browser."""
     from mmrag.reports import write_browser

@@ -6,11 +6,12 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Literal, Optional
+from typing import Literal
 
 import typer
 from rich.text import Text
 
+from mmrag.benchmarks.family import DEFLECTION
 from mmrag.commands._console import choices, console, err_console, progress_bar, refuse_extra_flags, results_table
 from mmrag.commands._engine import ADDRESS, ENGINE, ENGINE_FLAGS, REPLICAS, engine_scope
 from mmrag.commands._generation import GEN_KWARGS, TEMPERATURE, TOP_P, generation
@@ -19,30 +20,46 @@ from mmrag.errors import InputError
 from mmrag.registry import allow_code as trusting_code
 from mmrag.runs.config import BenchmarkRef, CacheConfig, JudgeConfig, RunConfig, load_run_config
 from mmrag.runs.engine import RunResult, default_run_dir, execute
-from mmrag.benchmarks.family import DEFLECTION
 from mmrag.scenarios.kinds import get_kind, kind_ids
 from mmrag.scenarios.spec import MODALITIES, STRICTNESS_LEVELS, ScenarioSpec
 
-ALLOW_CODE_HELP = ("import plug-ins the config names by dotted path (pkg.module:Class); only for configs you "
-                   "trust, never taken from a run directory")
+ALLOW_CODE_HELP = (
+    "import plug-ins the config names by dotted path (pkg.module:Class); only for configs you "
+    "trust, never taken from a run directory"
+)
 Modality = Literal[MODALITIES]  # type: ignore[valid-type]  (typer lists the choices in --help)
 
 #: one help text per flag, shared by every command that has the flag (one meaning everywhere)
-BENCHMARK_HELP = "benchmark name(s): a registered loader, an mmrag.benchmarks entry point, pkg.module:Name or " \
-                 "hf:PATH_OR_ID (a Hugging Face dataset, columns named by --field); repeatable, comma-separated ok"
+BENCHMARK_HELP = (
+    "benchmark name(s): a registered loader, an mmrag.benchmarks entry point, pkg.module:Name or "
+    "hf:PATH_OR_ID (a Hugging Face dataset, columns named by --field); repeatable, comma-separated ok"
+)
 SOURCE_HELP = "data path of the benchmark (a file or folder; one --benchmark only)"
-MODEL_HELP = "BACKEND:MODEL (e.g. openai:NAME, transformers:PATH, vllm:PATH), a baseline name, or the " \
-             "simulated VLM sim-vlm[:param=value,...]; repeatable, comma-separated ok"
+MODEL_HELP = (
+    "BACKEND:MODEL (e.g. openai:NAME, transformers:PATH, vllm:PATH), a baseline name, or the "
+    "simulated VLM sim-vlm[:param=value,...]; repeatable, comma-separated ok"
+)
 BASE_URL_HELP = "base URL of an OpenAI-compatible server, for openai:NAME models"
 KEY_HELP = "name of the environment variable holding the API key (the key itself is never written anywhere)"
-LIMIT_HELP = ("use only the first N samples of each benchmark (per benchmark: every scenario and model runs on "
-              "them, so 4 scenarios x 1 model make 4N requests)")
+LIMIT_HELP = (
+    "use only the first N samples of each benchmark (per benchmark: every scenario and model runs on "
+    "them, so 4 scenarios x 1 model make 4N requests)"
+)
 OUT_HELP = "run directory to write (default: a new folder under MMRAG_HOME/runs)"
-JUDGE_HELP = "judge of open answers: rule | llm | rule+llm (or a registered judge name; default rule, or the " \
-             "config's); HumbleBench and KnowHal use their family's judge"
+JUDGE_HELP = (
+    "judge of open answers: rule | llm | rule+llm (or a registered judge name; default rule, or the "
+    "config's); HumbleBench and KnowHal use their family's judge"
+)
 #: flags that --config still honours (they are applied over the file's values, not dropped)
-CONFIG_OVERRIDES = ("--out", "--judge", "--judge-model", "--judge-base-url", "--judge-api-key-env", "--allow-code",
-                    *ENGINE_FLAGS)
+CONFIG_OVERRIDES = (
+    "--out",
+    "--judge",
+    "--judge-model",
+    "--judge-base-url",
+    "--judge-api-key-env",
+    "--allow-code",
+    *ENGINE_FLAGS,
+)
 
 
 def _builtin_sweep_names() -> list[str]:
@@ -74,8 +91,9 @@ def _split_models(values: list[str] | None) -> list[str]:
 _SPEC_FLAGS = {"n_distractors": "--distractors"}
 
 
-def specs_from_flags(kinds: list[str], distractors: list[int], negative: list[str], positive: str,
-                     strictness: list[str], seed: int) -> list[ScenarioSpec]:
+def specs_from_flags(
+    kinds: list[str], distractors: list[int], negative: list[str], positive: str, strictness: list[str], seed: int
+) -> list[ScenarioSpec]:
     from pydantic import ValidationError
 
     specs = []
@@ -89,8 +107,16 @@ def specs_from_flags(kinds: list[str], distractors: list[int], negative: list[st
             for n in ns:
                 for neg in negs:
                     try:
-                        specs.append(ScenarioSpec(kind=kind, n_distractors=n, negative_modality=neg,
-                                                  positive_modality=positive, strictness=strict, seed=seed))
+                        specs.append(
+                            ScenarioSpec(
+                                kind=kind,
+                                n_distractors=n,
+                                negative_modality=neg,
+                                positive_modality=positive,
+                                strictness=strict,
+                                seed=seed,
+                            )
+                        )
                     except ValidationError as exc:
                         err = exc.errors()[0]
                         name = str(err["loc"][0])
@@ -99,11 +125,25 @@ def specs_from_flags(kinds: list[str], distractors: list[int], negative: list[st
     return specs
 
 
-def config_from_flags(benchmark: list[str], model: list[str], base_url: Optional[str], api_key_env: Optional[str],
-                      scenarios: list[str], distractors: list[int], negative_modality: list[str],
-                      positive_modality: str, strictness: list[str], limit: Optional[int], seed: int,
-                      judge: str, no_cache: bool, cache_path: Optional[str], batch_size: int,
-                      gen: dict, judge_cfg: JudgeConfig | None = None) -> RunConfig:
+def config_from_flags(
+    benchmark: list[str],
+    model: list[str],
+    base_url: str | None,
+    api_key_env: str | None,
+    scenarios: list[str],
+    distractors: list[int],
+    negative_modality: list[str],
+    positive_modality: str,
+    strictness: list[str],
+    limit: int | None,
+    seed: int,
+    judge: str,
+    no_cache: bool,
+    cache_path: str | None,
+    batch_size: int,
+    gen: dict,
+    judge_cfg: JudgeConfig | None = None,
+) -> RunConfig:
     from mmrag.models import parse_model_arg
 
     if not benchmark:
@@ -112,13 +152,22 @@ def config_from_flags(benchmark: list[str], model: list[str], base_url: Optional
         raise InputError("give --model BACKEND:MODEL or a baseline name (or --config FILE)", field="--model")
     specs = specs_from_flags(scenarios, distractors, negative_modality, positive_modality, strictness, seed)
     models = [parse_model_arg(m, base_url=base_url, api_key_env=api_key_env, **gen) for m in model]
-    return flag_config(benchmarks=[BenchmarkRef(name=b) for b in benchmark], scenarios=specs, models=models,
-                       judge=judge_cfg or JudgeConfig(mode=judge), limit=limit, seed=seed, batch_size=batch_size,
-                       cache=CacheConfig(enabled=not no_cache, path=cache_path))
+    return flag_config(
+        benchmarks=[BenchmarkRef(name=b) for b in benchmark],
+        scenarios=specs,
+        models=models,
+        judge=judge_cfg or JudgeConfig(mode=judge),
+        limit=limit,
+        seed=seed,
+        batch_size=batch_size,
+        cache=CacheConfig(enabled=not no_cache, path=cache_path),
+    )
 
 
-FIELD_HELP = "for hf:PATH_OR_ID benchmarks: FIELD=COLUMN pieces (question, answer, image, id, choices, label, " \
-             "context, ...), e.g. question=q,answer=a,image=img; see docs/interop.md"
+FIELD_HELP = (
+    "for hf:PATH_OR_ID benchmarks: FIELD=COLUMN pieces (question, answer, image, id, choices, label, "
+    "context, ...), e.g. question=q,answer=a,image=img; see docs/interop.md"
+)
 
 
 def with_fields(cfg: RunConfig, values: list[str] | None) -> None:
@@ -164,13 +213,17 @@ def config_from_manifest(run_dir: Path) -> RunConfig:
         data = json.loads(mpath.read_bytes().decode("utf-8"))
         raw = data["config"]
     except (UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
-        raise InputError(f"unreadable manifest ({type(exc).__name__}); start a new run with --config",
-                         path=mpath) from None
+        raise InputError(
+            f"unreadable manifest ({type(exc).__name__}); start a new run with --config", path=mpath
+        ) from None
     hidden = find_redacted(raw)
     if hidden:
-        raise InputError(f"the manifest's config had a secret removed ({REDACTED} at '{hidden}'); resume with "
-                         "the original config: --config FILE --out DIR (keys belong in --api-key-env)",
-                         path=mpath, field=f"config.{hidden}")
+        raise InputError(
+            f"the manifest's config had a secret removed ({REDACTED} at '{hidden}'); resume with "
+            "the original config: --config FILE --out DIR (keys belong in --api-key-env)",
+            path=mpath,
+            field=f"config.{hidden}",
+        )
     try:
         return RunConfig.model_validate(raw)
     except ValidationError as exc:
@@ -186,22 +239,24 @@ def run_and_print(config: RunConfig, out: Path, title: str = "Results", retry_fa
     try:
         with progress_bar() as progress:
             result = execute(config, out, argv=sys.argv, progress=progress, retry_failed=retry_failed)
-    except OSError as exc:   # a full disk, a quota, a file-size limit: one line, and how to go on
+    except OSError as exc:  # a full disk, a quota, a file-size limit: one line, and how to go on
         err = as_input_error(exc, out, f"free space and resume: mmrag run --resume {out}")
         if err is exc:
             raise
         raise err from None
     console.print(results_table(result.summary, title=title))
     errs = ", ".join(f"{k}={v}" for k, v in sorted(result.errors.items())) or "none"
-    console.print(f"run directory: {out}  |  new records: {result.new_records}  |  model calls: {result.model_calls}"
-                  f"  |  failed requests: {errs}  |  {time.perf_counter() - t0:.1f}s")
+    console.print(
+        f"run directory: {out}  |  new records: {result.new_records}  |  model calls: {result.model_calls}"
+        f"  |  failed requests: {errs}  |  {time.perf_counter() - t0:.1f}s"
+    )
     if result.failure:
         typer.echo(f"mmrag: run failed: {result.failure}", err=True)
         raise typer.Exit(1)
     return result
 
 
-def with_execution(cfg: RunConfig, max_concurrency: Optional[int], max_failures: Optional[str]) -> RunConfig:
+def with_execution(cfg: RunConfig, max_concurrency: int | None, max_failures: str | None) -> RunConfig:
     """Apply the execution flags (they change how a run goes, never what it measures)."""
     update: dict = {}
     if max_concurrency is not None:
@@ -231,62 +286,90 @@ EXECUTION_FLAGS = ("--max-concurrency", "--max-failures", "--retry-errors")
 
 def run(
     ctx: typer.Context,
-    config: Optional[Path] = typer.Option(None, "--config", help="run.yaml (RunConfig); takes every setting from "
-                                          "the file (other flags are refused; --out and the --judge* flags apply over it)"),
-    resume: Optional[Path] = typer.Option(None, "--resume", help="continue the run in this directory with its "
-                                          "own config (other flags are refused)"),
+    config: Path | None = typer.Option(
+        None,
+        "--config",
+        help="run.yaml (RunConfig); takes every setting from "
+        "the file (other flags are refused; --out and the --judge* flags apply over it)",
+    ),
+    resume: Path | None = typer.Option(
+        None, "--resume", help="continue the run in this directory with its own config (other flags are refused)"
+    ),
     benchmark: list[str] = typer.Option(None, "--benchmark", "-b", help=BENCHMARK_HELP),
-    source: Optional[str] = typer.Option(None, "--source", help=SOURCE_HELP),
+    source: str | None = typer.Option(None, "--source", help=SOURCE_HELP),
     field: list[str] = typer.Option(None, "--field", help=FIELD_HELP),
     model: list[str] = typer.Option(None, "--model", "-m", help=MODEL_HELP),
-    base_url: Optional[str] = typer.Option(None, "--base-url", help=BASE_URL_HELP),
-    api_key_env: Optional[str] = typer.Option(None, "--api-key-env", help=KEY_HELP),
-    scenarios: str = typer.Option(",".join(DEFLECTION.scenario_kinds), "--scenarios",
-                                  help=f"comma-separated scenario kinds: {choices(kind_ids())}"),
-    distractors: str = typer.Option("2", "--distractors", help="comma-separated distractor counts (0-64) for the "
-                                    "kinds that show negatives"),
-    negative_modality: str = typer.Option("text", "--negative-modality",
-                                          help=f"comma-separated modalities of the negatives: {choices(MODALITIES)}"),
-    positive_modality: Modality = typer.Option("any", "--positive-modality",
-                                               help="keep only gold evidence of this modality (any = all)"),
-    strictness: str = typer.Option("none", "--strictness",
-                                   help=f"comma-separated prompt strictness levels: {choices(STRICTNESS_LEVELS)}"),
-    limit: Optional[int] = typer.Option(None, "--limit", min=1, help=LIMIT_HELP),
-    seed: int = typer.Option(0, "--seed", help="seed of the scenario composer (shuffles, negatives) and of "
-                             "generation (sampling, the baselines' random picks; --gen-kwargs seed=N sets it alone)"),
-    temperature: Optional[float] = TEMPERATURE, top_p: Optional[float] = TOP_P,
-    gen_kwargs: Optional[str] = GEN_KWARGS,
-    judge: Optional[str] = typer.Option(None, "--judge", help=JUDGE_HELP),
-    judge_model: Optional[str] = JudgeModelOpt,
-    judge_base_url: Optional[str] = JudgeBaseUrlOpt,
-    judge_api_key_env: Optional[str] = JudgeKeyEnvOpt,
+    base_url: str | None = typer.Option(None, "--base-url", help=BASE_URL_HELP),
+    api_key_env: str | None = typer.Option(None, "--api-key-env", help=KEY_HELP),
+    scenarios: str = typer.Option(
+        ",".join(DEFLECTION.scenario_kinds),
+        "--scenarios",
+        help=f"comma-separated scenario kinds: {choices(kind_ids())}",
+    ),
+    distractors: str = typer.Option(
+        "2", "--distractors", help="comma-separated distractor counts (0-64) for the kinds that show negatives"
+    ),
+    negative_modality: str = typer.Option(
+        "text", "--negative-modality", help=f"comma-separated modalities of the negatives: {choices(MODALITIES)}"
+    ),
+    positive_modality: Modality = typer.Option(
+        "any", "--positive-modality", help="keep only gold evidence of this modality (any = all)"
+    ),
+    strictness: str = typer.Option(
+        "none", "--strictness", help=f"comma-separated prompt strictness levels: {choices(STRICTNESS_LEVELS)}"
+    ),
+    limit: int | None = typer.Option(None, "--limit", min=1, help=LIMIT_HELP),
+    seed: int = typer.Option(
+        0,
+        "--seed",
+        help="seed of the scenario composer (shuffles, negatives) and of "
+        "generation (sampling, the baselines' random picks; --gen-kwargs seed=N sets it alone)",
+    ),
+    temperature: float | None = TEMPERATURE,
+    top_p: float | None = TOP_P,
+    gen_kwargs: str | None = GEN_KWARGS,
+    judge: str | None = typer.Option(None, "--judge", help=JUDGE_HELP),
+    judge_model: str | None = JudgeModelOpt,
+    judge_base_url: str | None = JudgeBaseUrlOpt,
+    judge_api_key_env: str | None = JudgeKeyEnvOpt,
     no_cache: bool = typer.Option(False, "--no-cache", help="do not read or write the response cache"),
-    cache_path: Optional[str] = typer.Option(None, "--cache-path", help="SQLite response cache to use (default: "
-                                             "MMRAG_HOME's shared cache)"),
+    cache_path: str | None = typer.Option(
+        None, "--cache-path", help="SQLite response cache to use (default: MMRAG_HOME's shared cache)"
+    ),
     batch_size: int = typer.Option(32, "--batch-size", min=1, help="prompts per model request batch"),
-    max_new_tokens: Optional[int] = typer.Option(None, "--max-new-tokens", min=1,
-                                                 help="generation limit per reply (default: the backend's)"),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help=OUT_HELP),
+    max_new_tokens: int | None = typer.Option(
+        None, "--max-new-tokens", min=1, help="generation limit per reply (default: the backend's)"
+    ),
+    out: Path | None = typer.Option(None, "--out", "-o", help=OUT_HELP),
     allow_code: bool = typer.Option(False, "--allow-code", help=ALLOW_CODE_HELP),
-    max_concurrency: Optional[int] = typer.Option(None, "--max-concurrency", min=1, help=_MAX_CONC),
-    max_failures: Optional[str] = typer.Option(None, "--max-failures", help=_MAX_FAIL),
-    retry_errors: bool = typer.Option(False, "--retry-errors",
-                                      help="send cells whose last attempt failed again (--resume always does)"),
-    engine: str = ENGINE, address: Optional[str] = ADDRESS, replicas: Optional[int] = REPLICAS,
+    max_concurrency: int | None = typer.Option(None, "--max-concurrency", min=1, help=_MAX_CONC),
+    max_failures: str | None = typer.Option(None, "--max-failures", help=_MAX_FAIL),
+    retry_errors: bool = typer.Option(
+        False, "--retry-errors", help="send cells whose last attempt failed again (--resume always does)"
+    ),
+    engine: str = ENGINE,
+    address: str | None = ADDRESS,
+    replicas: int | None = REPLICAS,
 ) -> None:
     """Run benchmarks x scenarios x models, judge every answer, write a run directory."""
     if resume is not None and allow_code:
-        raise InputError("--allow-code does not apply to --resume: a run directory is data and the code its "
-                         "manifest names is never imported; to continue a run that uses a plug-in by dotted "
-                         "path, give its config again: --config FILE --allow-code --out DIR", field="--allow-code")
+        raise InputError(
+            "--allow-code does not apply to --resume: a run directory is data and the code its "
+            "manifest names is never imported; to continue a run that uses a plug-in by dotted "
+            "path, give its config again: --config FILE --allow-code --out DIR",
+            field="--allow-code",
+        )
     if resume is not None:
-        refuse_extra_flags(ctx, "--resume", allowed=(*EXECUTION_FLAGS, *ENGINE_FLAGS))  # how and where it runs, not what it measures
+        refuse_extra_flags(
+            ctx, "--resume", allowed=(*EXECUTION_FLAGS, *ENGINE_FLAGS)
+        )  # how and where it runs, not what it measures
     elif config is not None:
         refuse_extra_flags(ctx, "--config", allowed=(*CONFIG_OVERRIDES, *EXECUTION_FLAGS))
     if resume is not None:
         with engine_scope(engine, address, replicas):
-            run_and_print(with_execution(config_from_manifest(resume), max_concurrency, max_failures), resume,
-                          retry_failed=True)
+            run_and_print(
+                with_execution(config_from_manifest(resume), max_concurrency, max_failures), resume, retry_failed=True
+            )
         return
     if config is not None:
         cfg = load_run_config(config)
@@ -295,12 +378,28 @@ def run(
         try:
             ns = [int(x) for x in _split([distractors])]
         except ValueError:
-            raise InputError(f"'{distractors}' is not a comma-separated list of integers", field="--distractors") from None
-        cfg = config_from_flags(_split(benchmark), _split_models(model), base_url, api_key_env, _split([scenarios]), ns,
-                                _split([negative_modality]), positive_modality, _split([strictness]), limit, seed,
-                                judge or "rule", no_cache, cache_path, batch_size,
-                                generation(temperature, top_p, max_new_tokens, seed, gen_kwargs),
-                                judge_config(judge, judge_model, judge_base_url, judge_api_key_env))
+            raise InputError(
+                f"'{distractors}' is not a comma-separated list of integers", field="--distractors"
+            ) from None
+        cfg = config_from_flags(
+            _split(benchmark),
+            _split_models(model),
+            base_url,
+            api_key_env,
+            _split([scenarios]),
+            ns,
+            _split([negative_modality]),
+            positive_modality,
+            _split([strictness]),
+            limit,
+            seed,
+            judge or "rule",
+            no_cache,
+            cache_path,
+            batch_size,
+            generation(temperature, top_p, max_new_tokens, seed, gen_kwargs),
+            judge_config(judge, judge_model, judge_base_url, judge_api_key_env),
+        )
         with_fields(cfg, field)
         if source is not None:
             if len(cfg.benchmarks) != 1:
@@ -311,45 +410,51 @@ def run(
         run_and_print(with_execution(cfg, max_concurrency, max_failures), target, retry_failed=retry_errors)
 
 
+SWEEP_CONFIG_HELP = (
+    "sweep.yaml (a Sweep, or a run config with `sweeps:`, which then names benchmarks and models "
+    f"itself), or a built-in sweep name: {choices(sorted(_builtin_sweep_names()))}"
+)
+
+
 def sweep(
     ctx: typer.Context,
-    config: Path = typer.Option(..., "--config", help="sweep.yaml (a Sweep, or a run config with `sweeps:`, which "
-                                "then names benchmarks and models itself), or a built-in sweep name: "
-                                f"{choices(sorted(_builtin_sweep_names()))}"),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help=OUT_HELP),
+    config: Path = typer.Option(..., "--config", help=SWEEP_CONFIG_HELP),
+    out: Path | None = typer.Option(None, "--out", "-o", help=OUT_HELP),
     benchmark: list[str] = typer.Option(["demo"], "--benchmark", "-b", help=BENCHMARK_HELP),
     field: list[str] = typer.Option(None, "--field", help=FIELD_HELP),
     model: list[str] = typer.Option(["context-reader"], "--model", "-m", help=MODEL_HELP),
-    base_url: Optional[str] = typer.Option(None, "--base-url", help=BASE_URL_HELP),
-    api_key_env: Optional[str] = typer.Option(None, "--api-key-env", help=KEY_HELP),
-    limit: Optional[int] = typer.Option(None, "--limit", min=1, help=LIMIT_HELP),
-    temperature: Optional[float] = TEMPERATURE, top_p: Optional[float] = TOP_P,
-    max_new_tokens: Optional[int] = typer.Option(None, "--max-new-tokens", min=1, help="generation limit per reply"),
-    seed: Optional[int] = typer.Option(None, "--seed", help="generation seed (the sweep file seeds its scenarios)"),
-    gen_kwargs: Optional[str] = GEN_KWARGS,
-    judge: Optional[str] = typer.Option(None, "--judge", help=JUDGE_HELP),
-    judge_model: Optional[str] = JudgeModelOpt,
-    judge_base_url: Optional[str] = JudgeBaseUrlOpt,
-    judge_api_key_env: Optional[str] = JudgeKeyEnvOpt,
+    base_url: str | None = typer.Option(None, "--base-url", help=BASE_URL_HELP),
+    api_key_env: str | None = typer.Option(None, "--api-key-env", help=KEY_HELP),
+    limit: int | None = typer.Option(None, "--limit", min=1, help=LIMIT_HELP),
+    temperature: float | None = TEMPERATURE,
+    top_p: float | None = TOP_P,
+    max_new_tokens: int | None = typer.Option(None, "--max-new-tokens", min=1, help="generation limit per reply"),
+    seed: int | None = typer.Option(None, "--seed", help="generation seed (the sweep file seeds its scenarios)"),
+    gen_kwargs: str | None = GEN_KWARGS,
+    judge: str | None = typer.Option(None, "--judge", help=JUDGE_HELP),
+    judge_model: str | None = JudgeModelOpt,
+    judge_base_url: str | None = JudgeBaseUrlOpt,
+    judge_api_key_env: str | None = JudgeKeyEnvOpt,
     allow_code: bool = typer.Option(False, "--allow-code", help=ALLOW_CODE_HELP),
-    max_concurrency: Optional[int] = typer.Option(None, "--max-concurrency", min=1, help=_MAX_CONC),
-    max_failures: Optional[str] = typer.Option(None, "--max-failures", help=_MAX_FAIL),
+    max_concurrency: int | None = typer.Option(None, "--max-concurrency", min=1, help=_MAX_CONC),
+    max_failures: str | None = typer.Option(None, "--max-failures", help=_MAX_FAIL),
     retry_errors: bool = typer.Option(False, "--retry-errors", help="send cells whose last attempt failed again"),
-    engine: str = ENGINE, address: Optional[str] = ADDRESS, replicas: Optional[int] = REPLICAS,
+    engine: str = ENGINE,
+    address: str | None = ADDRESS,
+    replicas: int | None = REPLICAS,
 ) -> None:
     """Run every cell of a sweep; cells already in the run directory are not run again."""
-    from mmrag.util import read_yaml_mapping
-
     from mmrag.models import parse_model_arg
-
     from mmrag.scenarios import builtin_sweeps
+    from mmrag.util import read_yaml_mapping
 
     if not config.exists() and str(config) in builtin_sweeps():  # `--config distractor-curve`
         config = builtin_sweeps()[str(config)]
     if not config.exists():
-        raise InputError(f"sweep config not found (built-in sweeps: {', '.join(sorted(builtin_sweeps()))})",
-                         path=config)
-    data = read_yaml_mapping(config, "sweep config")   # duplicate keys and non-mappings refused, with the line
+        raise InputError(
+            f"sweep config not found (built-in sweeps: {', '.join(sorted(builtin_sweeps()))})", path=config
+        )
+    data = read_yaml_mapping(config, "sweep config")  # duplicate keys and non-mappings refused, with the line
     if isinstance(data, dict) and "benchmarks" in data:
         refuse_extra_flags(ctx, "--config", allowed=(*CONFIG_OVERRIDES, *EXECUTION_FLAGS))
         cfg = load_run_config(config)
@@ -358,31 +463,45 @@ def sweep(
 
         load_sweep(config)  # validates the file, naming file and field on error
         gen = generation(temperature, top_p, max_new_tokens, seed, gen_kwargs)
-        cfg = flag_config(benchmarks=[BenchmarkRef(name=b) for b in _split(benchmark)],
-                        models=[parse_model_arg(m, base_url=base_url, api_key_env=api_key_env, **gen)
-                                for m in _split_models(model)],
-                        sweeps=[str(config)], limit=limit)
+        cfg = flag_config(
+            benchmarks=[BenchmarkRef(name=b) for b in _split(benchmark)],
+            models=[
+                parse_model_arg(m, base_url=base_url, api_key_env=api_key_env, **gen) for m in _split_models(model)
+            ],
+            sweeps=[str(config)],
+            limit=limit,
+        )
         with_fields(cfg, field)
     cfg.judge = judge_config(judge, judge_model, judge_base_url, judge_api_key_env, base=cfg.judge)
     target = out or (Path(cfg.out) if cfg.out else default_run_dir("sweep"))
     with trusting_code(allow_code), engine_scope(engine, address, replicas):
-        run_and_print(with_execution(cfg, max_concurrency, max_failures), target, title=f"Sweep {config.name}",
-                      retry_failed=retry_errors)
+        run_and_print(
+            with_execution(cfg, max_concurrency, max_failures),
+            target,
+            title=f"Sweep {config.name}",
+            retry_failed=retry_errors,
+        )
 
 
 def demo(
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help=OUT_HELP),
-    limit: Optional[int] = typer.Option(None, "--limit", min=1, help=LIMIT_HELP),
-    distractors: int = typer.Option(2, "--distractors", min=1, max=64,
-                                    help="distractor count of the realistic and adversarial scenarios"),
+    out: Path | None = typer.Option(None, "--out", "-o", help=OUT_HELP),
+    limit: int | None = typer.Option(None, "--limit", min=1, help=LIMIT_HELP),
+    distractors: int = typer.Option(
+        2, "--distractors", min=1, max=64, help="distractor count of the realistic and adversarial scenarios"
+    ),
     seed: int = typer.Option(0, "--seed", help="seed of the demo world and of the scenario composer"),
 ) -> None:
     """The embedded default: the generated demo world, four DeflectionBench scenarios, two baselines."""
     from mmrag.models import parse_model_arg
 
-    specs = specs_from_flags(list(DEFLECTION.scenario_kinds), [distractors], ["text"], "any",
-                             ["none"], seed)
-    cfg = RunConfig(benchmarks=[BenchmarkRef(name="demo", options={"seed": seed})], scenarios=specs,
-                    models=[parse_model_arg("always-deflect"), parse_model_arg("context-reader")],
-                    limit=limit, seed=seed)
-    run_and_print(cfg, out or default_run_dir("demo"), title="mmrag demo: VLM-DeflectionBench scenarios on the demo world")
+    specs = specs_from_flags(list(DEFLECTION.scenario_kinds), [distractors], ["text"], "any", ["none"], seed)
+    cfg = RunConfig(
+        benchmarks=[BenchmarkRef(name="demo", options={"seed": seed})],
+        scenarios=specs,
+        models=[parse_model_arg("always-deflect"), parse_model_arg("context-reader")],
+        limit=limit,
+        seed=seed,
+    )
+    run_and_print(
+        cfg, out or default_run_dir("demo"), title="mmrag demo: VLM-DeflectionBench scenarios on the demo world"
+    )

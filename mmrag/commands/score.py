@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -14,21 +13,27 @@ from mmrag.commands.judge import JudgeBaseUrlOpt, JudgeKeyEnvOpt, JudgeModelOpt,
 
 def score(
     target: str = typer.Argument(..., help="a run directory, or 'humblebench' to score a predictions file"),
-    predictions: Optional[Path] = typer.Option(None, "--predictions",
-                                               help="official HumbleBench results JSONL (with target 'humblebench')"),
+    predictions: Path | None = typer.Option(
+        None, "--predictions", help="official HumbleBench results JSONL (with target 'humblebench')"
+    ),
     judge: str = typer.Option("rule", "--judge", help="rule | llm | rule+llm"),
-    judge_model: Optional[str] = JudgeModelOpt,
-    judge_base_url: Optional[str] = JudgeBaseUrlOpt,
-    judge_api_key_env: Optional[str] = JudgeKeyEnvOpt,
-    use_noise_image: bool = typer.Option(False, "--use-noise-image",
-                                         help="the predictions were made on the noise-image setting (HumbleBench-GN)"),
-    nota_only: bool = typer.Option(False, "--nota-only",
-                                   help="the predictions were made on the NOTA-only setting (HumbleBench-E)"),
-    model_name: Optional[str] = typer.Option(None, "--model-name", help="model name to print with the metrics"),
-    postprocess: str = typer.Option("none", "--postprocess",
-                                    help="none | reasoning: cut replies as the official reasoning wrappers do "
-                                         "(</think>, <answer>, 'answer is') before the official rule "
-                                         "(with target 'humblebench')"),
+    judge_model: str | None = JudgeModelOpt,
+    judge_base_url: str | None = JudgeBaseUrlOpt,
+    judge_api_key_env: str | None = JudgeKeyEnvOpt,
+    use_noise_image: bool = typer.Option(
+        False, "--use-noise-image", help="the predictions were made on the noise-image setting (HumbleBench-GN)"
+    ),
+    nota_only: bool = typer.Option(
+        False, "--nota-only", help="the predictions were made on the NOTA-only setting (HumbleBench-E)"
+    ),
+    model_name: str | None = typer.Option(None, "--model-name", help="model name to print with the metrics"),
+    postprocess: str = typer.Option(
+        "none",
+        "--postprocess",
+        help="none | reasoning: cut replies as the official reasoning wrappers do "
+        "(</think>, <answer>, 'answer is') before the official rule "
+        "(with target 'humblebench')",
+    ),
 ) -> None:
     """Score again without calling any model."""
     from mmrag.errors import InputError
@@ -39,8 +44,13 @@ def score(
         from mmrag.commands.judge import score_humblebench_command
 
         # every argument by name: a forgotten one would arrive as typer's OptionInfo default
-        score_humblebench_command(predictions=predictions, use_noise_image=use_noise_image, nota_only=nota_only,
-                                  model_name=model_name, postprocess=postprocess)
+        score_humblebench_command(
+            predictions=predictions,
+            use_noise_image=use_noise_image,
+            nota_only=nota_only,
+            model_name=model_name,
+            postprocess=postprocess,
+        )
         return
     from mmrag.runs.rescore import rescore
 

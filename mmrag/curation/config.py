@@ -25,7 +25,9 @@ class CurateConfig(BaseModel):
     gating_models: list[ModelSpec] = Field(min_length=1)
     judge: JudgeConfig = Field(default_factory=JudgeConfig)
     settings: GenerationSettings = Field(default_factory=GenerationSettings)
-    modalities: list[Literal["text", "image", "multimodal"]] = Field(default_factory=lambda: ["text", "image", "multimodal"])
+    modalities: list[Literal["text", "image", "multimodal"]] = Field(
+        default_factory=lambda: ["text", "image", "multimodal"]
+    )
     negatives_per_modality: int = Field(default=4, ge=1)
     k_min: int = Field(default=5, ge=0)
     #: "curated": Stage II starts from the sample's own negatives (WebQA negFacts, MMDocRAG quotes,

@@ -21,25 +21,26 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from mmrag.benchmarks import load_benchmark
+from mmrag.curation.config import CurateConfig
+from mmrag.curation.convert import document_to_kb, sample_to_record
 from mmrag.errors import DependencyError
 from mmrag.judging import judge_many
 from mmrag.judging.llm import raise_judge_failures
 from mmrag.redact import redact
-from mmrag.curation.config import CurateConfig
-from mmrag.curation.convert import document_to_kb, sample_to_record
 from mmrag.retrieval.base import MiningResult
 from mmrag.runs.config import RunConfig
 from mmrag.runs.wiring import make_judge, make_model
-from mmrag.schema import Document, Prompt, Sample, Verdict
 from mmrag.scenarios import compose
 from mmrag.scenarios.kinds import ADVERSARIAL, ORACLE, PARAMETRIC
 from mmrag.scenarios.spec import ScenarioSpec
-from mmrag.util import atomic_write_json, atomic_write_text, iter_jsonl, mmrag_home, write_jsonl_atomic
+from mmrag.schema import Document, Prompt, Sample, Verdict
+from mmrag.util import atomic_write_json, atomic_write_text, iter_jsonl, write_jsonl_atomic
 
 
 class FixedNegatives:
@@ -70,17 +71,19 @@ class Gate:
         out: list[dict[str, Verdict]] = [dict() for _ in items]
         for vlm in self.models:
             for start in range(0, len(items), self.batch_size):
-                chunk = items[start:start + self.batch_size]
+                chunk = items[start : start + self.batch_size]
                 responses = vlm.generate([p for _, p in chunk], self.settings)
                 if len(responses) != len(chunk):
-                    raise DependencyError(f"gating model {vlm.fingerprint} returned {len(responses)} replies "
-                                          f"for {len(chunk)} prompts")
+                    raise DependencyError(
+                        f"gating model {vlm.fingerprint} returned {len(responses)} replies for {len(chunk)} prompts"
+                    )
                 failed = [r for r in responses if r.error]
                 if failed:
                     raise DependencyError(
                         f"gating model {vlm.fingerprint} failed on {len(failed)} of {len(chunk)} prompts "
                         f"({failed[0].error}: {failed[0].error_detail[:160]}); no curation decision was made "
-                        "from it; run `mmrag curate` again once it answers")
+                        "from it; run `mmrag curate` again once it answers"
+                    )
                 verdicts = judge_many(self.judge, [(s, p, r) for (s, p), r in zip(chunk, responses)])
                 raise_judge_failures(verdicts, "gating replies")
                 for i, v in enumerate(verdicts):
@@ -109,13 +112,16 @@ def _check_same_curation(out: Path, config: CurateConfig) -> None:
             raise InputError("this folder holds curation stage files but no config.json; use a new --out", path=out)
         return
     old = read_json_mapping(path, "a curation config")
-    new = json.loads(json.dumps(redact(config.model_dump(mode="json")), default=str))   # as written
+    new = json.loads(json.dumps(redact(config.model_dump(mode="json")), default=str))  # as written
     old.pop("out", None)
     new.pop("out", None)
     if old != new:
         changed = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
-        raise InputError(f"this folder holds a different curation (differs in: {', '.join(changed)}); use a new "
-                         "--out directory, or delete it to start again", path=path)
+        raise InputError(
+            f"this folder holds a different curation (differs in: {', '.join(changed)}); use a new "
+            "--out directory, or delete it to start again",
+            path=path,
+        )
 
 
 def _spec(kind: str, seed: int, n: int = 0) -> ScenarioSpec:
@@ -134,18 +140,35 @@ def curate(config: CurateConfig, out: str | Path, progress: Any = None) -> dict[
     samples = list(bench.samples())[: config.limit] if config.limit else list(bench.samples())
     by_id = {s.id: s for s in samples}
     docs = list(bench.documents())
-    run_cfg = RunConfig(benchmarks=[config.benchmark], models=config.gating_models, judge=config.judge,
-                        cache=config.cache, retrieval=config.retrieval)
-    gate = Gate([make_model(m, run_cfg) for m in config.gating_models], make_judge(bench.kind, run_cfg),
-                config.settings, config.batch_size)
+    run_cfg = RunConfig(
+        benchmarks=[config.benchmark],
+        models=config.gating_models,
+        judge=config.judge,
+        cache=config.cache,
+        retrieval=config.retrieval,
+    )
+    gate = Gate(
+        [make_model(m, run_cfg) for m in config.gating_models],
+        make_judge(bench.kind, run_cfg),
+        config.settings,
+        config.batch_size,
+    )
     from mmrag.runs.plan import build_miner, index_hashes
 
     miner = build_miner(docs, run_cfg)  # the configured retrievers, exactly as `mmrag run` builds them
     store = miner.store
-    atomic_write_json(out / "manifest.json", redact({
-        "retrieval": config.retrieval.model_dump(mode="json"), "index_hashes": index_hashes(miner),
-        "retrievers": {k: getattr(r, "fingerprint", type(r).__name__) for k, r in miner.retrievers.items()},
-        "negatives": config.negatives, "gating_models": [m.model_dump(mode="json") for m in config.gating_models]}))
+    atomic_write_json(
+        out / "manifest.json",
+        redact(
+            {
+                "retrieval": config.retrieval.model_dump(mode="json"),
+                "index_hashes": index_hashes(miner),
+                "retrievers": {k: getattr(r, "fingerprint", type(r).__name__) for k, r in miner.retrievers.items()},
+                "negatives": config.negatives,
+                "gating_models": [m.model_dump(mode="json") for m in config.gating_models],
+            }
+        ),
+    )
 
     # Stage I: parametric filtering
     def stage1() -> list[dict[str, Any]]:
@@ -154,9 +177,15 @@ def curate(config: CurateConfig, out: str | Path, progress: Any = None) -> dict[
         rows = []
         for s, v in zip(samples, verdicts):
             solved = sorted(m for m, vd in v.items() if vd.outcome == "correct")
-            rows.append({"sample_id": s.id, "source": s.source, "kept": not solved,
-                         "reason": f"answered without context by {', '.join(solved)}" if solved else "",
-                         "outcomes": {m: vd.outcome for m, vd in v.items()}})
+            rows.append(
+                {
+                    "sample_id": s.id,
+                    "source": s.source,
+                    "kept": not solved,
+                    "reason": f"answered without context by {', '.join(solved)}" if solved else "",
+                    "outcomes": {m: vd.outcome for m, vd in v.items()},
+                }
+            )
         return rows
 
     s1 = _stage(out / "stage1_parametric.jsonl", stage1)
@@ -181,8 +210,16 @@ def curate(config: CurateConfig, out: str | Path, progress: Any = None) -> dict[
                 shortfall += res.shortfall
             total = len({d for ids in found.values() for d in ids})
             ok = total >= config.k_min
-            rows.append({"sample_id": s.id, "source": s.source, "kept": ok, "negatives": found, "shortfall": shortfall,
-                         "reason": "" if ok else f"only {total} negatives found (k_min={config.k_min})"})
+            rows.append(
+                {
+                    "sample_id": s.id,
+                    "source": s.source,
+                    "kept": ok,
+                    "negatives": found,
+                    "shortfall": shortfall,
+                    "reason": "" if ok else f"only {total} negatives found (k_min={config.k_min})",
+                }
+            )
         return rows
 
     s2 = _stage(out / "stage2_mining.jsonl", stage2)
@@ -205,18 +242,33 @@ def curate(config: CurateConfig, out: str | Path, progress: Any = None) -> dict[
         clean: dict[str, list[str]] = defaultdict(list)
         for (sid, did), v in zip(owners, leak_verdicts):
             solvers = sorted(m for m, vd in v.items() if vd.outcome == "correct")
-            (leaky[sid].append({"doc_id": did, "answered_by": ", ".join(solvers)}) if solvers else clean[sid].append(did))
+            (
+                leaky[sid].append({"doc_id": did, "answered_by": ", ".join(solvers)})
+                if solvers
+                else clean[sid].append(did)
+            )
         rows = []
         for s, v in zip(survivors2, oracle):
             if all(vd.outcome != "correct" for vd in v.values()):
                 kept, reason = False, "every gating model fails with gold evidence"
             elif len(clean[s.id]) < config.k_min:
-                kept, reason = False, f"only {len(clean[s.id])} negatives survive the oracle check (k_min={config.k_min})"
+                kept, reason = (
+                    False,
+                    f"only {len(clean[s.id])} negatives survive the oracle check (k_min={config.k_min})",
+                )
             else:
                 kept, reason = True, ""
-            rows.append({"sample_id": s.id, "source": s.source, "kept": kept, "reason": reason,
-                         "oracle_outcomes": {m: vd.outcome for m, vd in v.items()},
-                         "negatives": clean[s.id], "dropped_negatives": leaky[s.id]})
+            rows.append(
+                {
+                    "sample_id": s.id,
+                    "source": s.source,
+                    "kept": kept,
+                    "reason": reason,
+                    "oracle_outcomes": {m: vd.outcome for m, vd in v.items()},
+                    "negatives": clean[s.id],
+                    "dropped_negatives": leaky[s.id],
+                }
+            )
         return rows
 
     s3 = _stage(out / "stage3_oracle.jsonl", stage3)
@@ -227,8 +279,10 @@ def curate(config: CurateConfig, out: str | Path, progress: Any = None) -> dict[
         records.append(sample_to_record(s, store, r["negatives"]).model_dump(mode="json", exclude_none=True))
         needed.update(s.gold_doc_ids)
         needed.update(r["negatives"])
-    write_jsonl_atomic(out / "curated.kb.jsonl",
-                       [document_to_kb(store.get(d)).model_dump(mode="json", exclude_none=True) for d in sorted(needed)])
+    write_jsonl_atomic(
+        out / "curated.kb.jsonl",
+        [document_to_kb(store.get(d)).model_dump(mode="json", exclude_none=True) for d in sorted(needed)],
+    )
     write_jsonl_atomic(out / "curated.jsonl", records)
     report = _report(samples, s1, s2, s3)
     atomic_write_json(out / "report.json", report)
@@ -251,18 +305,28 @@ def _report(samples: list[Sample], *stages: list[dict[str, Any]]) -> dict[str, A
             per_source[src][name] = per_source[src].get(name, 0) + 1
         # group reasons by their wording, not their numbers ("only 2 negatives ..." ~ "only 3 ...")
         reasons[name] = Counter(re.sub(r"\d+", "N", r["reason"].split(" by ")[0]) for r in rows if not r["kept"])
-    for src, row in per_source.items():
+    for row in per_source.values():
         row["retained_pct"] = round(100.0 * row.get("stage3_oracle", 0) / max(row.get("input", 0), 1), 2)
-    return {"totals": totals, "per_source": dict(per_source), "removal_reasons": {k: dict(v) for k, v in reasons.items()}}
+    return {
+        "totals": totals,
+        "per_source": dict(per_source),
+        "removal_reasons": {k: dict(v) for k, v in reasons.items()},
+    }
 
 
 def _report_md(rep: dict[str, Any]) -> str:
     lines = ["# Curation report", "", "| stage | samples |", "| --- | ---: |"]
     lines += [f"| {k} | {v} |" for k, v in rep["totals"].items()]
-    lines += ["", "| source | input | after I | after II | after III | retained % |", "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    lines += [
+        "",
+        "| source | input | after I | after II | after III | retained % |",
+        "| --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
     for src, r in sorted(rep["per_source"].items()):
-        lines.append(f"| {src} | {r.get('input', 0)} | {r.get('stage1_parametric', 0)} | {r.get('stage2_mining', 0)} | "
-                     f"{r.get('stage3_oracle', 0)} | {r['retained_pct']} |")
+        lines.append(
+            f"| {src} | {r.get('input', 0)} | {r.get('stage1_parametric', 0)} | {r.get('stage2_mining', 0)} | "
+            f"{r.get('stage3_oracle', 0)} | {r['retained_pct']} |"
+        )
     lines += ["", "Removal reasons:"]
     for stage, rs in rep["removal_reasons"].items():
         for reason, n in sorted(rs.items()):

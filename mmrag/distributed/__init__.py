@@ -9,14 +9,16 @@ this package does not import Ray; only using it does (see docs/ray.md).
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from mmrag.distributed.cluster import ENGINES, check_engine, connect, require_ray
 
 
 @contextlib.contextmanager
-def engine_scope(engine: str = "local", address: str | None = None, replicas: int | None = None,
-                 **placement: Any) -> Iterator[Any]:
+def engine_scope(
+    engine: str = "local", address: str | None = None, replicas: int | None = None, **placement: Any
+) -> Iterator[Any]:
     """Run the block on the chosen engine.  ``local``: nothing changes.  ``ray``: connect (a local
     cluster when ``address`` is None) and build every in-process model as Ray replicas; the
     replicas are stopped when the block ends.  Yields the placement (None for local)."""
@@ -42,7 +44,7 @@ def build_index_ray(*args: Any, **kwargs: Any) -> Any:
     return _build(*args, **kwargs)
 
 
-def __getattr__(name: str) -> Any:   # RayVLM, RayPlacement without importing them eagerly
+def __getattr__(name: str) -> Any:  # RayVLM, RayPlacement without importing them eagerly
     if name in ("RayVLM", "RayPlacement"):
         from mmrag.distributed import replicas
 
@@ -50,5 +52,13 @@ def __getattr__(name: str) -> Any:   # RayVLM, RayPlacement without importing th
     raise AttributeError(name)
 
 
-__all__ = ["ENGINES", "engine_scope", "build_index_ray", "connect", "require_ray", "check_engine",
-           "RayVLM", "RayPlacement"]
+__all__ = [
+    "ENGINES",
+    "engine_scope",
+    "build_index_ray",
+    "connect",
+    "require_ray",
+    "check_engine",
+    "RayVLM",
+    "RayPlacement",
+]

@@ -70,18 +70,17 @@ def connect(address: str | None = None, timeout: float | None = None) -> Any:
     import importlib.util
 
     if "ray" in sys.modules or importlib.util.find_spec("ray") is None:
-        ray = require_ray()   # imported already (nothing to save), or the missing extra's error
+        ray = require_ray()  # imported already (nothing to save), or the missing extra's error
         if ray.is_initialized():
             return ray
     limit = connect_timeout() if timeout is None else timeout
     deadline = time.monotonic() + limit
     if address is not None:
-        _probe(address, deadline, limit)   # before importing Ray (seconds): a dead address fails fast
+        _probe(address, deadline, limit)  # before importing Ray (seconds): a dead address fails fast
     ray = require_ray()
     if ray.is_initialized():
         return ray
-    kwargs: dict[str, Any] = {"logging_level": logging.WARNING, "log_to_driver": False,
-                              "configure_logging": True}
+    kwargs: dict[str, Any] = {"logging_level": logging.WARNING, "log_to_driver": False, "configure_logging": True}
     if address is None:
         kwargs["include_dashboard"] = False
         ray.init(**kwargs)
@@ -93,15 +92,17 @@ def connect(address: str | None = None, timeout: float | None = None) -> Any:
 
 
 def _unreachable(address: str, limit: float, why: str) -> InputError:
-    return InputError(f"cannot reach a Ray cluster at '{address}' within {limit:g} s ({why}); start one with "
-                      "`ray start --head`, check --address, or give it longer (MMRAG_RAY_CONNECT_TIMEOUT)",
-                      field="--address")
+    return InputError(
+        f"cannot reach a Ray cluster at '{address}' within {limit:g} s ({why}); start one with "
+        "`ray start --head`, check --address, or give it longer (MMRAG_RAY_CONNECT_TIMEOUT)",
+        field="--address",
+    )
 
 
 def _probe(address: str, deadline: float, limit: float) -> None:
     """Wait (until ``deadline``) for ``HOST:PORT`` to accept a TCP connection."""
     if address == "auto" or "://" in address:
-        return   # found by Ray itself (a local head's file, a Ray Client URL)
+        return  # found by Ray itself (a local head's file, a Ray Client URL)
     host, _, port = address.rpartition(":")
     if not host or not port.isdigit():
         raise InputError(f"'{address}' is not HOST:PORT (nor 'auto')", field="--address")
@@ -131,7 +132,7 @@ def _init_within(ray: Any, address: str, kwargs: dict[str, Any], deadline: float
     def init() -> None:
         try:
             ray.init(address=address, **kwargs)
-        except BaseException as exc:   # noqa: BLE001 - handed to the driver thread
+        except BaseException as exc:  # noqa: BLE001 - handed to the driver thread
             box["error"] = exc
 
     quiet = _DropThreadWarning()
@@ -149,8 +150,11 @@ def _init_within(ray: Any, address: str, kwargs: dict[str, Any], deadline: float
         raise _unreachable(address, limit, "it accepts connections but no Ray head answered")
     exc = box.get("error")
     if isinstance(exc, ConnectionError):
-        raise InputError(f"cannot reach a Ray cluster at '{address}' ({str(exc).splitlines()[0][:160]}); "
-                         "start one with `ray start --head`", field="--address") from None
+        raise InputError(
+            f"cannot reach a Ray cluster at '{address}' ({str(exc).splitlines()[0][:160]}); "
+            "start one with `ray start --head`",
+            field="--address",
+        ) from None
     if exc is not None:
         raise exc
 

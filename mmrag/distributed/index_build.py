@@ -18,8 +18,9 @@ writer keeps the temp-folder-then-rename publication that makes a crashed build 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -39,7 +40,7 @@ class EncoderActor:
         from mmrag.indices.registry import create_encoder
         from mmrag.registry import allow_code
 
-        with allow_code(trust_code):   # the driver's --allow-code, no more
+        with allow_code(trust_code):  # the driver's --allow-code, no more
             enc = create_encoder(encoder_spec)
         self.encoder = _multimodal_encoder(enc) if kind == "multimodal" else enc
         self.kind = kind
@@ -55,8 +56,12 @@ class EncoderActor:
             out = self.encoder.encode_image(images)
         else:
             out = self.encoder.encode_pairs(texts, images)
-        return {"group": batch["group"], "doc_id": batch["doc_id"], "modality": batch["modality"],
-                "vector": np.asarray(out, dtype=np.float32)}
+        return {
+            "group": batch["group"],
+            "doc_id": batch["doc_id"],
+            "modality": batch["modality"],
+            "vector": np.asarray(out, dtype=np.float32),
+        }
 
 
 class _BlockProgress:
@@ -67,14 +72,18 @@ class _BlockProgress:
         self.t0, self.docs = time.perf_counter(), 0
         self._p: Any = None
 
-    def __enter__(self) -> "_BlockProgress":
+    def __enter__(self) -> _BlockProgress:
         if self.enabled:
             from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-            self._p = Progress(TextColumn(f"[bold]ray index build[/] {self.blocks} KB blocks"), BarColumn(),
-                               TextColumn("{task.completed}/{task.total} batches"),
-                               TextColumn("{task.fields[docs]} docs, {task.fields[rate]} docs/s"),
-                               TimeElapsedColumn(), transient=True)
+            self._p = Progress(
+                TextColumn(f"[bold]ray index build[/] {self.blocks} KB blocks"),
+                BarColumn(),
+                TextColumn("{task.completed}/{task.total} batches"),
+                TextColumn("{task.fields[docs]} docs, {task.fields[rate]} docs/s"),
+                TimeElapsedColumn(),
+                transient=True,
+            )
             self._p.__enter__()
             self._task = self._p.add_task("build", total=self.batches, docs=0, rate="-")
         return self
@@ -90,13 +99,28 @@ class _BlockProgress:
             self._p.__exit__(*exc)
 
 
-def build_index_ray(kb: str | Path, encoder_spec: dict[str, Any], kind: str, factory: str = "Flat",
-                    out: str | Path = "index", *, address: str | None = None, pool_size: int | None = None,
-                    batch_size: int = 256, block_docs: int = DEFAULT_BLOCK_DOCS, encoder_cpus: float = 1,
-                    shard_size: int | None = None, train_size: int | None = None, seed: int = 0,
-                    search_params: dict[str, Any] | None = None, threads: int | None = None,
-                    device: str | None = "cpu", include_title: bool = True, progress: bool | None = None,
-                    stats: dict[str, Any] | None = None) -> IndexManifest:
+def build_index_ray(
+    kb: str | Path,
+    encoder_spec: dict[str, Any],
+    kind: str,
+    factory: str = "Flat",
+    out: str | Path = "index",
+    *,
+    address: str | None = None,
+    pool_size: int | None = None,
+    batch_size: int = 256,
+    block_docs: int = DEFAULT_BLOCK_DOCS,
+    encoder_cpus: float = 1,
+    shard_size: int | None = None,
+    train_size: int | None = None,
+    seed: int = 0,
+    search_params: dict[str, Any] | None = None,
+    threads: int | None = None,
+    device: str | None = "cpu",
+    include_title: bool = True,
+    progress: bool | None = None,
+    stats: dict[str, Any] | None = None,
+) -> IndexManifest:
     """Build the index ``build_index(iter_kb(kb), create_encoder(encoder_spec), kind, ...)`` would
     build, with parsing and encoding on a Ray cluster.  ``pool_size``: encoder actors (default:
     one per GPU, else one per ``encoder_cpus`` of the cluster's CPUs, leaving one for parsing).
@@ -112,11 +136,11 @@ def build_index_ray(kb: str | Path, encoder_spec: dict[str, Any], kind: str, fac
         raise InputError("knowledge base file not found", path=kb)
     if block_docs < 1 or batch_size < 1:
         raise InputError("block size and batch size must be at least 1", field="--batch-size")
-    enc = create_encoder(encoder_spec)   # on the driver for its dim / fingerprint / spec (weights load lazily)
+    enc = create_encoder(encoder_spec)  # on the driver for its dim / fingerprint / spec (weights load lazily)
     if kind == "multimodal":
         enc = _multimodal_encoder(enc)
     if factory != "auto":
-        _new_index(enc.dim, factory)   # a bad factory string fails before any work is sent out
+        _new_index(enc.dim, factory)  # a bad factory string fails before any work is sent out
     ray = connect(address)
     from ray.data import ActorPoolStrategy, DataContext
 
@@ -130,47 +154,78 @@ def build_index_ray(kb: str | Path, encoder_spec: dict[str, Any], kind: str, fac
     scan = ray.remote(num_cpus=0.5)(scan_block)
     scanned = sorted(ray.get([scan.remote(path, b, kind) for b in blocks]), key=lambda r: r["block"])
     hasher = KBHasher()
-    for r in scanned:   # the first bad record in KB order, as the local build reports it
+    for r in scanned:  # the first bad record in KB order, as the local build reports it
         if r["error"] is not None:
             raise_scan_error(r["error"])
         hasher.merge(r["hasher"])
     offsets = np.concatenate([r["offsets"] for r in scanned]) if scanned else np.zeros(0, np.int64)
     lines = np.concatenate([r["lines"] for r in scanned]) if scanned else np.zeros(0, np.int64)
     groups = encode_groups(offsets, lines, batch_size, kb.stat().st_size)
-    timing: dict[str, Any] = {"pool_size": int(pool_size), "blocks": len(blocks), "batches": len(groups),
-                              "gpus": gpus, "docs": hasher.count, "scan_s": time.perf_counter() - t0}
+    timing: dict[str, Any] = {
+        "pool_size": int(pool_size),
+        "blocks": len(blocks),
+        "batches": len(groups),
+        "gpus": gpus,
+        "docs": hasher.count,
+        "scan_s": time.perf_counter() - t0,
+    }
     options = DataContext.get_current().execution_options
-    keep_order, options.preserve_order = options.preserve_order, True   # batches reach the spool in KB order
+    keep_order, options.preserve_order = options.preserve_order, True  # batches reach the spool in KB order
     show = progress if progress is not None else len(offsets) >= 2048
 
     def batches() -> Iterator[tuple[list[str], list[str], np.ndarray]]:
         if not groups:
             return
         ds = ray.data.from_items(groups, override_num_blocks=len(groups))
-        ds = ds.map_batches(_read_group, batch_size=1, num_cpus=0.25, batch_format="numpy",
-                            fn_kwargs={"path": path, "kind": kind, "include_title": include_title})
-        ds = ds.map_batches(EncoderActor, batch_size=None, batch_format="numpy",
-                            compute=ActorPoolStrategy(size=int(pool_size)),
-                            fn_constructor_kwargs={"encoder_spec": encoder_spec, "kind": kind,
-                                                   "trust_code": code_allowed()},
-                            num_gpus=1 if gpus else 0, num_cpus=1 if gpus else encoder_cpus)
+        ds = ds.map_batches(
+            _read_group,
+            batch_size=1,
+            num_cpus=0.25,
+            batch_format="numpy",
+            fn_kwargs={"path": path, "kind": kind, "include_title": include_title},
+        )
+        ds = ds.map_batches(
+            EncoderActor,
+            batch_size=None,
+            batch_format="numpy",
+            compute=ActorPoolStrategy(size=int(pool_size)),
+            fn_constructor_kwargs={"encoder_spec": encoder_spec, "kind": kind, "trust_code": code_allowed()},
+            num_gpus=1 if gpus else 0,
+            num_cpus=1 if gpus else encoder_cpus,
+        )
         t1 = time.perf_counter()
         with _BlockProgress(len(blocks), len(groups), bool(show)) as bar:
             for b in ds.iter_batches(batch_size=None, batch_format="numpy", prefetch_batches=2):
                 if not len(b["doc_id"]):
                     continue
-                yield ([str(i) for i in b["doc_id"]], [str(m) for m in b["modality"]],
-                       np.ascontiguousarray(b["vector"], dtype=np.float32))
+                yield (
+                    [str(i) for i in b["doc_id"]],
+                    [str(m) for m in b["modality"]],
+                    np.ascontiguousarray(b["vector"], dtype=np.float32),
+                )
                 bar.advance(len(b["doc_id"]))
         timing["encode_s"] = time.perf_counter() - t1
 
     try:
         manifest = build_index_from_embeddings(
-            batches(), out, dim=enc.dim, kind=kind, encoder_fingerprint=enc.fingerprint,
-            encoder_spec=enc.spec() if hasattr(enc, "spec") else None, kb_content_hash=hasher.hexdigest(),
-            factory=factory, shard_size=shard_size, train_size=train_size, seed=seed, search_params=search_params,
-            threads=threads, device=device, progress=False, source=kb,
-            extra_params={"batch_size": batch_size, "include_title": include_title})
+            batches(),
+            out,
+            dim=enc.dim,
+            kind=kind,
+            encoder_fingerprint=enc.fingerprint,
+            encoder_spec=enc.spec() if hasattr(enc, "spec") else None,
+            kb_content_hash=hasher.hexdigest(),
+            factory=factory,
+            shard_size=shard_size,
+            train_size=train_size,
+            seed=seed,
+            search_params=search_params,
+            threads=threads,
+            device=device,
+            progress=False,
+            source=kb,
+            extra_params={"batch_size": batch_size, "include_title": include_title},
+        )
     finally:
         options.preserve_order = keep_order
     timing["total_s"] = time.perf_counter() - t0

@@ -18,8 +18,9 @@ folder), as they must the images it names.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -46,7 +47,7 @@ def plan_blocks(path: str | Path, block_docs: int) -> list[dict[str, int]]:
     start = pos = n = 0
     first = lineno = 1
     with open(path, "rb") as fh:
-        for _, raw in read_lines(fh, path):   # bounded: a line with no end is refused, not read whole
+        for _, raw in read_lines(fh, path):  # bounded: a line with no end is refused, not read whole
             pos += len(raw)
             n += 1
             if n == block_docs:
@@ -95,10 +96,17 @@ def scan_block(path: str, block: dict[str, int], kind: str) -> dict[str, Any]:
                 offsets.append(off)
                 lines.append(lineno)
     except InputError as exc:
-        return {"block": block["block"], "error": {"message": exc.message, "path": exc.path, "line": exc.line,
-                                                   "field": exc.field}}
-    return {"block": block["block"], "error": None, "hasher": hasher,
-            "offsets": np.asarray(offsets, dtype=np.int64), "lines": np.asarray(lines, dtype=np.int64)}
+        return {
+            "block": block["block"],
+            "error": {"message": exc.message, "path": exc.path, "line": exc.line, "field": exc.field},
+        }
+    return {
+        "block": block["block"],
+        "error": None,
+        "hasher": hasher,
+        "offsets": np.asarray(offsets, dtype=np.int64),
+        "lines": np.asarray(lines, dtype=np.int64),
+    }
 
 
 def raise_scan_error(error: dict[str, Any]) -> None:

@@ -24,7 +24,8 @@ import asyncio
 import math
 import os
 import threading
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from mmrag.errors import InputError
 from mmrag.models.aio import run_sync
@@ -41,9 +42,9 @@ class ModelReplica:
         self.error: dict[str, Any] | None = None
         self.model: Any = None
         try:
-            with allow_code(trust_code):   # the driver's --allow-code, no more
+            with allow_code(trust_code):  # the driver's --allow-code, no more
                 self.model = MODELS.create(spec["backend"], ModelSpec.model_validate(spec))
-        except InputError as exc:   # reported by info(), re-raised on the driver with file/field
+        except InputError as exc:  # reported by info(), re-raised on the driver with file/field
             self.error = {"message": exc.message, "path": exc.path, "line": exc.line, "field": exc.field}
         except Exception as exc:  # noqa: BLE001 - any load failure is reported the same way
             self.error = {"message": f"{type(exc).__name__}: {str(exc)[:400]}"}
@@ -51,8 +52,12 @@ class ModelReplica:
     def info(self) -> dict[str, Any]:
         if self.error is not None:
             return {"error": self.error}
-        return {"fingerprint": self.model.fingerprint, "capabilities": self.model.capabilities.model_dump(mode="json"),
-                "key_extra": callable(getattr(self.model, "cache_key_extra", None)), "pid": os.getpid()}
+        return {
+            "fingerprint": self.model.fingerprint,
+            "capabilities": self.model.capabilities.model_dump(mode="json"),
+            "key_extra": callable(getattr(self.model, "cache_key_extra", None)),
+            "pid": os.getpid(),
+        }
 
     def generate(self, prompts: list[dict[str, Any]], settings: dict[str, Any]) -> list[dict[str, Any]]:
         ps = [Prompt.model_validate(p) for p in prompts]
@@ -63,14 +68,27 @@ class ModelReplica:
 class RayVLM:
     """``replicas`` actors of one model spec, used like the local model."""
 
-    def __init__(self, spec: ModelSpec, replicas: int = 1, *, num_gpus: float = 0, num_cpus: float = 0,
-                 max_batch: int = 64, max_restarts: int = 4) -> None:
+    def __init__(
+        self,
+        spec: ModelSpec,
+        replicas: int = 1,
+        *,
+        num_gpus: float = 0,
+        num_cpus: float = 0,
+        max_batch: int = 64,
+        max_restarts: int = 4,
+    ) -> None:
         import ray
 
         self.spec, self.max_batch = spec, max(1, int(max_batch))
         # SPREAD: replicas go to different nodes where they can, as one would place one per GPU
-        actor = ray.remote(ModelReplica).options(num_cpus=num_cpus, num_gpus=num_gpus, max_restarts=max_restarts,
-                                                 max_task_retries=-1, scheduling_strategy="SPREAD")
+        actor = ray.remote(ModelReplica).options(
+            num_cpus=num_cpus,
+            num_gpus=num_gpus,
+            max_restarts=max_restarts,
+            max_task_retries=-1,
+            scheduling_strategy="SPREAD",
+        )
         from mmrag.registry import code_allowed
 
         payload = spec.model_dump(mode="json")
@@ -79,8 +97,9 @@ class RayVLM:
         err = next((i["error"] for i in infos if "error" in i), None)
         if err is not None:
             self.close()
-            raise InputError(err["message"], path=err.get("path"), line=err.get("line"),
-                             field=err.get("field") or "--model")
+            raise InputError(
+                err["message"], path=err.get("path"), line=err.get("line"), field=err.get("field") or "--model"
+            )
         self.fingerprint: str = infos[0]["fingerprint"]
         self.capabilities = Capabilities.model_validate(infos[0]["capabilities"])
         self.pids = [i["pid"] for i in infos]
@@ -93,7 +112,7 @@ class RayVLM:
         self.max_concurrency = 2 * len(self.actors) * self.max_batch
         self._inflight = [0] * len(self.actors)
         self._lock = threading.Lock()
-        self.calls = 0   # chunks sent to replicas
+        self.calls = 0  # chunks sent to replicas
 
     def __repr__(self) -> str:
         return f"RayVLM({self.fingerprint!r}, replicas={len(self.actors)})"
@@ -124,7 +143,7 @@ class RayVLM:
         if not prompts:
             return []
         size = min(self.max_batch, math.ceil(len(prompts) / len(self.actors)))
-        chunks = [prompts[i:i + size] for i in range(0, len(prompts), size)]
+        chunks = [prompts[i : i + size] for i in range(0, len(prompts), size)]
         payload = settings.model_dump(mode="json")
         parts = await asyncio.gather(*(self._call(c, payload) for c in chunks))
         return [r for part in parts for r in part]
@@ -171,11 +190,15 @@ class RayPlacement:
         if key not in self.models:
             held = sum(len(m.actors) for m in self.models.values()) * self.num_gpus
             if self.num_gpus and held + self.replicas > self.gpus:
-                raise InputError(f"model {spec.label} needs {self.replicas} more GPU(s) but the cluster has "
-                                 f"{self.gpus - held} free (one GPU per replica, {held} held by other models); "
-                                 "use --replicas or fewer local models per run", field="--replicas")
-            self.models[key] = RayVLM(spec, self.replicas, num_gpus=self.num_gpus, num_cpus=self.replica_cpus,
-                                      max_batch=self.max_batch)
+                raise InputError(
+                    f"model {spec.label} needs {self.replicas} more GPU(s) but the cluster has "
+                    f"{self.gpus - held} free (one GPU per replica, {held} held by other models); "
+                    "use --replicas or fewer local models per run",
+                    field="--replicas",
+                )
+            self.models[key] = RayVLM(
+                spec, self.replicas, num_gpus=self.num_gpus, num_cpus=self.replica_cpus, max_batch=self.max_batch
+            )
         return self.models[key]
 
     def close(self) -> None:

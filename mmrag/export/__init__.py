@@ -19,8 +19,9 @@ from __future__ import annotations
 import json
 import sys
 import types
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from mmrag.errors import InputError
 from mmrag.registry import Registry
@@ -73,7 +74,7 @@ def export(run_dir: str | Path, format: str = "inspect", out: str | Path | None 
     except OSError as exc:
         raise InputError(f"cannot create the export folder ({exc.strerror})", path=target) from None
     written = writer(records, manifest, target)
-    if not written:   # lmms-eval has no failed samples: a run of failures has nothing to write
+    if not written:  # lmms-eval has no failed samples: a run of failures has nothing to write
         raise InputError(f"nothing to export as {format}: every cell of this run failed", path=run_dir)
     return written
 

@@ -52,18 +52,37 @@ def _line(doc_id: int, rec: Any, settings: dict[str, Any]) -> dict[str, Any]:
     from mmrag.export.inspect_log import contexts, target
 
     r, v = rec.response, rec.verdict
-    doc = {"key": rec.key, "sample_id": rec.sample.id, "question_id": rec.sample.question_id,
-           "question": rec.sample.question, "answers": list(rec.sample.answers),
-           "choices": [c.model_dump(mode="json") for c in rec.prompt.choices], "label": rec.prompt.label,
-           "source": rec.sample.source, "benchmark": rec.benchmark, "scenario_id": rec.scenario_id,
-           "scenario": rec.scenario, "contexts": contexts(rec), "images": [i.path for i in rec.prompt.images()],
-           "model_fingerprint": rec.model_fingerprint, "judge_id": v.judge_id, "reason": v.reason}
+    doc = {
+        "key": rec.key,
+        "sample_id": rec.sample.id,
+        "question_id": rec.sample.question_id,
+        "question": rec.sample.question,
+        "answers": list(rec.sample.answers),
+        "choices": [c.model_dump(mode="json") for c in rec.prompt.choices],
+        "label": rec.prompt.label,
+        "source": rec.sample.source,
+        "benchmark": rec.benchmark,
+        "scenario_id": rec.scenario_id,
+        "scenario": rec.scenario,
+        "contexts": contexts(rec),
+        "images": [i.path for i in rec.prompt.images()],
+        "model_fingerprint": rec.model_fingerprint,
+        "judge_id": v.judge_id,
+        "reason": v.reason,
+    }
     prompt_text = "\n\n".join(f"[{m.role}] {m.text()}" for m in rec.prompt.messages)
     tgt = target(rec)
-    line = {"doc_id": doc_id, "doc": doc, "target": tgt, "arguments": [prompt_text, settings],
-            "resps": [[r.text]], "filtered_resps": [v.extracted if v.extracted is not None else r.text],
-            "doc_hash": _hash(json.dumps(doc, indent=2, ensure_ascii=False, default=str)),
-            "prompt_hash": _hash(prompt_text), "target_hash": _hash(str(tgt))}
+    line = {
+        "doc_id": doc_id,
+        "doc": doc,
+        "target": tgt,
+        "arguments": [prompt_text, settings],
+        "resps": [[r.text]],
+        "filtered_resps": [v.extracted if v.extracted is not None else r.text],
+        "doc_hash": _hash(json.dumps(doc, indent=2, ensure_ascii=False, default=str)),
+        "prompt_hash": _hash(prompt_text),
+        "target_hash": _hash(str(tgt)),
+    }
     line.update({o: int(v.outcome == o) for o in OUTCOMES})
     return line
 
@@ -113,18 +132,33 @@ def write_lmms_eval(records: list[Any], manifest: dict[str, Any], out_dir: Path)
                 res[f"{o}_stderr,{FILTER}"] = _stderr(vals)
             results[task] = res
             r0 = recs[0]
-            configs[task] = {"task": task, "dataset_path": r0.benchmark, "output_type": "generate_until",
-                             "generation_kwargs": settings, "metadata": {"scenario": r0.scenario,
-                                                                         "scenario_id": r0.scenario_id}}
+            configs[task] = {
+                "task": task,
+                "dataset_path": r0.benchmark,
+                "output_type": "generate_until",
+                "generation_kwargs": settings,
+                "metadata": {"scenario": r0.scenario, "scenario_id": r0.scenario_id},
+            }
             n_samples[task] = {"original": len(recs), "effective": len(recs)}
-        doc: dict[str, Any] = {"results": results, "group_subtasks": {t: [] for t in sorted(tasks)}, "configs": configs,
-               "versions": {t: 0 for t in sorted(tasks)}, "n-shot": {t: 0 for t in sorted(tasks)},
-               "higher_is_better": {t: dict(HIGHER_IS_BETTER) for t in sorted(tasks)}, "n-samples": n_samples,
-               "config": {"model": model,
-                          "model_args": f"fingerprint={next(iter(tasks.values()))[0].model_fingerprint}",
-                          "batch_size": cfg.get("batch_size"), "limit": cfg.get("limit"),
-                          "gen_kwargs": settings, "random_seed": cfg.get("seed")},
-               "git_hash": manifest.get("git_revision"), "date": date}
+        doc: dict[str, Any] = {
+            "results": results,
+            "group_subtasks": {t: [] for t in sorted(tasks)},
+            "configs": configs,
+            "versions": {t: 0 for t in sorted(tasks)},
+            "n-shot": {t: 0 for t in sorted(tasks)},
+            "higher_is_better": {t: dict(HIGHER_IS_BETTER) for t in sorted(tasks)},
+            "n-samples": n_samples,
+            "config": {
+                "model": model,
+                "model_args": f"fingerprint={next(iter(tasks.values()))[0].model_fingerprint}",
+                "batch_size": cfg.get("batch_size"),
+                "limit": cfg.get("limit"),
+                "gen_kwargs": settings,
+                "random_seed": cfg.get("seed"),
+            },
+            "git_hash": manifest.get("git_revision"),
+            "date": date,
+        }
         path = folder / f"{date}_results.json"
         atomic_write_json(path, doc)
         written.append(path)

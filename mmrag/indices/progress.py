@@ -47,7 +47,7 @@ def shared_progress(progress: Progress) -> Iterator[Progress]:
 
 def status(text: str) -> None:
     """Say what a slow step is doing, on the live command display (stderr); silent without one."""
-    if _SHARED is not None:   # a Text, not markup: a path or name with "[...]" prints as written
+    if _SHARED is not None:  # a Text, not markup: a path or name with "[...]" prints as written
         from rich.text import Text
 
         _SHARED.print(Text.assemble(("· ", "dim"), text), highlight=False)

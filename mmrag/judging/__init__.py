@@ -25,8 +25,15 @@ from mmrag.errors import InputError
 from mmrag.judging.base import JUDGES, Judge
 from mmrag.judging.knowhal import KnowHalJudge
 from mmrag.judging.llm import LLMJudge, parse_grade
-from mmrag.judging.mcq import (MCQJudge, extract_choice, nota_letter, official_extract, official_is_correct,
-                               official_tokenize, parse_inline_options)
+from mmrag.judging.mcq import (
+    MCQJudge,
+    extract_choice,
+    nota_letter,
+    official_extract,
+    official_is_correct,
+    official_tokenize,
+    parse_inline_options,
+)
 from mmrag.judging.modes import JUDGE_ID, SOURCE_JUDGES, RuleJudge, RuleThenLLMJudge, judge_many, undecided
 from mmrag.judging.normalize import vqa_normalize, vqa_soft_accuracy
 from mmrag.judging.numeric import numeric_match
@@ -68,11 +75,41 @@ def make_judge(mode: str, llm=None, **options) -> Judge:
 
 
 __all__ = [
-    "JUDGES", "JUDGE_ID", "Judge", "make_judge", "judge_many", "undecided", "Signals", "decide",
-    "RuleJudge", "RuleThenLLMJudge", "LLMJudge", "MCQJudge", "KnowHalJudge", "OpenAnswerJudge",
-    "OpenAnswerConfig", "DeflectionDetector", "PremiseRejectionDetector", "REFUSAL_PATTERNS",
-    "vqa_normalize", "vqa_soft_accuracy", "extract_choice", "official_is_correct", "official_extract",
-    "official_tokenize", "parse_inline_options", "nota_letter", "numeric_match", "is_deflection",
-    "rejects_premise", "parse_grade", "ANSWER_RULES", "SOURCE_JUDGES", "AnswerContext", "Match", "rule_for",
-    "digits_for_words", "WebQARule",
+    "JUDGES",
+    "JUDGE_ID",
+    "Judge",
+    "make_judge",
+    "judge_many",
+    "undecided",
+    "Signals",
+    "decide",
+    "RuleJudge",
+    "RuleThenLLMJudge",
+    "LLMJudge",
+    "MCQJudge",
+    "KnowHalJudge",
+    "OpenAnswerJudge",
+    "OpenAnswerConfig",
+    "DeflectionDetector",
+    "PremiseRejectionDetector",
+    "REFUSAL_PATTERNS",
+    "vqa_normalize",
+    "vqa_soft_accuracy",
+    "extract_choice",
+    "official_is_correct",
+    "official_extract",
+    "official_tokenize",
+    "parse_inline_options",
+    "nota_letter",
+    "numeric_match",
+    "is_deflection",
+    "rejects_premise",
+    "parse_grade",
+    "ANSWER_RULES",
+    "SOURCE_JUDGES",
+    "AnswerContext",
+    "Match",
+    "rule_for",
+    "digits_for_words",
+    "WebQARule",
 ]

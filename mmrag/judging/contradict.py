@@ -27,17 +27,30 @@ import re
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 
-from mmrag.judging.lexicon import (ALIAS, NEGATORS, STOPWORDS, canonical, closed_class, content_stems, fold,
-                                   polarity, stem, stems, words)
+from mmrag.judging.lexicon import (
+    ALIAS,
+    NEGATORS,
+    STOPWORDS,
+    canonical,
+    closed_class,
+    content_stems,
+    fold,
+    polarity,
+    stem,
+    stems,
+    words,
+)
 from mmrag.judging.numwords import digits_for_words
 from mmrag.judging.quantity import Quantity, close, quantities
 
-_RUN = re.compile(r"\b(?:[A-Z][\w'-]*|[MDCLXVI]+\b)(?:\s+(?:(?:of|de|la|the|von|van|del)\s+)?(?:[A-Z][\w'-]*|[MDCLXVI]+\b))*")
+_RUN = re.compile(
+    r"\b(?:[A-Z][\w'-]*|[MDCLXVI]+\b)(?:\s+(?:(?:of|de|la|the|von|van|del)\s+)?(?:[A-Z][\w'-]*|[MDCLXVI]+\b))*"
+)
 
 
 @dataclass(frozen=True)
 class Conflict:
-    kind: str     # amount | count | swap | attribution | direction | class | entity | order
+    kind: str  # amount | count | swap | attribution | direction | class | entity | order
     detail: str
 
 
@@ -56,7 +69,7 @@ def _bound(text: str) -> dict[float, set[str]]:
             except ValueError:
                 continue
             nouns = set()
-            for w in toks[i + 1:i + 4]:
+            for w in toks[i + 1 : i + 4]:
                 if w[:1].isdigit():
                     break
                 if w not in STOPWORDS and w not in NEGATORS and len(w) > 2:
@@ -65,41 +78,51 @@ def _bound(text: str) -> dict[float, set[str]]:
     return out
 
 
-_APPROX = re.compile(r"\b(?:about|around|roughly|nearly|almost|approximately|approx|some|over|under|up to|by)\s*\W*$",
-                     re.I)
+_APPROX = re.compile(
+    r"\b(?:about|around|roughly|nearly|almost|approximately|approx|some|over|under|up to|by)\s*\W*$", re.I
+)
 
 
 def numbers(reference: str, reply: str, question: str) -> Conflict | None:
     ref = quantities(reference)
     said = _new(list(quantities(reply)), question)
     text = digits_for_words(reply)
-    for q in said:   # an amount of a dimension the reference states, which none of its numbers is
+    for q in said:  # an amount of a dimension the reference states, which none of its numbers is
         same = [r for r in ref if r.dim == q.dim]
-        if q.dim == "count" or (_APPROX.search(text[max(0, q.start - 12):q.start])
-                                and any(close(r, q, 0.15) for r in same)):   # "about 8,850" restated roughly
+        if q.dim == "count" or (
+            _APPROX.search(text[max(0, q.start - 12) : q.start]) and any(close(r, q, 0.15) for r in same)
+        ):  # "about 8,850" restated roughly
             continue
-        if same and not any(close(r, q) for r in same) and not any(r.number == q.number and r.dim != q.dim
-                                                                   for r in ref):
-            return Conflict("amount", f"{q.number:g} ({q.dim}) where the reference has "
-                            + ", ".join(f"{r.number:g}" for r in same))
+        if (
+            same
+            and not any(close(r, q) for r in same)
+            and not any(r.number == q.number and r.dim != q.dim for r in ref)
+        ):
+            return Conflict(
+                "amount", f"{q.number:g} ({q.dim}) where the reference has " + ", ".join(f"{r.number:g}" for r in same)
+            )
     ref_counts = {r.number for r in ref if r.dim == "count"}
     said_counts = {q.number for q in said if q.dim == "count"}
     ref_all = {r.number for r in ref}
     if ref_counts and said_counts and not said_counts & ref_all:
-        return Conflict("count", f"{', '.join(f'{n:g}' for n in sorted(said_counts))} where the reference has "
-                        + ", ".join(f"{n:g}" for n in sorted(ref_counts)))
+        return Conflict(
+            "count",
+            f"{', '.join(f'{n:g}' for n in sorted(said_counts))} where the reference has "
+            + ", ".join(f"{n:g}" for n in sorted(ref_counts)),
+        )
     rb, pb = _bound(reference), _bound(reply)
     shared = [v for v in pb if v in rb]
     for v in shared:
         for w in shared:
             if v != w and pb[v] & rb[w] and rb[v] & pb[w] and not pb[v] & rb[v]:
                 return Conflict("swap", f"{v:g} and {w:g} exchanged")
-    for v in shared:   # the reply gives v the noun the reference binds to another of its numbers
+    for v in shared:  # the reply gives v the noun the reference binds to another of its numbers
         ours = pb[v] - rb[v]
         elsewhere = [w for w in rb if w != v and ours & rb[w]]
         if ours and elsewhere and not pb[v] & rb[v] and rb[v] and not rb[v] & set(stems(reply)):
-            return Conflict("attribution", f"{v:g} given to {'/'.join(sorted(ours))}, the reference's is "
-                            f"{'/'.join(sorted(rb[v]))}")
+            return Conflict(
+                "attribution", f"{v:g} given to {'/'.join(sorted(ours))}, the reference's is {'/'.join(sorted(rb[v]))}"
+            )
     return None
 
 
@@ -110,7 +133,7 @@ def direction(reference: str, reply: str, question: str) -> Conflict | None:
     q = set(words(question))
     ref_words, said_words = set(words(reference)) - q, set(words(reply)) - q
     for a, b in ((ref_words, said_words), (said_words, ref_words)):
-        for w in sorted(b - a):   # "non-refundable" for refundable, "unpaid" for paid
+        for w in sorted(b - a):  # "non-refundable" for refundable, "unpaid" for paid
             m = _NEGATED_FORM.match(w.replace("-", "") if w.startswith("non-") else w)
             if m and m.group(1) in a:
                 return Conflict("direction", f"{w!r} against {m.group(1)!r}")
@@ -125,8 +148,11 @@ def direction(reference: str, reply: str, question: str) -> Conflict | None:
 def closed_member(reference: str, reply: str, question: str) -> Conflict | None:
     q = {canonical(t) for t in words(question)}
     ref = {canonical(t) for t in words(reference)} - q
-    said = [canonical(t) for i, t in enumerate(words(reply))
-            if not any(n in NEGATORS for n in words(reply)[max(0, i - 2):i])]
+    said = [
+        canonical(t)
+        for i, t in enumerate(words(reply))
+        if not any(n in NEGATORS for n in words(reply)[max(0, i - 2) : i])
+    ]
     for cls in sorted({closed_class(t) for t in ref} - {None}):
         gold = {t for t in ref if closed_class(t) == cls}
         other = {t for t in said if closed_class(t) == cls and t not in q} - gold
@@ -139,13 +165,13 @@ def _runs(text: str) -> list[tuple[str, ...]]:
     out = []
     for m in _RUN.finditer(text):
         toks = tuple(fold(t) for t in m.group(0).split() if fold(t) not in STOPWORDS)
-        if toks and (len(toks) > 1 or m.start() > 0 and text[:m.start()].rstrip()[-1:] not in ".!?"):
+        if toks and (len(toks) > 1 or m.start() > 0 and text[: m.start()].rstrip()[-1:] not in ".!?"):
             out.append(toks)
     return out
 
 
 def _abbreviates(a: str, b: str) -> bool:
-    """"ltd" / "limited", "st" / "saint": the shorter's letters in order in the longer, same first letter."""
+    """ "ltd" / "limited", "st" / "saint": the shorter's letters in order in the longer, same first letter."""
     short, long_ = sorted((a, b), key=len)
     if len(short) < 2 or short[0] != long_[0] or len(short) == len(long_):
         return False
@@ -169,7 +195,7 @@ def entity(reference: str, reply: str, question: str) -> Conflict | None:
             if not odd:
                 continue
             at = reply.lower().find(odd[0])
-            if at > 0 and ALIAS.search(reply[max(0, at - 40):at]):
+            if at > 0 and ALIAS.search(reply[max(0, at - 40) : at]):
                 continue
             return Conflict("entity", f"{' '.join(p)!r} where the reference names {' '.join(r)!r}")
     return None
@@ -181,26 +207,29 @@ def order(reference: str, reply: str, question: str) -> Conflict | None:
     pos = {}
     for r in ref_names:
         for i in range(len(said)):
-            if tuple(said[i:i + len(r)]) == r:
+            if tuple(said[i : i + len(r)]) == r:
                 pos[r] = i
                 break
     if len(pos) != 2:
         return None
-    (a, ia), (b, ib) = sorted(pos.items(), key=lambda kv: words(reference).index(kv[0][0])
-                              if kv[0][0] in words(reference) else 0)
+    (a, ia), (b, ib) = sorted(
+        pos.items(), key=lambda kv: words(reference).index(kv[0][0]) if kv[0][0] in words(reference) else 0
+    )
     rw = words(reference)
     try:
         ra, rb = rw.index(a[0]), rw.index(b[0])
     except ValueError:
         return None
-    between = {stem(t) for t in rw[ra + len(a):rb] if t not in STOPWORDS}
-    said_between = {stem(t) for t in said[min(ia, ib):max(ia, ib)] if t not in STOPWORDS}
+    between = {stem(t) for t in rw[ra + len(a) : rb] if t not in STOPWORDS}
+    said_between = {stem(t) for t in said[min(ia, ib) : max(ia, ib)] if t not in STOPWORDS}
     if ia > ib and between and between & said_between and "by" not in said[ib:ia]:
         return Conflict("order", f"{' '.join(a)!r} and {' '.join(b)!r} in reverse order")
     return None
 
 
-_ITEMS = re.compile(r",?\s*\b(?:though|although|but)\s+(?:it\s+|this\s+)?(?:could|might|may)\s+(?:also\s+)?be\b\s*|\s*(?:,\s*)?\b(?:and|or|and/or|as well as|plus)\b\s*|\s*[&/;]\s*|,\s*(?:or\s+)?(?:possibly|perhaps|maybe)\s+")
+_ITEMS = re.compile(
+    r",?\s*\b(?:though|although|but)\s+(?:it\s+|this\s+)?(?:could|might|may)\s+(?:also\s+)?be\b\s*|\s*(?:,\s*)?\b(?:and|or|and/or|as well as|plus)\b\s*|\s*[&/;]\s*|,\s*(?:or\s+)?(?:possibly|perhaps|maybe)\s+"
+)
 
 
 def rival(references: list[str], reply: str, question: str) -> Conflict | None:
@@ -216,12 +245,22 @@ def rival(references: list[str], reply: str, question: str) -> Conflict | None:
         if len(items) < 2 or len(sentence.split()) > 14 or ALIAS.search(sentence) or "between" in sentence.lower():
             continue
         hits = [any(f" {ref} " in f" {norm(i)} " for ref in refs) for i in items]
-        others = [i for i, h in zip(items, hits) if not h and len(i.split()) <= 3 and not set(words(i)) & NEGATORS
-                  and set(words(i)) - set(words(question)) - STOPWORDS]
+        others = [
+            i
+            for i, h in zip(items, hits)
+            if not h
+            and len(i.split()) <= 3
+            and not set(words(i)) & NEGATORS
+            and set(words(i)) - set(words(question)) - STOPWORDS
+        ]
         # a rival is a candidate of the reference's kind: a name for a name, a number for a number
-        kind = (lambda i: bool(re.search(r"\d", i))) if re.search(r"\d", " ".join(references)) else \
-            (lambda i: bool(re.search(r"(?:^|\s)[A-Z]", i))) if any(r[:1].isupper() for r in references) else \
-            (lambda i: len(i.split()) <= 2)
+        kind = (
+            (lambda i: bool(re.search(r"\d", i)))
+            if re.search(r"\d", " ".join(references))
+            else (lambda i: bool(re.search(r"(?:^|\s)[A-Z]", i)))
+            if any(r[:1].isupper() for r in references)
+            else (lambda i: len(i.split()) <= 2)
+        )
         others = [i for i in others if kind(i)]
         if any(hits) and others:
             return Conflict("rival", f"{others[0]!r} beside the reference")
@@ -243,11 +282,14 @@ def exchanged(reference: str, reply: str, question: str) -> Conflict | None:
     if len(shared) < 3:
         return None
     theirs, ours = shared, sorted(shared, key=said.index)
-    kept = {theirs[b.a + i] for b in SequenceMatcher(None, theirs, ours, autojunk=False).get_matching_blocks()
-            for i in range(b.size)}
-    moved = [w for w in shared if w not in kept and w not in q]   # the question's words only anchor
+    kept = {
+        theirs[b.a + i]
+        for b in SequenceMatcher(None, theirs, ours, autojunk=False).get_matching_blocks()
+        for i in range(b.size)
+    }
+    moved = [w for w in shared if w not in kept and w not in q]  # the question's words only anchor
     for i, a in enumerate(moved):
-        for b in moved[i + 1:]:
+        for b in moved[i + 1 :]:
             anchors = [k for k in theirs if k in kept and theirs.index(a) < theirs.index(k) < theirs.index(b)]
             if anchors and ours.index(b) < ours.index(anchors[0]) < ours.index(a):
                 return Conflict("order", f"{a!r} and {b!r} trade places around {anchors[0]!r}")

@@ -20,8 +20,10 @@ from mmrag.judging.normalize import accuracy_from_matches, contains_phrase, vqa_
 from mmrag.judging.rules import ANSWER_RULES, AnswerContext, GenericRule, Match, norm_tokens
 
 #: head nouns a named place is often said without ("the Mediterranean", "the Alps")
-_GEO_HEADS = frozenset("sea seas ocean oceans river rivers gulf bay lake lakes mountains mountain range island islands "
-                       "desert strait canal peninsula".split())
+_GEO_HEADS = frozenset(
+    "sea seas ocean oceans river rivers gulf bay lake lakes mountains mountain range island islands "
+    "desert strait canal peninsula".split()
+)
 
 
 class EVQARule(GenericRule):
@@ -39,8 +41,10 @@ class EVQARule(GenericRule):
         meta = ctx.metadata.get("answer_parts")
         if isinstance(meta, list) and meta and all(isinstance(p, list) for p in meta):
             return [[[str(x)] for x in p] for p in meta]
-        if not ((ctx.question_type or "").lower() in ("multi_answer", "multi-answer", "list") or any(
-                "&&" in a for a in ctx.answers)):
+        if not (
+            (ctx.question_type or "").lower() in ("multi_answer", "multi-answer", "list")
+            or any("&&" in a for a in ctx.answers)
+        ):
             return []
         if "&&" in "".join(ctx.answers) and len({a.count("&&") for a in ctx.answers}) > 1:
             return [self.loose_parts("|".join(ctx.answers))]
@@ -98,15 +102,24 @@ class EVQARule(GenericRule):
             best = max(best, iou)
         details = {"multi_answer_iou": round(best, 3)}
         if best >= 1.0:
-            return Match("gives", reply, "multi-answer IoU 1.00: every part, nothing else", kind="list", details=details)
+            return Match(
+                "gives", reply, "multi-answer IoU 1.00: every part, nothing else", kind="list", details=details
+            )
         if best >= self.IOU:
             # the official rule credits a partial list; every labelled set calls one presented as complete
             # wrong: the rule says so (undecided only beside a negator: "the rest is not shown")
-            return Match("contradicts", reply, f"part of the list only (official IoU {best:.2f} >= {self.IOU} "
-                         "would credit it)", kind="list", certain=not set(words(reply)) & NEGATORS,
-                         details={**details, "official_credit": True})
+            return Match(
+                "contradicts",
+                reply,
+                f"part of the list only (official IoU {best:.2f} >= {self.IOU} would credit it)",
+                kind="list",
+                certain=not set(words(reply)) & NEGATORS,
+                details={**details, "official_credit": True},
+            )
         if best > 0:
-            return Match("contradicts", reply, f"multi-answer IoU {best:.2f} < {self.IOU}", kind="list", details=details)
+            return Match(
+                "contradicts", reply, f"multi-answer IoU {best:.2f} < {self.IOU}", kind="list", details=details
+            )
         return Match("absent", None, "no reference part in the reply", certain=False, details=details)
 
 

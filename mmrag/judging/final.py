@@ -21,20 +21,76 @@ from dataclasses import dataclass
 from mmrag.judging.lexicon import STOPWORDS, clean
 
 _THINK_END = re.compile(r"</think>", re.I)
-_TAGS = (re.compile(r"<answer>(.*?)(?:</answer>|$)", re.I | re.S),
-         re.compile(r"<conclusion>(.*?)(?:</conclusion>|$)", re.I | re.S))
-_MARKER = re.compile(r"(?:^|(?<=[.!?:\n])|(?<=\s))(?:\**\s*)(?:final answer|short answer|(?:so |thus |hence |therefore,? )?"
-                     r"(?:the |my )?(?:final |correct )?answer(?: is|:| -| would be)|so the answer is)\s*[:\-]?\s*\**\s*(.+?)\s*$",
-                     re.I | re.S)
+_TAGS = (
+    re.compile(r"<answer>(.*?)(?:</answer>|$)", re.I | re.S),
+    re.compile(r"<conclusion>(.*?)(?:</conclusion>|$)", re.I | re.S),
+)
+_MARKER = re.compile(
+    r"(?:^|(?<=[.!?:\n])|(?<=\s))(?:\**\s*)(?:final answer|short answer|(?:so |thus |hence |therefore,? )?"
+    r"(?:the |my )?(?:final |correct )?answer(?: is|:| -| would be)|so the answer is)\s*[:\-]?\s*\**\s*(.+?)\s*$",
+    re.I | re.S,
+)
 #: a reply that corrects itself ("1953 - no, sorry, that was the second ascent; the first was 1952")
-_CORRECTION = re.compile(r"(?:\bno,? sorry|\bsorry,? no|\bcorrection:|\bi mean,|\bwait,? no)[,;:.]?\s+(.+?)\s*$", re.I | re.S)
+_CORRECTION = re.compile(
+    r"(?:\bno,? sorry|\bsorry,? no|\bcorrection:|\bi mean,|\bwait,? no)[,;:.]?\s+(.+?)\s*$", re.I | re.S
+)
 _BOLD_LINE = re.compile(r"\n\s*\*\*([^*\n]{1,120})\*\*[.!]?\s*$")
 #: last words that leave a clause open ("designed by", "is the", "and")
-_OPEN_ENDS = (STOPWORDS - {"it", "them", "this", "that", "these", "those", "there", "here", "too", "all", "both",
-                           "either", "neither", "each", "some", "any", "one's", "s", "'s", "yes", "why", "how",
-                           "what", "who", "where", "when", "which", "whom", "then", "also", "known", "called",
-                           "named", "done", "been", "had", "have", "has", "do", "does", "did", "me", "us",
-                           "you", "him", "her", "his", "theirs", "our", "i"}) | {"approximately", "about", "around"}
+_OPEN_ENDS = (
+    STOPWORDS
+    - {
+        "it",
+        "them",
+        "this",
+        "that",
+        "these",
+        "those",
+        "there",
+        "here",
+        "too",
+        "all",
+        "both",
+        "either",
+        "neither",
+        "each",
+        "some",
+        "any",
+        "one's",
+        "s",
+        "'s",
+        "yes",
+        "why",
+        "how",
+        "what",
+        "who",
+        "where",
+        "when",
+        "which",
+        "whom",
+        "then",
+        "also",
+        "known",
+        "called",
+        "named",
+        "done",
+        "been",
+        "had",
+        "have",
+        "has",
+        "do",
+        "does",
+        "did",
+        "me",
+        "us",
+        "you",
+        "him",
+        "her",
+        "his",
+        "theirs",
+        "our",
+        "i",
+    }
+) | {"approximately", "about", "around"}
 _CLOSED = re.compile(r"[.!?)\]}\"'*`»」。！？%°]\s*$")
 
 

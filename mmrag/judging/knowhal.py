@@ -21,14 +21,14 @@ Following the paper's setup (papers/001, "Evaluation"):
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
+from mmrag.judging.final import cut_off, final_answer
 from mmrag.judging.llm import LLMJudge
 from mmrag.judging.mcq import MCQJudge, effective_choices
-from mmrag.judging.final import cut_off, final_answer
+from mmrag.judging.normalize import accuracy_from_matches, contains_phrase, vqa_normalize
 from mmrag.judging.open_answer import OpenAnswerJudge, error_verdict
 from mmrag.judging.premise import DEFAULT_PREMISE_DETECTOR, PremiseRejectionDetector
-from mmrag.judging.normalize import accuracy_from_matches, contains_phrase, vqa_normalize
 from mmrag.schema import Prompt, Response, Sample, Verdict
 
 _PREMISE_TO_OUTCOME = {"rejects": "correct", "accepts": "hallucination", "neither": "deflection"}
@@ -50,8 +50,15 @@ def knowhal_soft_score(reply: str, references: Sequence[str]) -> tuple[float, fl
 
 
 class KnowHalJudge:
-    def __init__(self, llm=None, *, premise_detector: PremiseRejectionDetector | None = None,
-                 llm_settings=None, open_judge: OpenAnswerJudge | None = None, mcq: MCQJudge | None = None) -> None:
+    def __init__(
+        self,
+        llm=None,
+        *,
+        premise_detector: PremiseRejectionDetector | None = None,
+        llm_settings=None,
+        open_judge: OpenAnswerJudge | None = None,
+        mcq: MCQJudge | None = None,
+    ) -> None:
         self.premise = premise_detector or DEFAULT_PREMISE_DETECTOR
         self.mcq = mcq or MCQJudge()
         self.open = open_judge or OpenAnswerJudge()
@@ -71,11 +78,20 @@ class KnowHalJudge:
             llm_verdicts = self.llm.judge_many([items[i] for i in to_llm])
             for i, lv in zip(to_llm, llm_verdicts):
                 rule = out[i]
-                details = {**rule.details, **lv.details, "rule_outcome": rule.outcome, "llm_outcome": lv.outcome,
-                           "judged_by": "llm"}
-                out[i] = Verdict(outcome=lv.outcome, judge_id=self.judge_id, reason=lv.reason,
-                                 score=1.0 if lv.outcome == "correct" else 0.0 if lv.outcome != "unparseable"
-                                 else None, details=details)
+                details = {
+                    **rule.details,
+                    **lv.details,
+                    "rule_outcome": rule.outcome,
+                    "llm_outcome": lv.outcome,
+                    "judged_by": "llm",
+                }
+                out[i] = Verdict(
+                    outcome=lv.outcome,
+                    judge_id=self.judge_id,
+                    reason=lv.reason,
+                    score=1.0 if lv.outcome == "correct" else 0.0 if lv.outcome != "unparseable" else None,
+                    details=details,
+                )
         return out
 
     def _rules(self, sample: Sample, prompt: Prompt, response: Response) -> Verdict:
@@ -86,13 +102,23 @@ class KnowHalJudge:
             v.details.update(base)
             return v
         if not response.text.strip():
-            return Verdict(outcome="unparseable", judge_id=self.judge_id, reason="empty response",
-                           details={**base, "decided": True})
+            return Verdict(
+                outcome="unparseable",
+                judge_id=self.judge_id,
+                reason="empty response",
+                details={**base, "decided": True},
+            )
         choices, label = effective_choices(sample, prompt)
         if choices and label:  # Relation, either polarity: direct option matching
             v = self.mcq.judge(sample, prompt, response)
-            return Verdict(outcome=v.outcome, extracted=v.extracted, judge_id=self.judge_id, reason=v.reason,
-                           score=v.score, details={**v.details, **base})
+            return Verdict(
+                outcome=v.outcome,
+                extracted=v.extracted,
+                judge_id=self.judge_id,
+                reason=v.reason,
+                score=v.score,
+                details={**v.details, **base},
+            )
         if pol == "negative":
             return self._negative(sample, response, base)
         if not sample.answers:
@@ -108,7 +134,17 @@ class KnowHalJudge:
         if call == "accepts" and cut_off(response.text, response.finish_reason):
             call, pattern = "neither", "cut off"
         outcome = _PREMISE_TO_OUTCOME[call]
-        return Verdict(outcome=outcome, judge_id=self.judge_id, score=1.0 if outcome == "correct" else 0.0,
-                       reason=f"premise {call}" + (f" ({pattern})" if pattern else ""),
-                       details={**base, "premise_call": call, "premise_pattern": pattern, "rule_outcome": outcome,
-                                "llm_eligible": True, "decided": True})
+        return Verdict(
+            outcome=outcome,
+            judge_id=self.judge_id,
+            score=1.0 if outcome == "correct" else 0.0,
+            reason=f"premise {call}" + (f" ({pattern})" if pattern else ""),
+            details={
+                **base,
+                "premise_call": call,
+                "premise_pattern": pattern,
+                "rule_outcome": outcome,
+                "llm_eligible": True,
+                "decided": True,
+            },
+        )

@@ -23,42 +23,105 @@ from mmrag.judging.numwords import digits_for_words
 DATA = Path(__file__).parent / "data" / "lexicon.json"
 
 #: function words (articles, auxiliaries, pronouns, prepositions, conjunctions, question words)
-STOPWORDS = frozenset("""
+STOPWORDS = frozenset(
+    """
 a an the this that these those there here it its it's they them their theirs he she his her him we
 our us you your i me my is are was were be been being am do does did done has have had having can
 could will would shall should may might must of in on at to for with by from as into onto over
 under about than then and or but nor so both either neither each every some any all also too very
 which what who whom whose where when why how whether if while because only just
 called named known one's s 's
-""".split())
+""".split()
+)
 #: words that negate what follows ("yes"/"no" are answers, read by the matchers)
-NEGATORS = frozenset({"not", "no", "never", "neither", "nor", "none", "isn't", "aren't", "wasn't", "weren't",
-                      "doesn't", "don't", "didn't", "hasn't", "haven't", "cannot", "can't", "isnt", "arent",
-                      "wasnt", "werent", "doesnt", "dont", "didnt", "nothing", "nowhere", "without"})
+NEGATORS = frozenset(
+    {
+        "not",
+        "no",
+        "never",
+        "neither",
+        "nor",
+        "none",
+        "isn't",
+        "aren't",
+        "wasn't",
+        "weren't",
+        "doesn't",
+        "don't",
+        "didn't",
+        "hasn't",
+        "haven't",
+        "cannot",
+        "can't",
+        "isnt",
+        "arent",
+        "wasnt",
+        "werent",
+        "doesnt",
+        "dont",
+        "didnt",
+        "nothing",
+        "nowhere",
+        "without",
+    }
+)
 #: words that hedge a claim or offer it as one of several
-HEDGES = frozenset("or maybe perhaps probably possibly might could likely either unclear guess "
-                   "presumably apparently".split())
+HEDGES = frozenset(
+    "or maybe perhaps probably possibly might could likely either unclear guess presumably apparently".split()
+)
 #: reporting verbs: a document "says" its answer; the verb is not part of what it says
-REPORTING = frozenset("""say says said state states stated show shows shown showed indicate indicates indicated
+REPORTING = frozenset(
+    """say says said state states stated show shows shown showed indicate indicates indicated
 mention mentions mentioned according read reads list lists listed note noted record recorded report reported
-give gives given gave""".split())
-YES_NO = {"yes": "yes", "no": "no", "yeah": "yes", "yep": "yes", "yup": "yes", "yea": "yes", "aye": "yes",
-          "nope": "no", "nah": "no", "correct": "yes", "true": "yes", "false": "no"}
+give gives given gave""".split()
+)
+YES_NO = {
+    "yes": "yes",
+    "no": "no",
+    "yeah": "yes",
+    "yep": "yes",
+    "yup": "yes",
+    "yea": "yes",
+    "aye": "yes",
+    "nope": "no",
+    "nah": "no",
+    "correct": "yes",
+    "true": "yes",
+    "false": "no",
+}
 #: words that join alternatives or further items ("X and Y", "X or Y", "X, also Y")
 JOINERS = frozenset("and or also plus as well".split())
 #: phrases that introduce another name of the same thing (an alias is not a rival answer)
-ALIAS = re.compile(r"\b(?:also (?:called|known as|named|spelled|spelt|written)|a\.?k\.?a\.?|otherwise known as|"
-                   r"better known as|known locally as|or simply|i\.e\.|that is|in (?:\w+ ){0,2}called|"
-                   r"sometimes called|formerly|originally|short for|in full)\b", re.I)
+ALIAS = re.compile(
+    r"\b(?:also (?:called|known as|named|spelled|spelt|written)|a\.?k\.?a\.?|otherwise known as|"
+    r"better known as|known locally as|or simply|i\.e\.|that is|in (?:\w+ ){0,2}called|"
+    r"sometimes called|formerly|originally|short for|in full)\b",
+    re.I,
+)
 
 _TOKEN = re.compile(r"\d+(?:[.,]\d+)*|[a-z]+(?:'[a-z]+)?")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=\S)|\n+|;\s*")
-_CLAUSE = re.compile(r",\s*(?=(?:but|however|although|though|yet|so|whereas)\b)|"
-                     r"\s+(?=(?:but|however|although|though|whereas)\b)")
-_QUOTES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u201c": '"', "\u201d": '"', "\u00a0": " ",
-                         "\u2013": "-", "\u2014": " - ", "\u2212": "-"})
-_MARKDOWN = re.compile(r"\*\*|__|`+|^#+\s*|^\s*[-*+]\s+|^\s*\|?(?:\s*:?-{3,}:?\s*\|)+\s*$|"
-                       r"(?<!\w)\*(?=\w)|(?<=[\w.)])\*(?!\w)", re.M)
+_CLAUSE = re.compile(
+    r",\s*(?=(?:but|however|although|though|yet|so|whereas)\b)|"
+    r"\s+(?=(?:but|however|although|though|whereas)\b)"
+)
+_QUOTES = str.maketrans(
+    {
+        "\u2019": "'",
+        "\u2018": "'",
+        "\u201c": '"',
+        "\u201d": '"',
+        "\u00a0": " ",
+        "\u2013": "-",
+        "\u2014": " - ",
+        "\u2212": "-",
+    }
+)
+_MARKDOWN = re.compile(
+    r"\*\*|__|`+|^#+\s*|^\s*[-*+]\s+|^\s*\|?(?:\s*:?-{3,}:?\s*\|)+\s*$|"
+    r"(?<!\w)\*(?=\w)|(?<=[\w.)])\*(?!\w)",
+    re.M,
+)
 _NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b([A-Z][\w'-]+)")
 
 
@@ -122,7 +185,7 @@ def names(text: str) -> set[str]:
 
 def negated_at(tokens, index: int, window: int = 3) -> bool:
     """Whether a negator stands within ``window`` tokens before ``index``."""
-    return any(t in NEGATORS for t in tokens[max(0, index - window):index])
+    return any(t in NEGATORS for t in tokens[max(0, index - window) : index])
 
 
 def direction(tokens) -> int:

@@ -26,9 +26,9 @@ layer, which caches greedy requests and runs them concurrently; the judge batche
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+from collections.abc import Sequence
+from functools import cache
 from pathlib import Path
-from typing import Sequence
 
 import yaml
 
@@ -42,7 +42,7 @@ TEMPLATES = Path(__file__).parent / "templates"
 TEMPLATE_ID = "simpleqa-grader"
 
 
-@lru_cache(maxsize=None)
+@cache
 def grader_template() -> tuple[str, dict]:
     """(template text, its metadata with source) of SimpleQA's grader prompt."""
     meta = yaml.safe_load((TEMPLATES / "simpleqa_grader.yaml").read_text(encoding="utf-8"))
@@ -68,8 +68,15 @@ C (NEITHER): the answer declines or says it cannot tell, without accepting or re
 Reply with a single letter: A, B or C."""
 
 GRADE_TO_OUTCOME = {"A": "correct", "B": "hallucination", "C": "deflection"}
-_WORDS = {"correct": "A", "incorrect": "B", "not attempted": "C", "not_attempted": "C",
-          "rejects": "A", "accepts": "B", "neither": "C"}
+_WORDS = {
+    "correct": "A",
+    "incorrect": "B",
+    "not attempted": "C",
+    "not_attempted": "C",
+    "rejects": "A",
+    "accepts": "B",
+    "neither": "C",
+}
 _ALONE = re.compile(r"^\W*([ABC])\W*$")
 _LABELLED = re.compile(r"\b(?:grade|answer|verdict)\s*[:=]?\s*\**\(?([ABC])\b", re.I)
 _LEADING = re.compile(r"^\W*([ABC])(?:[\s.:)\]*-]|$)")
@@ -135,14 +142,21 @@ def _question_text(sample: Sample, prompt: Prompt | None) -> str:
 
 def _text_prompt(sample_id: str, body: str, template: str) -> Prompt:
     """One user turn, no system prompt (as simple-evals sends its grader)."""
-    return Prompt(sample_id=sample_id, template_id=template, template_version=TEMPLATE_VERSION,
-                  messages=[Message(role="user", content=[ContentPart(type="text", text=body)])])
+    return Prompt(
+        sample_id=sample_id,
+        template_id=template,
+        template_version=TEMPLATE_VERSION,
+        messages=[Message(role="user", content=[ContentPart(type="text", text=body)])],
+    )
 
 
 def grading_prompt(sample: Sample, prompt: Prompt | None, response: Response) -> Prompt:
     """The text-only prompt the judge model sees for one item."""
-    body = GRADER_TEMPLATE.format(question=_question_text(sample, prompt),
-                                  target=_reference_text(sample, prompt), predicted_answer=response.text.strip())
+    body = GRADER_TEMPLATE.format(
+        question=_question_text(sample, prompt),
+        target=_reference_text(sample, prompt),
+        predicted_answer=response.text.strip(),
+    )
     return _text_prompt(sample.id, body, TEMPLATE_ID)
 
 
@@ -151,8 +165,9 @@ def premise_prompt(sample: Sample, response: Response) -> Prompt:
     premise = str(sample.metadata.get("false_premise") or "(not stated)")
     refs = [a for a in sample.answers if a]
     reference = f"An acceptable answer would be: {' | '.join(refs)}\n" if refs else ""
-    body = PREMISE_TEMPLATE.format(premise=premise, question=sample.question, reference=reference,
-                                   response=response.text.strip())
+    body = PREMISE_TEMPLATE.format(
+        premise=premise, question=sample.question, reference=reference, response=response.text.strip()
+    )
     return _text_prompt(sample.id, body, TEMPLATE_ID + "-premise")
 
 
@@ -195,8 +210,9 @@ class LLMJudge:
             if resp.error:
                 out[i] = error_verdict(resp, self.judge_id)
             elif not resp.text.strip():
-                out[i] = Verdict(outcome="unparseable", judge_id=self.judge_id, reason="empty response",
-                                 details={"decided": True})
+                out[i] = Verdict(
+                    outcome="unparseable", judge_id=self.judge_id, reason="empty response", details={"decided": True}
+                )
             else:
                 todo.append(i)
         if todo:
@@ -205,7 +221,7 @@ class LLMJudge:
                 replies = self.model.generate(prompts, self.settings)
             except MmragError:
                 raise
-            except Exception as exc:   # a judge backend that raises: every item of the call failed, none is graded
+            except Exception as exc:  # a judge backend that raises: every item of the call failed, none is graded
                 detail = f"{type(exc).__name__}: {exc}"[:500]
                 replies = [Response(prompt_id=p.id, error="other", error_detail=detail) for p in prompts]
             if len(replies) != len(prompts):
@@ -215,21 +231,38 @@ class LLMJudge:
         return [v for v in out if v is not None]
 
     def _verdict(self, reply: Response) -> Verdict:
-        text = valid_text(reply.text)   # any backend's reply: a lone surrogate would stop the writer
+        text = valid_text(reply.text)  # any backend's reply: a lone surrogate would stop the writer
         details = {"judge_reply": text, "judge_cached": reply.cached, "decided": True}
         if reply.error:
             # a failed judge call is no verdict: marked so that a run counts the cell as failed
             # (error budget, --resume re-judges it) and ``mmrag score`` / curation refuse it
-            return Verdict(outcome="unparseable", judge_id=self.judge_id, reason=f"judge error: {reply.error}",
-                           details={**details, "decided": False, JUDGE_ERROR: reply.error,
-                                    "judge_error_detail": valid_text(reply.error_detail)[:500]})
+            return Verdict(
+                outcome="unparseable",
+                judge_id=self.judge_id,
+                reason=f"judge error: {reply.error}",
+                details={
+                    **details,
+                    "decided": False,
+                    JUDGE_ERROR: reply.error,
+                    "judge_error_detail": valid_text(reply.error_detail)[:500],
+                },
+            )
         grade = parse_grade(text)
         if grade is None:
-            return Verdict(outcome="unparseable", judge_id=self.judge_id,
-                           reason="judge reply states no single grade", details=details)
+            return Verdict(
+                outcome="unparseable",
+                judge_id=self.judge_id,
+                reason="judge reply states no single grade",
+                details=details,
+            )
         outcome = GRADE_TO_OUTCOME[grade]
-        return Verdict(outcome=outcome, judge_id=self.judge_id, reason=f"judge grade {grade}",
-                       score=1.0 if outcome == "correct" else 0.0, details={**details, "grade": grade})
+        return Verdict(
+            outcome=outcome,
+            judge_id=self.judge_id,
+            reason=f"judge grade {grade}",
+            score=1.0 if outcome == "correct" else 0.0,
+            details={**details, "grade": grade},
+        )
 
 
 #: the ``Verdict.details`` key that marks a judge call that failed (its value: the error class)
@@ -251,5 +284,7 @@ def raise_judge_failures(verdicts: Sequence[Verdict], what: str = "verdicts") ->
     if failed:
         first = failed[0]
         detail = str(first.details.get("judge_error_detail") or "")[:160]
-        raise JudgeError(f"the LLM judge failed on {len(failed)} of {len(verdicts)} {what} "
-                         f"({judge_failure(first)}{': ' + detail if detail else ''}); nothing was scored with it")
+        raise JudgeError(
+            f"the LLM judge failed on {len(failed)} of {len(verdicts)} {what} "
+            f"({judge_failure(first)}{': ' + detail if detail else ''}); nothing was scored with it"
+        )

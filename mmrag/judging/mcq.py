@@ -17,9 +17,9 @@ letter (shuffled options move it).
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Sequence
 
 from mmrag.judging.refusal import DEFAULT_DETECTOR, DeflectionDetector
 from mmrag.schema import Choice, Prompt, Response, Sample, Verdict, is_nota_text
@@ -62,15 +62,21 @@ _THINK_END = re.compile(r"</think>", re.I)
 _ANSWER_TAG = re.compile(r"<answer>(.*?)(?:</answer>|$)", re.I | re.S)
 _CONCLUSION = re.compile(r"<conclusion>(.*?)(?:</conclusion>|$)", re.I | re.S)
 _LETTER_AFTER = r"\s*(?:is|would be|should be|:|=|-)?\s*[:\-]?\s*[(\[]?\s*([A-Za-z])(?=([)\].:,;!\s]|$))"
-_STRONG_MARKER = re.compile(r"(?:final answer|correct answer|correct option|correct choice|the answer|"
-                            r"answer)" + _LETTER_AFTER, re.I)
+_STRONG_MARKER = re.compile(
+    r"(?:final answer|correct answer|correct option|correct choice|the answer|"
+    r"answer)" + _LETTER_AFTER,
+    re.I,
+)
 _WEAK_MARKER = re.compile(r"(?:option|choice)" + _LETTER_AFTER, re.I)
 _LEADING = re.compile(r"^[(\[]?([A-Z])(?:[)\].:]|\s*$)")
 _LONE_LETTER = re.compile(r"^\W*([A-Za-z])\W*$")
 _PAREN = re.compile(r"[(\[]([A-Z])[)\]]")
 _CAPITAL = re.compile(r"(?<![\w'])([A-Z])(?![\w'])")
-_NOTA_PHRASE = re.compile(r"\bnone of (?:the above|them|these|those|the (?:listed|given|provided|shown|options?|"
-                          r"choices?|answers?)|the \w+ (?:listed|given|shown|provided))\b", re.I)
+_NOTA_PHRASE = re.compile(
+    r"\bnone of (?:the above|them|these|those|the (?:listed|given|provided|shown|options?|"
+    r"choices?|answers?)|the \w+ (?:listed|given|shown|provided))\b",
+    re.I,
+)
 
 
 @dataclass
@@ -167,8 +173,9 @@ def extract_choice(text: str, choices: Sequence[Choice] | Sequence[str] = OFFICI
         got = decide(rx.findall(flat), method)
         if got:
             return got
-    capitals = [c for c in _CAPITAL.findall(flat)
-                if not (c == "A" and re.search(r"(?<![\w'])A\s+(?!or\b|and\b)[a-z]", flat))]
+    capitals = [
+        c for c in _CAPITAL.findall(flat) if not (c == "A" and re.search(r"(?<![\w'])A\s+(?!or\b|and\b)[a-z]", flat))
+    ]
     got = decide(capitals, "capital letter")
     if got:
         return got
@@ -235,9 +242,13 @@ class MCQJudge:
             raise ValueError(f"sample {sample.id}: a multiple-choice judge needs a gold label")
         nota = nota_letter(choices)
         text = response.text or ""
-        details = {"official_correct": official_is_correct(text, label),
-                   "official_extracted": official_extract(text),
-                   "gold": label, "gold_is_nota": nota is not None and label == nota, "nota_letter": nota}
+        details = {
+            "official_correct": official_is_correct(text, label),
+            "official_extracted": official_extract(text),
+            "gold": label,
+            "gold_is_nota": nota is not None and label == nota,
+            "nota_letter": nota,
+        }
         if response.error:
             v = error_verdict(response, self.judge_id)
             v.details.update(details)
@@ -248,28 +259,50 @@ class MCQJudge:
         if analysis.is_deflection:
             ext = extract_choice(analysis.answer_text, choices) if analysis.content else None
             if ext is None or ext.letter is None:
-                details.update({"decided": True, "chose_nota": False,
-                                "refusal_patterns": [n for n, _ in analysis.refusals]})
-                return Verdict(outcome="deflection", judge_id=self.judge_id, reason="refusal",
-                               score=0.0, details=details)
+                details.update(
+                    {"decided": True, "chose_nota": False, "refusal_patterns": [n for n, _ in analysis.refusals]}
+                )
+                return Verdict(
+                    outcome="deflection", judge_id=self.judge_id, reason="refusal", score=0.0, details=details
+                )
         else:
             ext = extract_choice(text, choices)
-        details.update({"method": ext.method, "candidates": ext.candidates,
-                        "chose_nota": ext.letter is not None and ext.letter == nota})
+        details.update(
+            {
+                "method": ext.method,
+                "candidates": ext.candidates,
+                "chose_nota": ext.letter is not None and ext.letter == nota,
+            }
+        )
         if ext.letter is None and len(ext.candidates) > 1:
             # "B or C": a hedge between options commits to none of them -- wrong (SimpleQA's rule for
             # hedged answers and the labelling guide's "two options at once")
             details["decided"] = True
-            return Verdict(outcome="hallucination", judge_id=self.judge_id, score=0.0, details=details,
-                           reason=f"hedges between options {', '.join(ext.candidates)} ({ext.method})")
+            return Verdict(
+                outcome="hallucination",
+                judge_id=self.judge_id,
+                score=0.0,
+                details=details,
+                reason=f"hedges between options {', '.join(ext.candidates)} ({ext.method})",
+            )
         if ext.letter is None:
             empty = not text.strip()
             details.update({"decided": empty, "undecided": None if empty else "no single option"})
-            return Verdict(outcome="unparseable", judge_id=self.judge_id, score=None, details=details,
-                           reason="empty reply" if empty else f"undecided: no single option ({ext.method})")
+            return Verdict(
+                outcome="unparseable",
+                judge_id=self.judge_id,
+                score=None,
+                details=details,
+                reason="empty reply" if empty else f"undecided: no single option ({ext.method})",
+            )
         details["decided"] = True
         correct = ext.letter == label
-        reason = (f"chose {ext.letter}" + (" (None of the above)" if details["chose_nota"] else "")
-                  + f"; gold {label}")
-        return Verdict(outcome="correct" if correct else "hallucination", extracted=ext.letter,
-                       judge_id=self.judge_id, reason=reason, score=1.0 if correct else 0.0, details=details)
+        reason = f"chose {ext.letter}" + (" (None of the above)" if details["chose_nota"] else "") + f"; gold {label}"
+        return Verdict(
+            outcome="correct" if correct else "hallucination",
+            extracted=ext.letter,
+            judge_id=self.judge_id,
+            reason=reason,
+            score=1.0 if correct else 0.0,
+            details=details,
+        )

@@ -12,7 +12,7 @@ which pick the source's answer rule from :data:`mmrag.judging.rules.ANSWER_RULES
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from mmrag.judging.llm import LLMJudge
 from mmrag.judging.mcq import MCQJudge, effective_choices
@@ -96,9 +96,14 @@ class RuleThenLLMJudge:
             llm_verdicts = self.llm.judge_many([items[i] for i in undecided_at])
             for i, lv in zip(undecided_at, llm_verdicts):
                 rule = verdicts[i]
-                lv.details.update({"rule_outcome": rule.outcome, "rule_reason": rule.reason, "judged_by": "llm",
-                                   **{k: rule.details[k] for k in ("official_correct", "official_extracted")
-                                      if k in rule.details}})
+                lv.details.update(
+                    {
+                        "rule_outcome": rule.outcome,
+                        "rule_reason": rule.reason,
+                        "judged_by": "llm",
+                        **{k: rule.details[k] for k in ("official_correct", "official_extracted") if k in rule.details},
+                    }
+                )
                 lv.extracted = lv.extracted if lv.extracted is not None else rule.extracted
                 verdicts[i] = lv
         return verdicts

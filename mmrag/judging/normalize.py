@@ -27,22 +27,56 @@ its own file.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from functools import lru_cache
-from typing import Literal, Sequence
+from typing import Literal
 
 Variant = Literal["evalai", "vqaeval"]
 
 # The official punctuation list (GT-Vision-Lab master; ':' and "'" are deliberately absent).
-_PUNCT: tuple[str, ...] = (";", "/", "[", "]", '"', "{", "}", "(", ")", "=", "+", "\\", "_", "-",
-                           ">", "<", "@", "`", ",", "?", "!")
+_PUNCT: tuple[str, ...] = (
+    ";",
+    "/",
+    "[",
+    "]",
+    '"',
+    "{",
+    "}",
+    "(",
+    ")",
+    "=",
+    "+",
+    "\\",
+    "_",
+    "-",
+    ">",
+    "<",
+    "@",
+    "`",
+    ",",
+    "?",
+    "!",
+)
 # A period that is not followed by a digit (the official pattern's look-behind is a typo that
 # makes it a no-op look-ahead; this is what it actually matches).
 _PERIOD = re.compile(r"\.(?!\d)")
 _PERIOD_LIMIT = 32  # re.UNICODE == 32, passed positionally as ``count`` by the official code
 _COMMA_BETWEEN_DIGITS = {"evalai": re.compile(r"(?<=\d),+(?=\d)"), "vqaeval": re.compile(r"\d,\d")}
 
-_NUMBER_WORDS = {"none": "0", "zero": "0", "one": "1", "two": "2", "three": "3", "four": "4",
-                 "five": "5", "six": "6", "seven": "7", "eight": "8", "nine": "9", "ten": "10"}
+_NUMBER_WORDS = {
+    "none": "0",
+    "zero": "0",
+    "one": "1",
+    "two": "2",
+    "three": "3",
+    "four": "4",
+    "five": "5",
+    "six": "6",
+    "seven": "7",
+    "eight": "8",
+    "nine": "9",
+    "ten": "10",
+}
 _ARTICLES = frozenset({"a", "an", "the"})
 
 # The official contraction table as "written-form restored-form" pairs.  It contains a few odd
@@ -115,9 +149,15 @@ def vqa_normalize(text: str, variant: Variant = "evalai") -> str:
 ShortRefRule = Literal["any", "official"]
 
 
-def vqa_soft_accuracy(prediction: str, references: Sequence[str], *, variant: Variant = "evalai",
-                      normalized: bool = False, short_refs: ShortRefRule = "any",
-                      min_official_refs: int = 10) -> float:
+def vqa_soft_accuracy(
+    prediction: str,
+    references: Sequence[str],
+    *,
+    variant: Variant = "evalai",
+    normalized: bool = False,
+    short_refs: ShortRefRule = "any",
+    min_official_refs: int = 10,
+) -> float:
     """VQA accuracy of one prediction: ``min(#matching references / 3, 1)`` averaged over the
     leave-one-annotator-out subsets, as the official evaluator does with its 10 answers.
 
@@ -132,12 +172,12 @@ def vqa_soft_accuracy(prediction: str, references: Sequence[str], *, variant: Va
         raise ValueError("vqa_soft_accuracy needs at least one reference answer")
     pred = prediction if normalized else vqa_normalize(prediction, variant)
     refs = list(references) if normalized else [vqa_normalize(r, variant) for r in references]
-    return accuracy_from_matches([r == pred for r in refs], short_refs=short_refs,
-                                 min_official_refs=min_official_refs)
+    return accuracy_from_matches([r == pred for r in refs], short_refs=short_refs, min_official_refs=min_official_refs)
 
 
-def accuracy_from_matches(matches: Sequence[bool], *, short_refs: ShortRefRule = "any",
-                          min_official_refs: int = 10) -> float:
+def accuracy_from_matches(
+    matches: Sequence[bool], *, short_refs: ShortRefRule = "any", min_official_refs: int = 10
+) -> float:
     """The VQA formula given which references match (see :func:`vqa_soft_accuracy`)."""
     if not matches:
         raise ValueError("VQA accuracy needs at least one reference")
@@ -164,5 +204,8 @@ def phrase_positions(haystack_tokens: Sequence[str], needle_tokens: Sequence[str
     if n == 0:
         return []
     first = needle_tokens[0]
-    return [i for i in range(len(haystack_tokens) - n + 1)
-            if haystack_tokens[i] == first and list(haystack_tokens[i:i + n]) == list(needle_tokens)]
+    return [
+        i
+        for i in range(len(haystack_tokens) - n + 1)
+        if haystack_tokens[i] == first and list(haystack_tokens[i : i + n]) == list(needle_tokens)
+    ]

@@ -16,7 +16,7 @@ InfoSeek (``infoseek_eval.py``) scores a numerical question as follows, and so d
 from __future__ import annotations
 
 import re
-from typing import Sequence
+from collections.abc import Sequence
 
 _NUMBER = re.compile(r"[-+]?[.]?\d+(?:,\d\d\d)*[.]?\d*(?:[eE][-+]?\d+)?")
 _EPS = 1e-12

@@ -17,11 +17,22 @@ from word2number import w2n
 
 #: the months in order: one table for the judge's date readings (a numeric date names its month for
 #: the key phrase; "14 March 2025" is the numbers 14/3/2025 for the slot signals)
-MONTH_NAMES = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
-               "november", "december")
+MONTH_NAMES = (
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+)
 
 _VOCAB = frozenset(w2n.american_number_system)
-
 
 
 def _is_number_word(token: str) -> bool:
@@ -41,7 +52,7 @@ def _value(word: str) -> int | None:
 
 
 def _year_style(run: list[str]) -> str | None:
-    """"nineteen sixty-four" -> 1964, "twenty twenty" -> 2020: two words, each a number from 10
+    """ "nineteen sixty-four" -> 1964, "twenty twenty" -> 2020: two words, each a number from 10
     to 99, the second not a units digit completing the first (w2n would add them: 1144)."""
     if len(run) != 2:
         return None
@@ -71,8 +82,11 @@ _HALF = re.compile(r"(?<![\w.])(\d+) and a half\b", re.I)
 _SCALE = {"thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12}
 _MONEY = re.compile(r"([$\u20ac\u00a3])(\d+(?:\.\d+)?)\s?(k|m|mn|bn|b)\b", re.I)
 _MONEY_SCALE = {"k": 1e3, "m": 1e6, "mn": 1e6, "b": 1e9, "bn": 1e9}
-_UNIT_HYPHEN = re.compile(r"\b([A-Za-z]+)-(years?|months?|days?|weeks?|hours?|minutes?|metres?|meters?|miles?|"
-                          r"foot|feet|inch(?:es)?|storey|story|kilometres?|kilometers?)\b", re.I)
+_UNIT_HYPHEN = re.compile(
+    r"\b([A-Za-z]+)-(years?|months?|days?|weeks?|hours?|minutes?|metres?|meters?|miles?|"
+    r"foot|feet|inch(?:es)?|storey|story|kilometres?|kilometers?)\b",
+    re.I,
+)
 
 
 def _money(m: re.Match[str]) -> str:
@@ -86,22 +100,50 @@ def _scaled(m: re.Match[str]) -> str:
 #: counts said with a collective noun ("a pair of horses" is two horses), "a hundred" for "one
 #: hundred", and ordinals ("seventeenth century"); word2number reads none of them.  "A score of" is
 #: left out: in documents it is a mark ("a score of 88%"), far more often than twenty
-_COLLECTIVES = {"a pair of": "2", "one pair of": "2", "a pair": "2", "a couple of": "2", "a single": "1",
-                "half a dozen": "6", "a dozen": "12", "one dozen": "12",
-                "a quarter of an hour": "15 minutes", "half an hour": "30 minutes",
-                "three quarters of an hour": "45 minutes", "a third of an hour": "20 minutes",
-                "a hundred": "one hundred", "a thousand": "one thousand", "a million": "one million"}
-_ORDINALS = dict(zip(("first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth thirteenth "
-                      "fourteenth fifteenth sixteenth seventeenth eighteenth nineteenth twentieth").split(),
-                     ("1st 2nd 3rd 4th 5th 6th 7th 8th 9th 10th 11th 12th 13th 14th 15th 16th 17th 18th 19th "
-                      "20th").split()))
+_COLLECTIVES = {
+    "a pair of": "2",
+    "one pair of": "2",
+    "a pair": "2",
+    "a couple of": "2",
+    "a single": "1",
+    "half a dozen": "6",
+    "a dozen": "12",
+    "one dozen": "12",
+    "a quarter of an hour": "15 minutes",
+    "half an hour": "30 minutes",
+    "three quarters of an hour": "45 minutes",
+    "a third of an hour": "20 minutes",
+    "a hundred": "one hundred",
+    "a thousand": "one thousand",
+    "a million": "one million",
+}
+_ORDINALS = dict(
+    zip(
+        (
+            "first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth thirteenth "
+            "fourteenth fifteenth sixteenth seventeenth eighteenth nineteenth twentieth"
+        ).split(),
+        ("1st 2nd 3rd 4th 5th 6th 7th 8th 9th 10th 11th 12th 13th 14th 15th 16th 17th 18th 19th 20th").split(),
+    )
+)
 _COLLECTIVE = re.compile(r"\b(?:" + "|".join(k.replace(" ", r"\s+") for k in _COLLECTIVES) + r")\b", re.I)
 _ORDINAL = re.compile(r"\b(" + "|".join(_ORDINALS) + r")(?=\s+(?:century|centuries|floor|dynasty|edition))", re.I)
 
 
 _UNITS = ("one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
-_TEENS = ("ten", "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen",
-          "nineteen", "twenty")
+_TEENS = (
+    "ten",
+    "eleven",
+    "twelve",
+    "thirteen",
+    "fourteen",
+    "fifteen",
+    "sixteen",
+    "seventeen",
+    "eighteen",
+    "nineteen",
+    "twenty",
+)
 #: a year said aloud with "oh" ("nineteen-oh-two" is 1902): the run reads as 19 + 0 + 2 otherwise
 _YEAR_OH = re.compile(r"\b(" + "|".join(_TEENS) + r")[\s-]+(?:oh|o)[\s-]+(" + "|".join(_UNITS) + r")\b", re.I)
 
@@ -124,9 +166,30 @@ def digits_for_words(text: str) -> str:
 
 
 def _words_to_digits(text: str) -> str:
-    if not any(w in text.lower() for w in ("one", "two", "thr", "four", "five", "six", "seven", "eight", "nine",
-                                           "ten", "eleven", "twel", "teen", "ty", "hundred", "thousand",
-                                           "million", "billion", "zero")):
+    if not any(
+        w in text.lower()
+        for w in (
+            "one",
+            "two",
+            "thr",
+            "four",
+            "five",
+            "six",
+            "seven",
+            "eight",
+            "nine",
+            "ten",
+            "eleven",
+            "twel",
+            "teen",
+            "ty",
+            "hundred",
+            "thousand",
+            "million",
+            "billion",
+            "zero",
+        )
+    ):
         return text
     out: list[str] = []
     pos = 0
@@ -142,15 +205,18 @@ def _words_to_digits(text: str) -> str:
         run_end = end
         while j + 1 < len(tokens):
             nxt = tokens[j + 1][2]
-            gap = text[tokens[j][1]:tokens[j + 1][0]]
+            gap = text[tokens[j][1] : tokens[j + 1][0]]
             if gap.strip() not in ("",):
                 break
             # "and" joins only after a scale word ("one hundred and two"; "seven and nine" is two
             # numbers); after "point" the decimals run up to a scale word, which _SCALED then applies
             if "point" in (w.lower() for w in run) and nxt.lower() in _SMALL_SCALES:
                 break
-            if _is_number_word(nxt) or (j + 2 < len(tokens) and _is_number_word(tokens[j + 2][2]) and (
-                    nxt.lower() == "point" or (nxt.lower() == "and" and run[-1].lower() in _SMALL_SCALES))):
+            if _is_number_word(nxt) or (
+                j + 2 < len(tokens)
+                and _is_number_word(tokens[j + 2][2])
+                and (nxt.lower() == "point" or (nxt.lower() == "and" and run[-1].lower() in _SMALL_SCALES))
+            ):
                 run.append(nxt)
                 j += 1
                 run_end = tokens[j][1]

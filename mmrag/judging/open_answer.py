@@ -19,8 +19,9 @@ A failed request is ``unparseable`` naming its error class; an empty reply is ``
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import mmrag.judging.evqa  # noqa: F401  (registers the evqa / vqa / knowhal answer rules)
 import mmrag.judging.webqa  # noqa: F401  (registers the webqa answer rule)
@@ -56,15 +57,24 @@ def alternatives_of(answers: Sequence[Any]) -> list[str]:
 
 def context_of(sample: Sample) -> AnswerContext:
     qt = sample.metadata.get("question_type")
-    return AnswerContext(question=sample.question, answers=alternatives_of(sample.answers),
-                         numeric_ranges=list(sample.numeric_ranges), question_type=str(qt) if qt else None,
-                         metadata=dict(sample.metadata))
+    return AnswerContext(
+        question=sample.question,
+        answers=alternatives_of(sample.answers),
+        numeric_ranges=list(sample.numeric_ranges),
+        question_type=str(qt) if qt else None,
+        metadata=dict(sample.metadata),
+    )
 
 
 def error_verdict(response: Response, judge_id: str) -> Verdict:
     """A failed request is data: ``unparseable``, naming the error class, never an answer."""
-    return Verdict(outcome="unparseable", extracted=None, judge_id=judge_id, reason=f"model error: {response.error}",
-                   details={"error": response.error, "error_detail": response.error_detail, "decided": True})
+    return Verdict(
+        outcome="unparseable",
+        extracted=None,
+        judge_id=judge_id,
+        reason=f"model error: {response.error}",
+        details={"error": response.error, "error_detail": response.error_detail, "decided": True},
+    )
 
 
 def _refusal(analysis) -> str | None:
@@ -101,7 +111,7 @@ class OpenAnswerJudge:
             s.match, s.match_kind, s.match_certain = m.status, m.kind, m.certain
             s.key_recall = m.details.get("key_recall")
             if m.status == "gives" and s.refusal == "foreign":
-                s.refusal = None   # a reply in another language that names the reference answers
+                s.refusal = None  # a reply in another language that names the reference answers
         if refs and (m is None or m.kind not in _OFFICIAL_ONLY) and s.refusal not in ("bare", "explained", "foreign"):
             s.conflicts = conflicts(refs, answer, sample.question)
         asked = set(stems(sample.question))
@@ -109,16 +119,20 @@ class OpenAnswerJudge:
         if refs and not any(is_sentence(r) for r in refs):
             theirs = {w for r in refs for w in content_stems(r)} - asked
             ours = set(content_stems(answer)) - asked
-            s.overlap = bool(theirs & ours) or any(len(a) >= 5 and len(b) >= 5 and a[:5] == b[:5]
-                                                   for a in theirs for b in ours)
+            s.overlap = bool(theirs & ours) or any(
+                len(a) >= 5 and len(b) >= 5 and a[:5] == b[:5] for a in theirs for b in ours
+            )
         if refs and any(is_sentence(r) for r in refs):
             told = asked | {t for r in refs for t in stems(r)}
             s.novel = len({w for w in content_stems(answer) if w not in told and not w[:1].isdigit() and len(w) > 2})
         s.hedged = bool(set(words(answer)) & {"or", "maybe", "perhaps", "probably", "possibly", "might"})
         said = words(answer)
         figure_only = any(c.isdigit() for r in refs for c in r) and not any(w[:1].isdigit() for w in said)
-        s.vague = s.match != "gives" and (bool(set(said) & vague_words()) or (figure_only and len(said) <= 5)
-                                          or bool(re.search(r"\b\d{2,4}s\b|\bcentur(?:y|ies)\b", answer)))
+        s.vague = s.match != "gives" and (
+            bool(set(said) & vague_words())
+            or (figure_only and len(said) <= 5)
+            or bool(re.search(r"\b\d{2,4}s\b|\bcentur(?:y|ies)\b", answer))
+        )
         s.foreign = len(words(fin.answer)) >= 5 and language_of(fin.answer) is not None
         return s, m
 
@@ -128,20 +142,26 @@ class OpenAnswerJudge:
         if response.error:
             return error_verdict(response, self.judge_id)
         if not (response.text or "").strip():
-            return Verdict(outcome="unparseable", judge_id=self.judge_id, reason="empty response",
-                           details={"decided": True})
+            return Verdict(
+                outcome="unparseable", judge_id=self.judge_id, reason="empty response", details={"decided": True}
+            )
         s, m = self.signals(sample, response, rule_name)
         outcome, reason, undecided = decide(s)
-        details: dict[str, Any] = {**(m.details if m is not None else {}), "signals": s.record(),
-                                   "decided": undecided is None, "undecided": undecided}
+        details: dict[str, Any] = {
+            **(m.details if m is not None else {}),
+            "signals": s.record(),
+            "decided": undecided is None,
+            "undecided": undecided,
+        }
         if m is not None:
             details["answer_rule"] = rule_for(rule_name or sample.source).rule_id
         score = 1.0 if outcome == "correct" else 0.0 if outcome != "unparseable" else None
         if outcome == "correct" and "vqa_score" in details:
             score = details["vqa_score"] or 1.0
         extracted = (m.extracted if m is not None and m.extracted else s.final) if outcome != "deflection" else None
-        return Verdict(outcome=outcome, extracted=extracted, judge_id=self.judge_id, reason=reason, score=score,
-                       details=details)
+        return Verdict(
+            outcome=outcome, extracted=extracted, judge_id=self.judge_id, reason=reason, score=score, details=details
+        )
 
     def judge_many(self, items: Sequence[tuple[Sample, Prompt, Response]]) -> list[Verdict]:
         return [self.judge(*it) for it in items]

@@ -18,16 +18,39 @@ from functools import lru_cache
 from mmrag.judging.lexicon import STOPWORDS
 from mmrag.judging.numwords import digits_for_words
 
-_NUM = re.compile(r"(?<![\w.])([$\u20ac\u00a3\u00a5]|US\$|Rs\.?\s?)?(-?\d[\d,]*(?:\.\d+)?)\s*-?\s*"
-                  r"(%|°\s*[CFcf]\b|degrees?\s+(?:celsius|fahrenheit)|[A-Za-z]+(?:/[A-Za-z]+|\s+per\s+[a-z]+)?)?")
-_ABBREVIATIONS = frozenset("km cm mm m nm kg g mg lb lbs oz ft mi mph kph kmh ml l kw mw gw w hp ha min sec hr hrs "
-                           "kwh mwh gb mb tb kb".split())
+_NUM = re.compile(
+    r"(?<![\w.])([$\u20ac\u00a3\u00a5]|US\$|Rs\.?\s?)?(-?\d[\d,]*(?:\.\d+)?)\s*-?\s*"
+    r"(%|°\s*[CFcf]\b|degrees?\s+(?:celsius|fahrenheit)|[A-Za-z]+(?:/[A-Za-z]+|\s+per\s+[a-z]+)?)?"
+)
+_ABBREVIATIONS = frozenset(
+    "km cm mm m nm kg g mg lb lbs oz ft mi mph kph kmh ml l kw mw gw w hp ha min sec hr hrs kwh mwh gb mb tb kb".split()
+)
 #: words pint knows that are rarely units in a reply ("a gray cat", "3 points", "two stones")
 _NOT_UNITS = frozenset("gray grey rad bar bars point points stone stones pound pounds mile_ mark marks".split())
-_CURRENCY = {"$": "usd", "us$": "usd", "\u20ac": "eur", "\u00a3": "gbp", "\u00a5": "jpy", "rs": "inr", "rs.": "inr",
-             "dollar": "usd", "dollars": "usd", "euro": "eur", "euros": "eur", "pound": "gbp", "pounds": "gbp",
-             "usd": "usd", "eur": "eur", "gbp": "gbp", "yen": "jpy", "rupees": "inr", "cents": "usd/100",
-             "cent": "usd/100", "pence": "gbp/100", "p": None}
+_CURRENCY = {
+    "$": "usd",
+    "us$": "usd",
+    "\u20ac": "eur",
+    "\u00a3": "gbp",
+    "\u00a5": "jpy",
+    "rs": "inr",
+    "rs.": "inr",
+    "dollar": "usd",
+    "dollars": "usd",
+    "euro": "eur",
+    "euros": "eur",
+    "pound": "gbp",
+    "pounds": "gbp",
+    "usd": "usd",
+    "eur": "eur",
+    "gbp": "gbp",
+    "yen": "jpy",
+    "rupees": "inr",
+    "cents": "usd/100",
+    "cent": "usd/100",
+    "pence": "gbp/100",
+    "p": None,
+}
 #: relative tolerance between two amounts of one dimension; degrees Celsius for temperatures (a
 #: whole-degree Fahrenheit restatement of a Celsius value is off by up to 0.3 °C)
 TOLERANCE = 0.02
@@ -36,9 +59,9 @@ TEMPERATURE_SLACK = 0.6
 
 @dataclass(frozen=True)
 class Quantity:
-    value: float     # in base units (temperature: degrees Celsius; currency: the currency unit)
-    dim: str         # pint dimensionality, "percent", "currency:usd", "temperature" or "count"
-    number: float    # the number as written
+    value: float  # in base units (temperature: degrees Celsius; currency: the currency unit)
+    dim: str  # pint dimensionality, "percent", "currency:usd", "temperature" or "count"
+    number: float  # the number as written
     start: int
 
 
@@ -103,11 +126,19 @@ def quantities(text: str) -> tuple[Quantity, ...]:
             ends.append(None)
             continue
         unit = _unit(word) if word and word.lower() != "kelvin" else None
-        got = (Quantity(number * unit[1], unit[0], number, m.start()) if unit
-               else Quantity(number, "count", number, m.start()))
+        got = (
+            Quantity(number * unit[1], unit[0], number, m.start())
+            if unit
+            else Quantity(number, "count", number, m.start())
+        )
         prev = out[-1] if out else None
-        if (got.dim == "[time]" and prev is not None and prev.dim == "[time]" and ends[-1] is not None
-                and re.fullmatch(r"[\s,]*(?:and)?\s*", t[ends[-1]:m.start()])):
+        if (
+            got.dim == "[time]"
+            and prev is not None
+            and prev.dim == "[time]"
+            and ends[-1] is not None
+            and re.fullmatch(r"[\s,]*(?:and)?\s*", t[ends[-1] : m.start()])
+        ):
             # "1 hour and 25 minutes" is one amount (85 minutes), not two
             out[-1] = Quantity(prev.value + got.value, "[time]", prev.number, prev.start)
             ends[-1] = m.end()
@@ -120,7 +151,7 @@ def quantities(text: str) -> tuple[Quantity, ...]:
 def close(a: Quantity, b: Quantity, tolerance: float = TOLERANCE) -> bool:
     if a.dim != b.dim:
         return False
-    if a.dim == "temperature":   # relative closeness means nothing on a scale with an arbitrary zero
+    if a.dim == "temperature":  # relative closeness means nothing on a scale with an arbitrary zero
         return abs(a.value - b.value) <= TEMPERATURE_SLACK
     return abs(a.value - b.value) <= tolerance * max(abs(a.value), abs(b.value), 1e-12)
 
@@ -130,7 +161,7 @@ def with_units(text: str) -> list[Quantity]:
 
 
 def compare(reference: str, reply: str, tolerance: float = TOLERANCE) -> str | None:
-    """"gives" when the reply states one of the reference's amounts (after conversion),
+    """ "gives" when the reply states one of the reference's amounts (after conversion),
     "contradicts" when both state amounts of one dimension and none agrees, else None."""
     ref, said = with_units(reference), with_units(reply)
     dims = {q.dim for q in ref} & {q.dim for q in said}
@@ -162,15 +193,40 @@ def in_asked_unit(text: str, question: str) -> list[float] | None:
     asked = asked_unit(question)
     if not asked:
         return None
-    said = [q for q in with_units(text) if q.dim == asked[0] or q.dim.replace("[length] ** 2", "[length] ** 2") == asked[0]]
+    said = [
+        q for q in with_units(text) if q.dim == asked[0] or q.dim.replace("[length] ** 2", "[length] ** 2") == asked[0]
+    ]
     return [q.value / asked[1] for q in said] or None
 
 
 def unit_alternatives(text: str) -> list[float]:
     """Each amount of ``text`` with a convertible unit restated in the common units of its
     dimension (InfoSeek's numeric golds carry no unit: "1,949 feet" may be read in metres)."""
-    common = ("m", "km", "cm", "ft", "mi", "kg", "g", "lb", "t", "s", "min", "h", "day", "year", "m**2", "km**2",
-              "ha", "acre", "km/h", "mph", "m/s", "L", "mL")
+    common = (
+        "m",
+        "km",
+        "cm",
+        "ft",
+        "mi",
+        "kg",
+        "g",
+        "lb",
+        "t",
+        "s",
+        "min",
+        "h",
+        "day",
+        "year",
+        "m**2",
+        "km**2",
+        "ha",
+        "acre",
+        "km/h",
+        "mph",
+        "m/s",
+        "L",
+        "mL",
+    )
     out: list[float] = []
     for q in with_units(text):
         if q.dim == "temperature":
@@ -190,5 +246,13 @@ def unit_alternatives(text: str) -> list[float]:
     return out
 
 
-__all__ = ["Quantity", "quantities", "close", "compare", "with_units", "unit_alternatives", "asked_unit",
-           "in_asked_unit"]
+__all__ = [
+    "Quantity",
+    "quantities",
+    "close",
+    "compare",
+    "with_units",
+    "unit_alternatives",
+    "asked_unit",
+    "in_asked_unit",
+]

@@ -48,8 +48,9 @@ def _choices(raw: Any, path: Path, line: int) -> list[Choice]:
                 m = re.match(r"^\s*\(?([A-Za-z])[.):]\s*(.*)$", c)
                 items.append((m.group(1).upper(), m.group(2)) if m else (chr(ord("A") + i), c))
             else:
-                raise InputError("each choice must be a string or {letter, text}", path=path, line=line,
-                                 field=f"choices[{i}]")
+                raise InputError(
+                    "each choice must be a string or {letter, text}", path=path, line=line, field=f"choices[{i}]"
+                )
     else:
         raise InputError("choices must be a list or a mapping", path=path, line=line, field="choices")
     return [Choice(letter=l, text=t, is_nota=is_nota_text(t)) for l, t in items]
@@ -68,8 +69,9 @@ def record_to_item(rec: dict[str, Any], path: Path, line: int) -> tuple[Sample, 
         raise InputError("must be a string or null", path=path, line=line, field="response")
     error = rec.get("error")
     if error is not None and error not in _ERRORS:
-        raise InputError(f"unknown error class {error!r}; one of {', '.join(_ERRORS)}", path=path, line=line,
-                         field="error")
+        raise InputError(
+            f"unknown error class {error!r}; one of {', '.join(_ERRORS)}", path=path, line=line, field="error"
+        )
     finish = rec.get("finish_reason")
     if finish is not None and not isinstance(finish, str):
         raise InputError("must be a string or null", path=path, line=line, field="finish_reason")
@@ -77,15 +79,23 @@ def record_to_item(rec: dict[str, Any], path: Path, line: int) -> tuple[Sample, 
     label = None
     if choices:
         if not answers:
-            raise InputError("a multiple-choice record needs the gold letter or text in answers", path=path,
-                             line=line, field="answers")
+            raise InputError(
+                "a multiple-choice record needs the gold letter or text in answers",
+                path=path,
+                line=line,
+                field="answers",
+            )
         gold = answers[0].strip()
         letters = {c.letter: c for c in choices}
-        label = gold.upper() if gold.upper() in letters else next(
-            (c.letter for c in choices if c.text.strip().lower() == gold.lower()), None)
+        label = (
+            gold.upper()
+            if gold.upper() in letters
+            else next((c.letter for c in choices if c.text.strip().lower() == gold.lower()), None)
+        )
         if label is None:
-            raise InputError(f"gold {gold!r} is neither a letter nor the text of an option", path=path, line=line,
-                             field="answers")
+            raise InputError(
+                f"gold {gold!r} is neither a letter nor the text of an option", path=path, line=line, field="answers"
+            )
     sid = str(rec.get("id") or f"line{line}")
     metadata = rec.get("metadata") or {}
     if not isinstance(metadata, dict):
@@ -98,19 +108,36 @@ def record_to_item(rec: dict[str, Any], path: Path, line: int) -> tuple[Sample, 
         metadata["question_type"] = qtype
     source = str(rec.get("source") or "")
     if source == "knowhal" and not choices and metadata.get("polarity") not in ("positive", "negative"):
-        raise InputError("a KnowHal record needs metadata.polarity 'positive' or 'negative'", path=path,
-                         line=line, field="metadata.polarity")
+        raise InputError(
+            "a KnowHal record needs metadata.polarity 'positive' or 'negative'",
+            path=path,
+            line=line,
+            field="metadata.polarity",
+        )
     if source == "knowhal" and qtype and "dimension" not in metadata:
         metadata["dimension"] = qtype[:1].upper()
     try:
         ranges = [(float(lo), float(hi)) for lo, hi in rec.get("numeric_ranges") or []]
     except (TypeError, ValueError):
         raise InputError("must be a list of [lo, hi] pairs", path=path, line=line, field="numeric_ranges") from None
-    sample = Sample(id=sid, benchmark="judge-input", question_id=str(rec.get("question_id") or sid),
-                    question=rec["question"], answers=[] if choices else answers, numeric_ranges=ranges,
-                    choices=choices, label=label, source=source, metadata=metadata)
-    prompt = Prompt(sample_id=sid, choices=choices, label=label,
-                    messages=[Message(role="user", content=[ContentPart(type="text", text=rec["question"])])])
+    sample = Sample(
+        id=sid,
+        benchmark="judge-input",
+        question_id=str(rec.get("question_id") or sid),
+        question=rec["question"],
+        answers=[] if choices else answers,
+        numeric_ranges=ranges,
+        choices=choices,
+        label=label,
+        source=source,
+        metadata=metadata,
+    )
+    prompt = Prompt(
+        sample_id=sid,
+        choices=choices,
+        label=label,
+        messages=[Message(role="user", content=[ContentPart(type="text", text=rec["question"])])],
+    )
     response = Response(prompt_id=prompt.id, text=rec["response"] or "", error=error, finish_reason=finish)
     return sample, prompt, response
 
@@ -119,10 +146,13 @@ def judge_stats(verdicts) -> dict[str, Any]:
     """Outcome counts plus the LLM judge's share: items it graded, replies served from the cache,
     and failed judge calls (counted like failed model calls, never folded into an outcome)."""
     llm = [v for v in verdicts if "judge_reply" in v.details or v.reason.startswith("judge error")]
-    return {"counts": dict(Counter(v.outcome for v in verdicts)), "judged_by_llm": len(llm),
-            "judge_cached": sum(bool(v.details.get("judge_cached")) for v in llm),
-            "judge_failures": sum(v.reason.startswith("judge error") for v in llm),
-            "judge_unreadable": sum(v.reason == "judge reply states no single grade" for v in llm)}
+    return {
+        "counts": dict(Counter(v.outcome for v in verdicts)),
+        "judged_by_llm": len(llm),
+        "judge_cached": sum(bool(v.details.get("judge_cached")) for v in llm),
+        "judge_failures": sum(v.reason.startswith("judge error") for v in llm),
+        "judge_unreadable": sum(v.reason == "judge reply states no single grade" for v in llm),
+    }
 
 
 def judge_file(input_path: str | Path, output_path: str | Path, judge) -> dict[str, Any]:
@@ -139,7 +169,8 @@ def judge_file(input_path: str | Path, output_path: str | Path, judge) -> dict[s
     verdicts = judge_many(judge, items)
     out = []
     for rec, v in zip(rows, verdicts):
-        out.append({**rec, "outcome": v.outcome, "extracted": v.extracted, "judge_id": v.judge_id,
-                    "judge_reason": v.reason})
+        out.append(
+            {**rec, "outcome": v.outcome, "extracted": v.extracted, "judge_id": v.judge_id, "judge_reason": v.reason}
+        )
     write_jsonl_atomic(output_path, out)
     return judge_stats(verdicts)

@@ -20,16 +20,28 @@ reference (its content words minus the question's; recall >= :data:`KEY_RECALL`)
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Protocol, Sequence
+from typing import Any, Protocol
 
-from mmrag.judging.lexicon import (NEGATORS, REPORTING, YES_NO, content_stems, fold, names, negated_at, stem,
-                                   stems, words)
+from mmrag.judging.lexicon import (
+    NEGATORS,
+    REPORTING,
+    YES_NO,
+    content_stems,
+    fold,
+    names,
+    negated_at,
+    stem,
+    stems,
+    words,
+)
 from mmrag.judging.normalize import phrase_positions, vqa_normalize
 from mmrag.judging.numeric import as_number, find_numbers, in_numeric_range, numeric_match
 from mmrag.judging.numwords import digits_for_words
-from mmrag.judging.quantity import compare as compare_quantities, in_asked_unit, unit_alternatives, with_units
+from mmrag.judging.quantity import compare as compare_quantities
+from mmrag.judging.quantity import in_asked_unit, unit_alternatives, with_units
 from mmrag.registry import Registry
 
 #: share of a sentence reference's key phrase a reply must carry (WebQA scores by keyword recall)
@@ -54,7 +66,7 @@ class Match:
     extracted: str | None = None
     reason: str = ""
     certain: bool = True
-    kind: str = ""   # exact | range | quantity | contains | yes/no | key phrase | list | category | name
+    kind: str = ""  # exact | range | quantity | contains | yes/no | key phrase | list | category | name
     details: dict[str, Any] = field(default_factory=dict)
 
 
@@ -91,7 +103,7 @@ def norm_tokens(text: str) -> list[str]:
     out: list[str] = []
     for x in fold(vqa_normalize(digits_for_words(text))).split():
         x = x.strip("'\":;!?,")
-        if x in ("'s", "s") and out:   # "queen 's" = "queens": possessives written without the apostrophe
+        if x in ("'s", "s") and out:  # "queen 's" = "queens": possessives written without the apostrophe
             out[-1] += "s"
         elif x:
             out.append(x)
@@ -112,10 +124,14 @@ class GenericRule:
         if not ctx.numeric_ranges:
             return None
         asked = in_asked_unit(reply, ctx.question)
-        if asked is not None:   # "240 mph" asked in km/h: the amount in the asked unit decides
+        if asked is not None:  # "240 mph" asked in km/h: the amount in the asked unit decides
             ok = any(in_numeric_range(v, r, self.numeric_tolerance) for v in asked for r in ctx.numeric_ranges)
-            return Match("gives" if ok else "contradicts", f"{asked[0]:g}", "amount in the asked unit "
-                         + ("inside" if ok else "outside") + " the gold range", kind="range")
+            return Match(
+                "gives" if ok else "contradicts",
+                f"{asked[0]:g}",
+                "amount in the asked unit " + ("inside" if ok else "outside") + " the gold range",
+                kind="range",
+            )
         ok, parsed = numeric_match(digits_for_words(reply), ctx.numeric_ranges, self.numeric_tolerance)
         if ok:
             return Match("gives", str(parsed), "number inside the gold range (InfoSeek rule)", kind="range")
@@ -123,14 +139,27 @@ class GenericRule:
             return None
         for alt in unit_alternatives(reply):
             if any(in_numeric_range(alt, r, self.numeric_tolerance) for r in ctx.numeric_ranges):
-                return Match("gives", f"{alt:g}", "number inside the gold range after unit conversion", kind="range",
-                             certain=False)
-        later = [n for n in find_numbers(digits_for_words(reply))[2:]
-                 if any(in_numeric_range(n, r, self.numeric_tolerance) for r in ctx.numeric_ranges)]
+                return Match(
+                    "gives",
+                    f"{alt:g}",
+                    "number inside the gold range after unit conversion",
+                    kind="range",
+                    certain=False,
+                )
+        later = [
+            n
+            for n in find_numbers(digits_for_words(reply))[2:]
+            if any(in_numeric_range(n, r, self.numeric_tolerance) for r in ctx.numeric_ranges)
+        ]
         if later:  # "8 x 8 = 64 squares": the official rule reads the first two numbers only
             return Match("gives", f"{later[0]:g}", "a later number inside the gold range", certain=False, kind="range")
-        return Match("contradicts", str(parsed), "number outside the gold range (InfoSeek rule)", kind="range",
-                     certain=not set(words(reply)) & NEGATORS)
+        return Match(
+            "contradicts",
+            str(parsed),
+            "number outside the gold range (InfoSeek rule)",
+            kind="range",
+            certain=not set(words(reply)) & NEGATORS,
+        )
 
     @staticmethod
     def quantity(refs: list[str], reply: str) -> Match | None:
@@ -141,10 +170,13 @@ class GenericRule:
                 # all, or the first (the answer's), to be sure it names the asked one
                 amounts, said = with_units(ref), with_units(reply)
                 first = amounts[0] if amounts else None
-                sure = len(amounts) <= 1 or (first is not None and any(q.dim == first.dim and abs(q.value - first.value)
-                                                                       <= 0.02 * abs(first.value) for q in said))
-                return Match("gives", ref, f"reply states the amount of {ref!r} (units converted)", kind="quantity",
-                             certain=sure)
+                sure = len(amounts) <= 1 or (
+                    first is not None
+                    and any(q.dim == first.dim and abs(q.value - first.value) <= 0.02 * abs(first.value) for q in said)
+                )
+                return Match(
+                    "gives", ref, f"reply states the amount of {ref!r} (units converted)", kind="quantity", certain=sure
+                )
         if any(call == "contradicts" for _, call in calls) and not any(is_sentence(r) for r in refs):
             return Match("contradicts", reply, "reply states another amount than the reference", kind="quantity")
         return None
@@ -158,13 +190,17 @@ class GenericRule:
             value = as_number(" ".join(rtoks))
             if not starts and value is not None:
                 starts = [i for i, t in enumerate(toks) if as_number(t) == value]
-            if not starts and value is None:   # "troops" for troop, "birches" for birch
+            if not starts and value is None:  # "troops" for troop, "birches" for birch
                 stemmed = [stem(t) for t in toks]
                 starts = phrase_positions(stemmed, [stem(t) for t in rtoks])
             if not starts and value is None and len("".join(rtoks)) >= 5:  # "Viet Nam" / "Vietnam"
                 target = "".join(rtoks)
-                starts = [i for i in range(len(toks)) for n in (1, 2, 3)
-                          if n != len(rtoks) and "".join(toks[i:i + n]) == target]
+                starts = [
+                    i
+                    for i in range(len(toks))
+                    for n in (1, 2, 3)
+                    if n != len(rtoks) and "".join(toks[i : i + n]) == target
+                ]
             if not starts:
                 continue
             free = [s for s in starts if not negated_at(toks, s, 2)]
@@ -173,18 +209,19 @@ class GenericRule:
                 continue
             lo, hi = max(0, free[0] - 6), min(len(toks), free[0] + len(rtoks) + 6)
             if not re.search(r"\bor\b", ctx.question.lower()) and set(toks[lo:hi]) & _CANDIDATE_MARKERS:
-                return Match("contradicts", reply, f"hedges between {ref!r} and other candidates", certain=False,
-                             kind="contains")
+                return Match(
+                    "contradicts", reply, f"hedges between {ref!r} and other candidates", certain=False, kind="contains"
+                )
             return Match("gives", ref, f"reply contains the reference {ref!r}", kind="contains")
         if negated_only:
             return Match("contradicts", reply, "reply negates the reference answer", kind="contains", certain=False)
-        if 0 < len(toks) <= 3:   # "Obama" for "Barack Obama": SimpleQA presumes the omitted part
+        if 0 < len(toks) <= 3:  # "Obama" for "Barack Obama": SimpleQA presumes the omitted part
             for ref in refs:
                 rtoks = norm_tokens(ref)
-                if len(rtoks) > len(toks) and rtoks[-len(toks):] == toks and ref[:1].isupper():
+                if len(rtoks) > len(toks) and rtoks[-len(toks) :] == toks and ref[:1].isupper():
                     return Match("gives", ref, f"reply names the end of {ref!r}", kind="name")
         said = names(reply) - names(ctx.question)
-        for ref in refs:   # "It was designed by Eiffel.": a surname, no other name beside it
+        for ref in refs:  # "It was designed by Eiffel.": a surname, no other name beside it
             parts = ref.split()
             if 1 < len(parts) <= 4 and all(p[:1].isupper() for p in parts) and len(parts[-1]) > 3:
                 tail = parts[-1]
@@ -199,8 +236,9 @@ class GenericRule:
         if len(ref_yn) != 1 or said is None:
             return None
         gold = ref_yn.pop()
-        return Match("gives" if said == gold else "contradicts", said, f"reply says {said!r}, reference {gold!r}",
-                     kind="yes/no")
+        return Match(
+            "gives" if said == gold else "contradicts", said, f"reply says {said!r}, reference {gold!r}", kind="yes/no"
+        )
 
     def key_phrase_rule(self, ctx: AnswerContext, refs: list[str], reply: str) -> Match | None:
         sentences = [r for r in refs if is_sentence(r)]
@@ -219,29 +257,61 @@ class GenericRule:
         if key_numbers:  # a number in the key phrase is the answer: it must be the reply's number
             q = set(words(ctx.question))
             said = {t for t in reply_toks if t[:1].isdigit() and t not in q}
-            if key_numbers <= said and len(words(reply)) <= 3:   # "Two." for "a two-bladed rotor"
-                return Match("gives", " ".join(sorted(key_numbers)), "reply states the reference's number",
-                             kind="key phrase", details=details)
+            if key_numbers <= said and len(words(reply)) <= 3:  # "Two." for "a two-bladed rotor"
+                return Match(
+                    "gives",
+                    " ".join(sorted(key_numbers)),
+                    "reply states the reference's number",
+                    kind="key phrase",
+                    details=details,
+                )
             if said and not key_numbers & said:
-                return Match("contradicts", " ".join(sorted(said)), "reply gives another number than the reference",
-                             kind="key phrase", details=details)
+                return Match(
+                    "contradicts",
+                    " ".join(sorted(said)),
+                    "reply gives another number than the reference",
+                    kind="key phrase",
+                    details=details,
+                )
             if not key_numbers <= said:
                 best = min(best, (len(best_key) - len(key_numbers - said)) / len(best_key) * 0.99)
         if best >= KEY_RECALL:
             idx = [i for i, t in enumerate(reply_toks) if t in best_key]
             if idx and all(negated_at(reply_toks, i) for i in idx):
-                return Match("contradicts", reply, "reply negates the key phrase", kind="key phrase", certain=False,
-                             details=details)
-            return Match("gives", " ".join(best_key), f"reply carries the key phrase of {best_ref!r}",
-                         kind="key phrase", certain=best >= 0.75 or len(best_key) <= 3, details=details)
-        return Match("absent", None, "reply carries too little of the key phrase", kind="key phrase",
-                     certain=best == 0, details=details)
+                return Match(
+                    "contradicts",
+                    reply,
+                    "reply negates the key phrase",
+                    kind="key phrase",
+                    certain=False,
+                    details=details,
+                )
+            return Match(
+                "gives",
+                " ".join(best_key),
+                f"reply carries the key phrase of {best_ref!r}",
+                kind="key phrase",
+                certain=best >= 0.75 or len(best_key) <= 3,
+                details=details,
+            )
+        return Match(
+            "absent",
+            None,
+            "reply carries too little of the key phrase",
+            kind="key phrase",
+            certain=best == 0,
+            details=details,
+        )
 
     def match(self, ctx: AnswerContext, reply: str) -> Match:
         refs = [a for a in ctx.answers if a and a.strip()]
-        for step in (lambda: self.numeric(ctx, reply), lambda: self.quantity(refs, reply),
-                     lambda: self.containment(ctx, refs, reply), lambda: self.yes_no_rule(refs, reply),
-                     lambda: self.key_phrase_rule(ctx, refs, reply)):
+        for step in (
+            lambda: self.numeric(ctx, reply),
+            lambda: self.quantity(refs, reply),
+            lambda: self.containment(ctx, refs, reply),
+            lambda: self.yes_no_rule(refs, reply),
+            lambda: self.key_phrase_rule(ctx, refs, reply),
+        ):
             m = step()
             if m is not None:
                 return m

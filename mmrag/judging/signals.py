@@ -21,23 +21,23 @@ NOVEL_LIMIT = 2
 
 @dataclass
 class Signals:
-    final: str = ""                  # the final answer (step 1)
-    final_method: str = "whole"      # whole | think | tag | marker | bold line
-    cut_off: bool = False            # finish_reason == "length" or stops mid-clause
-    exact: bool = False              # the final answer equals a reference after normalisation
-    refusal: str | None = None       # bare | explained | guess | foreign (step 2)
+    final: str = ""  # the final answer (step 1)
+    final_method: str = "whole"  # whole | think | tag | marker | bold line
+    cut_off: bool = False  # finish_reason == "length" or stops mid-clause
+    exact: bool = False  # the final answer equals a reference after normalisation
+    refusal: str | None = None  # bare | explained | guess | foreign (step 2)
     refusal_patterns: list[str] = field(default_factory=list)
-    match: str = "none"              # gives | contradicts | absent | none (no reference) (step 3)
+    match: str = "none"  # gives | contradicts | absent | none (no reference) (step 3)
     match_kind: str = ""
     match_certain: bool = True
     key_recall: float | None = None
-    conflicts: list[Conflict] = field(default_factory=list)   # step 4
-    candidate: bool = False          # the answer offers content the question does not hold
-    hedged: bool = False             # hedge words in the answer
-    vague: bool = False              # vaguer-than-gold words (regions, bounds, rough amounts)
-    foreign: bool = False            # the reply is in another language
-    novel: int = 0                   # content words of the answer neither reference nor question holds
-    overlap: bool = False            # a short reference's word (or its first five letters) in the answer
+    conflicts: list[Conflict] = field(default_factory=list)  # step 4
+    candidate: bool = False  # the answer offers content the question does not hold
+    hedged: bool = False  # hedge words in the answer
+    vague: bool = False  # vaguer-than-gold words (regions, bounds, rough amounts)
+    foreign: bool = False  # the reply is in another language
+    novel: int = 0  # content words of the answer neither reference nor question holds
+    overlap: bool = False  # a short reference's word (or its first five letters) in the answer
 
     def record(self) -> dict:
         return asdict(self)
@@ -61,18 +61,21 @@ def decide(s: Signals) -> tuple[str, str, str | None]:
         if not s.match_certain:
             return "unparseable", f"undecided: weak {s.match_kind or 'match'} of the reference", "weak match"
         if s.novel >= NOVEL_LIMIT and s.match_kind in ("quantity", "key phrase"):
-            return "unparseable", f"undecided: the figure or key words of a sentence reference, with {s.novel} words " \
-                                  "it does not state", "unsupported additions"
+            return (
+                "unparseable",
+                f"undecided: the figure or key words of a sentence reference, with {s.novel} words it does not state",
+                "unsupported additions",
+            )
         return "correct", f"final answer gives the reference ({s.match_kind})", None
     if s.refusal in ("bare", "explained", "foreign") and not s.conflicts:
         return "deflection", "refusal" if s.refusal == "bare" else f"refusal ({s.refusal})", None
     if s.match == "contradicts":
-        if s.match_certain or s.match_kind == "contains":   # the gold negated, or beside other candidates
+        if s.match_certain or s.match_kind == "contains":  # the gold negated, or beside other candidates
             return "hallucination", f"contradicts the reference ({s.match_kind})", None
         if s.refusal:
             return "unparseable", "undecided: a refusal that names another candidate", "refusal with candidate"
         return "unparseable", f"undecided: a weak contradiction ({s.match_kind})", "weak contradiction"
-    if s.vague and s.match == "absent":   # SimpleQA's NOT_ATTEMPTED: "in the 1950s" for 1954
+    if s.vague and s.match == "absent":  # SimpleQA's NOT_ATTEMPTED: "in the 1950s" for 1954
         return "deflection", "vaguer than the reference (not attempted)", None
     if s.conflicts:
         c = s.conflicts[0]
@@ -83,12 +86,12 @@ def decide(s: Signals) -> tuple[str, str, str | None]:
         return "hallucination", "a guess without the reference (after a refusal)", None
     if s.foreign:
         return "unparseable", "undecided: a reply in another language without the reference", "other language"
-    if s.vague:   # SimpleQA's NOT_ATTEMPTED: "in the 17th century" for 1636, "it went down" for a figure
+    if s.vague:  # SimpleQA's NOT_ATTEMPTED: "in the 17th century" for 1636, "it went down" for a figure
         return "deflection", "vaguer than the reference (not attempted)", None
     if not s.candidate:
         return "unparseable", "undecided: no reference, no candidate, no refusal", "nothing asserted"
     if s.match_kind == "key phrase" and not s.match_certain:
         return "unparseable", "undecided: part of the reference's key phrase", "partial key phrase"
-    if s.overlap:   # "moon jelly" for moon jellyfish, "Great Gray Owl": a variant or a sibling?
+    if s.overlap:  # "moon jelly" for moon jellyfish, "Great Gray Owl": a variant or a sibling?
         return "unparseable", "undecided: shares words with the reference but does not name it", "partial name"
     return "hallucination", "asserts an answer without the reference", None

@@ -20,21 +20,21 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
-from typing import Callable
 
 from mmrag.judging.lexicon import NEGATORS, STOPWORDS, direction, stem, words
 from mmrag.judging.rules import ANSWER_RULES, AnswerContext, GenericRule, Match, key_phrase
 
 VOCAB_PATH = Path(__file__).parent / "data" / "webqa_vocab.json"
 _NUM = re.compile(r"^\d+(?:\.\d+)?$")
-_COMPOUND = re.compile(r"\b([A-Za-z]+)-([A-Za-z]+)\b")   # "golden-yellow", "blue-grey"
+_COMPOUND = re.compile(r"\b([A-Za-z]+)-([A-Za-z]+)\b")  # "golden-yellow", "blue-grey"
 
 
 def _free(tokens: tuple[str, ...], keep: Callable[[str], bool]) -> list[str]:
     """Tokens that satisfy ``keep`` and are not negated by one of the two words before them."""
-    return [t for i, t in enumerate(tokens) if keep(t) and not any(w in NEGATORS for w in tokens[max(0, i - 2):i])]
+    return [t for i, t in enumerate(tokens) if keep(t) and not any(w in NEGATORS for w in tokens[max(0, i - 2) : i])]
 
 
 class WebQARule(GenericRule):
@@ -57,8 +57,13 @@ class WebQARule(GenericRule):
         return str(ctx.question_type or ctx.metadata.get("Qcate") or ctx.metadata.get("question_type") or "Others")
 
     def match(self, ctx: AnswerContext, reply: str) -> Match:
-        handlers = {"color": self._domain, "shape": self._domain, "number": self._number, "YesNo": self._yes_no,
-                    "choose": self._choose}
+        handlers = {
+            "color": self._domain,
+            "shape": self._domain,
+            "number": self._number,
+            "YesNo": self._yes_no,
+            "choose": self._choose,
+        }
         cat = self.category(ctx)
         handler = handlers.get(cat)
         m = handler(ctx, reply, cat) if handler else None
@@ -74,26 +79,41 @@ class WebQARule(GenericRule):
         recall, precision = len(hit) / len(gold), len(hit) / len(said)
         details = {"gold_words": sorted(gold), "reply_words": sorted(said)}
         if recall == 1.0 and precision >= 0.5:
-            return Match("gives", " ".join(sorted(hit)), f"reply's {what} match the reference", kind="category", details=details)
+            return Match(
+                "gives", " ".join(sorted(hit)), f"reply's {what} match the reference", kind="category", details=details
+            )
         if not hit:
-            return Match("contradicts", " ".join(sorted(said)), f"reply's {what} differ from the reference",
-                         kind="category", details=details)
-        return Match("contradicts", " ".join(sorted(said)), f"reply's {what} only partly match the reference",
-                     certain=False, details=details)
+            return Match(
+                "contradicts",
+                " ".join(sorted(said)),
+                f"reply's {what} differ from the reference",
+                kind="category",
+                details=details,
+            )
+        return Match(
+            "contradicts",
+            " ".join(sorted(said)),
+            f"reply's {what} only partly match the reference",
+            certain=False,
+            details=details,
+        )
 
     def _domain(self, ctx: AnswerContext, reply: str, cat: str) -> Match | None:
         domain = self.vocab[cat]
         canon = self.canonical
         q = set(words(ctx.question))
-        gold: list[str] = []   # in the reference's order: its first colour or shape is the one asked about
+        gold: list[str] = []  # in the reference's order: its first colour or shape is the one asked about
         for ref in ctx.answers:
             toks = words(ref)
             picked = [t for t in toks if t in domain and t not in q] or [t for t in toks if t in domain]
             gold += [canon.get(t, t) for t in picked if t != "yes"]
         # a compound ("golden-yellow", "blue-grey") is one colour, its last part: read the reply that way
-        reply = _COMPOUND.sub(lambda m: m.group(2) if m.group(1).lower() in domain and m.group(2).lower() in domain
-                              else m.group(0), reply)
-        said = [canon.get(t, t) for t in _free(words(reply), lambda t: t in domain and t != "yes") if t not in q - set(gold)]
+        reply = _COMPOUND.sub(
+            lambda m: m.group(2) if m.group(1).lower() in domain and m.group(2).lower() in domain else m.group(0), reply
+        )
+        said = [
+            canon.get(t, t) for t in _free(words(reply), lambda t: t in domain and t != "yes") if t not in q - set(gold)
+        ]
         gold, said = list(dict.fromkeys(gold)), list(dict.fromkeys(said))
         if not gold or not said:
             return None
@@ -102,12 +122,18 @@ class WebQARule(GenericRule):
         if said[0] != gold[0] and said[0] in gold[1:] or said[0] not in gold and set(gold) <= set(said):
             # "Yellow with white centres" for "white flowers with yellow centres": the words match, the
             # attribution does not (the reply leads with another part's colour); the combiner decides
-            return Match("contradicts", " ".join(said), f"reply's {cat} words are the reference's in another "
-                         "attribution", certain=False, details=details)
+            return Match(
+                "contradicts",
+                " ".join(said),
+                f"reply's {cat} words are the reference's in another attribution",
+                certain=False,
+                details=details,
+            )
         if said == [gold[0]] and len(gold) > 1:
             # "White." for "white canvas over a red lattice frame": the colour asked about, the rest left out
-            return Match("gives", said[0], f"reply gives the reference's first {cat} word only", certain=False,
-                         details=details)
+            return Match(
+                "gives", said[0], f"reply gives the reference's first {cat} word only", certain=False, details=details
+            )
         m.details.update(details)
         return m
 
@@ -141,8 +167,13 @@ class WebQARule(GenericRule):
             details["settled"] = "comparison stated from the other side"
         name = " ".join(alts[said])
         # "I have a height for Fuji but none for Etna": naming one side while declining is undecided
-        return Match("gives" if said == g else "contradicts", name, f"reply picks {name!r}",
-                     certain=not set(words(reply)) & NEGATORS, details=details)
+        return Match(
+            "gives" if said == g else "contradicts",
+            name,
+            f"reply picks {name!r}",
+            certain=not set(words(reply)) & NEGATORS,
+            details=details,
+        )
 
 
 def alternatives(question: str) -> list[tuple[str, ...]] | None:
@@ -162,7 +193,7 @@ def pick(alts: list[tuple[str, ...]], text: str) -> int | None:
     toks = tuple(stem(w) for w in words(text))
     first: dict[int, int] = {}
     for i, t in enumerate(toks):
-        if any(w in NEGATORS for w in toks[max(0, i - 2):i]):
+        if any(w in NEGATORS for w in toks[max(0, i - 2) : i]):
             continue
         for k, alt in enumerate(alts):
             if t in alt and k not in first:

@@ -23,8 +23,9 @@ from mmrag.labels.sample import DEFAULT_N, LabelSample, draw, ensure_sample, rea
 from mmrag.labels.store import HUMAN_LABELS, LabelFile, import_labels, load
 
 
-def open_session(run_dir: str | Path, labeller: str, *, n: int | None = None, seed: int | None = None,
-                 show_judge: bool = False):
+def open_session(
+    run_dir: str | Path, labeller: str, *, n: int | None = None, seed: int | None = None, show_judge: bool = False
+):
     """The run's sample (drawn and stored on first use) and a labelling session on it."""
     from mmrag.labels.server import Session
     from mmrag.runs.frame import load as load_run
@@ -34,8 +35,14 @@ def open_session(run_dir: str | Path, labeller: str, *, n: int | None = None, se
     sample = ensure_sample(run_dir, load_run(run_dir), n=n, seed=seed)
     wanted = set(sample.keys)
     records = {r.key: r for r in read_records(run_dir) if r.key in wanted}
-    return Session(run_dir=run_dir, sample=sample, records=records, labeller=labeller, show_judge=show_judge,
-                   title=f"mmrag label · {run_dir.resolve().name}")
+    return Session(
+        run_dir=run_dir,
+        sample=sample,
+        records=records,
+        labeller=labeller,
+        show_judge=show_judge,
+        title=f"mmrag label · {run_dir.resolve().name}",
+    )
 
 
 def __getattr__(name: str):
@@ -46,6 +53,26 @@ def __getattr__(name: str):
     raise AttributeError(name)
 
 
-__all__ = ["ASSUMPTION", "Confusion", "DEFAULT_N", "HUMAN_LABELS", "LabelFile", "LabelSample", "LabelServer",
-           "METHOD", "agreement", "correct_cell", "corrected_rates", "draw", "ensure_sample", "import_labels",
-           "inter_annotator", "labelled_pairs", "load", "open_session", "read_sample", "run_has_labels", "solve"]
+__all__ = [
+    "ASSUMPTION",
+    "Confusion",
+    "DEFAULT_N",
+    "HUMAN_LABELS",
+    "LabelFile",
+    "LabelSample",
+    "LabelServer",
+    "METHOD",
+    "agreement",
+    "correct_cell",
+    "corrected_rates",
+    "draw",
+    "ensure_sample",
+    "import_labels",
+    "inter_annotator",
+    "labelled_pairs",
+    "load",
+    "open_session",
+    "read_sample",
+    "run_has_labels",
+    "solve",
+]

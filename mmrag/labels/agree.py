@@ -12,8 +12,9 @@ keys both labelled.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from itertools import combinations
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -35,7 +36,7 @@ def kappa_from_counts(C: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     n = C.sum(axis=(-1, -2))
     with np.errstate(invalid="ignore", divide="ignore"):
         po = np.trace(C, axis1=-2, axis2=-1) / n
-        pe = (C.sum(-1) * C.sum(-2)).sum(-1) / n ** 2
+        pe = (C.sum(-1) * C.sum(-2)).sum(-1) / n**2
         kappa = np.where(pe >= 1.0 - 1e-12, 1.0, (po - pe) / (1.0 - pe))
     return kappa, 100.0 * po
 
@@ -46,8 +47,9 @@ def _weights(pairs: pd.DataFrame, sizes: dict[tuple[str, str], int]) -> np.ndarr
     return N / m
 
 
-def _boot_counts(codes: np.ndarray, strata: np.ndarray, w: np.ndarray, n_boot: int,
-                 seed: int) -> tuple[np.ndarray, np.ndarray]:
+def _boot_counts(
+    codes: np.ndarray, strata: np.ndarray, w: np.ndarray, n_boot: int, seed: int
+) -> tuple[np.ndarray, np.ndarray]:
     """Bootstrap confusion counts (B, K, K), unweighted and weighted, redrawing within strata."""
     rng = np.random.default_rng(seed)
     cols = []
@@ -61,7 +63,9 @@ def _boot_counts(codes: np.ndarray, strata: np.ndarray, w: np.ndarray, n_boot: i
     return plain, weighted
 
 
-def block(pairs: pd.DataFrame, w: np.ndarray, *, level: float = 0.95, n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
+def block(
+    pairs: pd.DataFrame, w: np.ndarray, *, level: float = 0.95, n_boot: int = 1000, seed: int = 0
+) -> dict[str, Any]:
     """The measures of one group of labelled pairs, with intervals."""
     truth = pairs["truth"].tolist()
     judged = pairs["outcome"].tolist()
@@ -94,13 +98,29 @@ def inter_annotator(labels: pd.DataFrame) -> list[dict[str, Any]]:
         if m.empty:
             continue
         la, lb = m["label_a"].tolist(), m["label_b"].tolist()
-        out.append({"a": a, "b": b, "n": len(m), "agreement": 100.0 * float(np.mean([x == y for x, y in zip(la, lb)])),
-                    "kappa": cohen_kappa(la, lb), "confusion": confusion(la, lb)})
+        out.append(
+            {
+                "a": a,
+                "b": b,
+                "n": len(m),
+                "agreement": 100.0 * float(np.mean([x == y for x, y in zip(la, lb)])),
+                "kappa": cohen_kappa(la, lb),
+                "confusion": confusion(la, lb),
+            }
+        )
     return out
 
 
-def agreement(run: Any, labels: pd.DataFrame | None = None, *, labeller: str | None = None,
-              by: Sequence[str] = DEFAULT_BY, level: float = 0.95, n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
+def agreement(
+    run: Any,
+    labels: pd.DataFrame | None = None,
+    *,
+    labeller: str | None = None,
+    by: Sequence[str] = DEFAULT_BY,
+    level: float = 0.95,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> dict[str, Any]:
     """The judge against ``labeller``'s labels (default: the labeller with most labels): the
     overall block, one per value of each ``by`` field (any column of the run frame), the run's
     coverage and inter-annotator agreement.  ``run``: a run directory or its frame."""
@@ -114,16 +134,23 @@ def agreement(run: Any, labels: pd.DataFrame | None = None, *, labeller: str | N
     who = choose_labeller(labels, labeller)
     pairs = labelled_pairs(df, labels, who)
     if pairs.empty:
-        raise InputError("this run has no labels yet: label a sample with `mmrag label RUN_DIR` "
-                         "(or bring labels with `mmrag label RUN_DIR --import FILE`)")
+        raise InputError(
+            "this run has no labels yet: label a sample with `mmrag label RUN_DIR` "
+            "(or bring labels with `mmrag label RUN_DIR --import FILE`)"
+        )
     for f in by:
         if f not in df.columns:
             raise InputError(f"unknown field {f!r}; one of {', '.join(df.columns)}", field="--by")
     w = _weights(pairs, stratum_sizes(df))
     out = block(pairs, w, level=level, n_boot=n_boot, seed=seed)
-    out.update({"labeller": who, "labellers": sorted(labels["labeller"].unique()),
-                "coverage_run": 100.0 * float((df["outcome"] != "unparseable").mean()) if len(df) else None,
-                "n_run": int(len(df))})
+    out.update(
+        {
+            "labeller": who,
+            "labellers": sorted(labels["labeller"].unique()),
+            "coverage_run": 100.0 * float((df["outcome"] != "unparseable").mean()) if len(df) else None,
+            "n_run": int(len(df)),
+        }
+    )
     out["by"] = {}
     for f in by:
         groups: dict[str, Any] = {}

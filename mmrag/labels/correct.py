@@ -22,23 +22,28 @@ where nothing says otherwise).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
 from mmrag.labels.store import HUMAN_LABELS
 from mmrag.schema import OUTCOMES
 
-JUDGED: tuple[str, ...] = OUTCOMES            # columns of cluster counts 0..3, then 4 = failed request
+JUDGED: tuple[str, ...] = OUTCOMES  # columns of cluster counts 0..3, then 4 = failed request
 FAILED = len(OUTCOMES)
 POOLED = "pooled"
 MIN_LABELS = 30
 _CHUNK = 256
-METHOD = ("misclassification correction by matrix inversion (Rogan & Gladen 1978, extended to 3 true x 4 judged "
-          "classes by least squares under sum = 1), confusion estimated from the labels re-weighted to the run")
-ASSUMPTION = ("the judge's confusion is taken to be the same in every cell it is applied to "
-              "(all scenarios and models of a source, or of the whole run where pooled)")
+METHOD = (
+    "misclassification correction by matrix inversion (Rogan & Gladen 1978, extended to 3 true x 4 judged "
+    "classes by least squares under sum = 1), confusion estimated from the labels re-weighted to the run"
+)
+ASSUMPTION = (
+    "the judge's confusion is taken to be the same in every cell it is applied to "
+    "(all scenarios and models of a source, or of the whole run where pooled)"
+)
 
 
 def solve(M: np.ndarray, p: np.ndarray) -> np.ndarray:
@@ -73,11 +78,11 @@ class Confusion:
     their bootstrap replicates."""
 
     groups: list[str]
-    M: np.ndarray                   # (G, 4, 3)
-    M_boot: np.ndarray              # (B, G, 4, 3)
+    M: np.ndarray  # (G, 4, 3)
+    M_boot: np.ndarray  # (B, G, 4, 3)
     n_labels: dict[str, int]
-    weighted: np.ndarray            # (G, 4, 3) weighted counts (the run-level confusion table)
-    counts: np.ndarray              # (G, 4, 3) raw label counts
+    weighted: np.ndarray  # (G, 4, 3) weighted counts (the run-level confusion table)
+    counts: np.ndarray  # (G, 4, 3) raw label counts
     min_labels: int = MIN_LABELS
     meta: dict[str, Any] = field(default_factory=dict)
 
@@ -88,9 +93,17 @@ class Confusion:
         return "per source" if source in self.groups and source != POOLED else POOLED
 
     @classmethod
-    def estimate(cls, sources: Sequence[str], judged: Sequence[str], truth: Sequence[str],
-                 stratum_sizes: dict[tuple[str, str], int], *, n_boot: int = 1000, seed: int = 0,
-                 min_labels: int = MIN_LABELS) -> "Confusion":
+    def estimate(
+        cls,
+        sources: Sequence[str],
+        judged: Sequence[str],
+        truth: Sequence[str],
+        stratum_sizes: dict[tuple[str, str], int],
+        *,
+        n_boot: int = 1000,
+        seed: int = 0,
+        min_labels: int = MIN_LABELS,
+    ) -> Confusion:
         """From labelled pairs (source, judge outcome, true class) and the run's reply count of
         every stratum ``(source, outcome)``."""
         src = np.asarray(sources, dtype=object).astype(str)
@@ -130,8 +143,16 @@ class Confusion:
         raw = np.einsum("ht,hg,hj->gjt", q, S, Jh)
         weighted = table(q)
         n_labels = {POOLED: int(len(src)), **{g: per_source[g] for g in groups[1:]}}
-        return cls(groups=groups, M=_normalise(weighted), M_boot=boot, n_labels=n_labels, weighted=weighted,
-                   counts=raw, min_labels=min_labels, meta={"per_source_labels": per_source})
+        return cls(
+            groups=groups,
+            M=_normalise(weighted),
+            M_boot=boot,
+            n_labels=n_labels,
+            weighted=weighted,
+            counts=raw,
+            min_labels=min_labels,
+            meta={"per_source_labels": per_source},
+        )
 
 
 def _part(M: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -145,8 +166,9 @@ def _part(M: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.clip(pi, 0.0, 1.0) * (nf / tot), clipped
 
 
-def correct_cell(conf: Confusion, parts: Sequence[tuple[str, np.ndarray]], *, level: float = 0.95,
-                 seed: int = 0, salt: int = 0) -> dict[str, Any]:
+def correct_cell(
+    conf: Confusion, parts: Sequence[tuple[str, np.ndarray]], *, level: float = 0.95, seed: int = 0, salt: int = 0
+) -> dict[str, Any]:
     """Corrected rates (percent of all responses) of one cell, with intervals.
 
     ``parts``: per source of the cell, ``(source, cluster_counts)`` where ``cluster_counts`` is
@@ -159,7 +181,7 @@ def correct_cell(conf: Confusion, parts: Sequence[tuple[str, np.ndarray]], *, le
     point = np.zeros(len(HUMAN_LABELS))
     reps = np.zeros((n_boot, len(HUMAN_LABELS)))
     clipped = np.zeros(len(HUMAN_LABELS), dtype=bool)
-    rng = np.random.default_rng([seed, salt])   # one stream per cell
+    rng = np.random.default_rng([seed, salt])  # one stream per cell
     for source, counts in parts:
         counts = np.asarray(counts, dtype=float)
         if counts.sum() == 0:
@@ -174,8 +196,8 @@ def correct_cell(conf: Confusion, parts: Sequence[tuple[str, np.ndarray]], *, le
             stop = min(n_boot, start + _CHUNK)
             b = stop - start
             idx = rng.integers(0, C, size=(b, C)) + (np.arange(b) * C)[:, None]
-            mult = np.bincount(idx.ravel(), minlength=b * C).reshape(b, C)   # times each cluster is drawn
-            cb = mult @ counts                                   # (b, 5)
+            mult = np.bincount(idx.ravel(), minlength=b * C).reshape(b, C)  # times each cluster is drawn
+            cb = mult @ counts  # (b, 5)
             nf = cb[:, :FAILED].sum(1)
             with np.errstate(invalid="ignore", divide="ignore"):
                 pb = cb[:, :FAILED] / np.where(nf > 0, nf, 1.0)[:, None]
@@ -183,8 +205,14 @@ def correct_cell(conf: Confusion, parts: Sequence[tuple[str, np.ndarray]], *, le
                 reps[start:stop] += share * pi * (nf / cb.sum(1))[:, None]
     alpha = (1 - level) / 2
     lo, hi = np.nanquantile(reps, [alpha, 1 - alpha], axis=0)
-    return {t: {"value": 100.0 * float(point[i]), "ci": [100.0 * float(lo[i]), 100.0 * float(hi[i])],
-                "clipped": bool(clipped[i])} for i, t in enumerate(HUMAN_LABELS)}
+    return {
+        t: {
+            "value": 100.0 * float(point[i]),
+            "ci": [100.0 * float(lo[i]), 100.0 * float(hi[i])],
+            "clipped": bool(clipped[i]),
+        }
+        for i, t in enumerate(HUMAN_LABELS)
+    }
 
 
 def cluster_counts(outcomes: Sequence[str], failed: Sequence[bool], clusters: Sequence[Any]) -> np.ndarray:

@@ -7,9 +7,9 @@ roles.  No outcome, extracted answer, reason or stratum (the stratum names the j
 
 from __future__ import annotations
 
-
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from mmrag.runs.records import RunRecord
 from mmrag.scenarios.kinds import scenario_label
@@ -17,8 +17,19 @@ from mmrag.schema import ImageRef
 from mmrag.util import write_jsonl_atomic
 
 #: fields of an exported item (the tests check that none of them carries the verdict)
-EXPORT_FIELDS = ("key", "benchmark", "source", "scenario", "question", "images", "answers", "choices",
-                 "gold", "response", "contexts")
+EXPORT_FIELDS = (
+    "key",
+    "benchmark",
+    "source",
+    "scenario",
+    "question",
+    "images",
+    "answers",
+    "choices",
+    "gold",
+    "response",
+    "contexts",
+)
 
 
 def item_view(rec: RunRecord, image: Callable[[ImageRef | None], str | None]) -> dict[str, Any]:
@@ -37,8 +48,16 @@ def item_view(rec: RunRecord, image: Callable[[ImageRef | None], str | None]) ->
         "choices": [{"letter": c.letter, "text": c.text, "nota": c.is_nota} for c in choices],
         "gold": gold,
         "response": rec.response.text,
-        "contexts": [{"role": c.role, "modality": c.document.modality, "title": c.document.title,
-                      "text": c.document.text, "image": image(c.document.image)} for c in rec.prompt.contexts],
+        "contexts": [
+            {
+                "role": c.role,
+                "modality": c.document.modality,
+                "title": c.document.title,
+                "text": c.document.text,
+                "image": image(c.document.image),
+            }
+            for c in rec.prompt.contexts
+        ],
     }
 
 
@@ -47,5 +66,3 @@ def export_sample(path: str | Path, records: Iterable[RunRecord]) -> int:
     rows = [item_view(r, lambda im: None if im is None else im.path) for r in records]
     write_jsonl_atomic(path, rows)
     return len(rows)
-
-

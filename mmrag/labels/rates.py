@@ -9,9 +9,9 @@ a corrected value was clipped into [0, 1].  The method and its assumption are in
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
-
+from typing import Any
 
 import pandas as pd
 
@@ -41,8 +41,9 @@ def choose_labeller(labels: pd.DataFrame, labeller: str | None = None) -> str | 
     counts = labels.groupby("labeller").size()
     if labeller is not None:
         if labeller not in counts.index:
-            raise InputError(f"no labels by {labeller!r}; labellers here: {', '.join(sorted(counts.index))}",
-                             field="--labeller")
+            raise InputError(
+                f"no labels by {labeller!r}; labellers here: {', '.join(sorted(counts.index))}", field="--labeller"
+            )
         return labeller
     return sorted(counts.index, key=lambda k: (-int(counts[k]), k))[0]
 
@@ -56,8 +57,11 @@ def labelled_pairs(df: pd.DataFrame, labels: pd.DataFrame, labeller: str | None 
     mine = labels[(labels["labeller"] == who) & labels["label"].isin(HUMAN_LABELS)]
     unknown = sorted(set(mine["key"]) - set(df["key"]))
     if unknown:
-        raise InputError(f"{len(unknown)} labels of {who!r} name records this run does not hold "
-                         f"(e.g. {unknown[0]}): labels of another run?", path=f"labels/{who}.jsonl")
+        raise InputError(
+            f"{len(unknown)} labels of {who!r} name records this run does not hold "
+            f"(e.g. {unknown[0]}): labels of another run?",
+            path=f"labels/{who}.jsonl",
+        )
     pairs = df.merge(mine[["key", "label"]].rename(columns={"label": "truth"}), on="key", how="inner")
     pairs = pairs[pairs["error"].isna()]
     return pairs.reset_index(drop=True)
@@ -68,13 +72,20 @@ def stratum_sizes(df: pd.DataFrame) -> dict[tuple[str, str], int]:
     return {(str(s), str(o)): int(n) for (s, o), n in ok.groupby(["source", "outcome"]).size().items()}
 
 
-def estimate_confusion(df: pd.DataFrame, pairs: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0,
-                       min_labels: int = MIN_LABELS) -> Confusion:
+def estimate_confusion(
+    df: pd.DataFrame, pairs: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0, min_labels: int = MIN_LABELS
+) -> Confusion:
     if pairs.empty:
         raise InputError("no labels to estimate the judge's confusion from (label some replies with `mmrag label`)")
-    return Confusion.estimate(pairs["source"].astype(str).tolist(), pairs["outcome"].tolist(),
-                              pairs["truth"].tolist(), stratum_sizes(df), n_boot=n_boot, seed=seed,
-                              min_labels=min_labels)
+    return Confusion.estimate(
+        pairs["source"].astype(str).tolist(),
+        pairs["outcome"].tolist(),
+        pairs["truth"].tolist(),
+        stratum_sizes(df),
+        n_boot=n_boot,
+        seed=seed,
+        min_labels=min_labels,
+    )
 
 
 def _basis(conf: Confusion, sources: Sequence[str]) -> str:
@@ -83,13 +94,26 @@ def _basis(conf: Confusion, sources: Sequence[str]) -> str:
         return "per source"
     if kinds == {POOLED}:
         return POOLED
-    return "per source: " + ", ".join(s for s in sources if conf.basis(s) != POOLED) + "; pooled: " + \
-        ", ".join(s for s in sources if conf.basis(s) == POOLED)
+    return (
+        "per source: "
+        + ", ".join(s for s in sources if conf.basis(s) != POOLED)
+        + "; pooled: "
+        + ", ".join(s for s in sources if conf.basis(s) == POOLED)
+    )
 
 
-def corrected_rates(run: Any, labels: pd.DataFrame | None = None, *, by: Sequence[str] = DEFAULT_BY,
-                    labeller: str | None = None, level: float = 0.95, n_boot: int = 1000, seed: int = 0,
-                    min_labels: int = MIN_LABELS, confusion: Confusion | None = None) -> pd.DataFrame:
+def corrected_rates(
+    run: Any,
+    labels: pd.DataFrame | None = None,
+    *,
+    by: Sequence[str] = DEFAULT_BY,
+    labeller: str | None = None,
+    level: float = 0.95,
+    n_boot: int = 1000,
+    seed: int = 0,
+    min_labels: int = MIN_LABELS,
+    confusion: Confusion | None = None,
+) -> pd.DataFrame:
     """Per group of ``by``: ``n``, ``coverage`` and, for each of correct / deflection /
     hallucination, the judged rate, ``_corrected``, ``_corrected_lo``, ``_corrected_hi`` and
     ``_clipped`` (percent of all responses), plus ``confusion`` (``per source`` / ``pooled`` /
@@ -112,8 +136,14 @@ def corrected_rates(run: Any, labels: pd.DataFrame | None = None, *, by: Sequenc
         row["coverage"] = 100.0 * float((g["outcome"] != "unparseable").mean())
         parts = []
         for src, s in g.groupby("source", sort=True):
-            parts.append((str(src), cluster_counts(s["outcome"].tolist(), s["error"].notna().to_numpy(),
-                                                   s["question_id"].astype(str).to_numpy())))
+            parts.append(
+                (
+                    str(src),
+                    cluster_counts(
+                        s["outcome"].tolist(), s["error"].notna().to_numpy(), s["question_id"].astype(str).to_numpy()
+                    ),
+                )
+            )
         res = correct_cell(conf, parts, level=level, seed=seed, salt=salt + 1)
         row["confusion"] = _basis(conf, [p[0] for p in parts])
         for t in HUMAN_LABELS:
@@ -122,12 +152,23 @@ def corrected_rates(run: Any, labels: pd.DataFrame | None = None, *, by: Sequenc
             row[f"{t}_corrected_lo"], row[f"{t}_corrected_hi"] = res[t]["ci"]
             row[f"{t}_clipped"] = res[t]["clipped"]
         rows.append(row)
-    cols = [*by, "n", "coverage", "confusion"] + [f"{t}{s}" for t in HUMAN_LABELS
-                                                   for s in ("", "_corrected", "_corrected_lo", "_corrected_hi", "_clipped")]
+    cols = [*by, "n", "coverage", "confusion"] + [
+        f"{t}{s}" for t in HUMAN_LABELS for s in ("", "_corrected", "_corrected_lo", "_corrected_hi", "_clipped")
+    ]
     out = pd.DataFrame(rows, columns=cols)
-    out.attrs.update({"method": METHOD, "assumption": ASSUMPTION, "labeller": who, "n_labels": int(len(pairs)),
-                      "level": level, "n_boot": n_boot, "seed": seed,
-                      "confusion_groups": {g: conf.n_labels[g] for g in conf.groups}, "min_labels": conf.min_labels})
+    out.attrs.update(
+        {
+            "method": METHOD,
+            "assumption": ASSUMPTION,
+            "labeller": who,
+            "n_labels": int(len(pairs)),
+            "level": level,
+            "n_boot": n_boot,
+            "seed": seed,
+            "confusion_groups": {g: conf.n_labels[g] for g in conf.groups},
+            "min_labels": conf.min_labels,
+        }
+    )
     return out
 
 

@@ -69,18 +69,22 @@ def allocate(sizes: dict[str, int], n: int) -> dict[str, int]:
 class LabelSample:
     """The items to label, in showing order, with stratum and design weight of each."""
 
-    items: pd.DataFrame        # key, stratum, source, outcome, weight
+    items: pd.DataFrame  # key, stratum, source, outcome, weight
     seed: int
     n: int
-    strata: dict[str, dict[str, int]]   # {stratum: {"N": size in the run, "n": drawn}}
+    strata: dict[str, dict[str, int]]  # {stratum: {"N": size in the run, "n": drawn}}
 
     @property
     def keys(self) -> list[str]:
         return list(self.items["key"])
 
     def to_json(self) -> dict[str, Any]:
-        return {"seed": self.seed, "n": self.n, "strata": self.strata,
-                "items": self.items[["key", "stratum", "source", "outcome", "weight"]].to_dict("records")}
+        return {
+            "seed": self.seed,
+            "n": self.n,
+            "strata": self.strata,
+            "items": self.items[["key", "stratum", "source", "outcome", "weight"]].to_dict("records"),
+        }
 
 
 def draw(df: pd.DataFrame, n: int = DEFAULT_N, seed: int = 0) -> LabelSample:
@@ -117,8 +121,12 @@ def read_sample(run_dir: str | Path) -> LabelSample | None:
     obj = read_json_mapping(path, "a labelling sample")
     try:
         items = pd.DataFrame(obj["items"], columns=["key", "stratum", "source", "outcome", "weight"])
-        return LabelSample(items=items, seed=int(obj["seed"]), n=int(obj["n"]),
-                           strata={str(k): {"N": int(v["N"]), "n": int(v["n"])} for k, v in obj["strata"].items()})
+        return LabelSample(
+            items=items,
+            seed=int(obj["seed"]),
+            n=int(obj["n"]),
+            strata={str(k): {"N": int(v["N"]), "n": int(v["n"])} for k, v in obj["strata"].items()},
+        )
     except (KeyError, TypeError, ValueError) as exc:
         raise InputError(f"not a labelling sample ({exc})", path=path) from None
 
@@ -130,8 +138,11 @@ def ensure_sample(run_dir: str | Path, df: pd.DataFrame, n: int | None = None, s
     if stored is not None:
         for flag, want, have in (("--n", n, stored.n), ("--seed", seed, stored.seed)):
             if want is not None and want != have:
-                raise InputError(f"this run's labelling sample was drawn with {flag} {have}; drop {flag} to "
-                                 f"keep labelling it, or remove {sample_path(run_dir)} to draw another", field=flag)
+                raise InputError(
+                    f"this run's labelling sample was drawn with {flag} {have}; drop {flag} to "
+                    f"keep labelling it, or remove {sample_path(run_dir)} to draw another",
+                    field=flag,
+                )
         return stored
     s = draw(df, DEFAULT_N if n is None else n, 0 if seed is None else seed)
     atomic_write_json(sample_path(run_dir), s.to_json())

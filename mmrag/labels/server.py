@@ -37,10 +37,17 @@ from mmrag.labels.store import HUMAN_LABELS, SKIP, LabelFile
 from mmrag.runs.records import RunRecord
 
 HOST = "127.0.0.1"
-CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src data:; connect-src 'self'; "
-       "base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
-HEADERS = {"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer",
-           "Cache-Control": "no-store", "X-Frame-Options": "DENY"}
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src data:; connect-src 'self'; "
+    "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
+HEADERS = {
+    "Content-Security-Policy": CSP,
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+    "X-Frame-Options": "DENY",
+}
 _STATIC = {"label.js": "text/javascript; charset=utf-8", "label.css": "text/css; charset=utf-8"}
 
 
@@ -65,17 +72,25 @@ class Session:
         self._lock = threading.Lock()
         missing = [k for k in self.sample.keys if k not in self.records]
         if missing:
-            raise InputError(f"{len(missing)} items of the labelling sample are not records of this run "
-                             f"(e.g. {missing[0]}): was the run directory changed?", path=self.run_dir)
+            raise InputError(
+                f"{len(missing)} items of the labelling sample are not records of this run "
+                f"(e.g. {missing[0]}): was the run directory changed?",
+                path=self.run_dir,
+            )
 
     def _uri(self, ref) -> str | None:
         digest = self._images.add(ref)
         return self._images.uris.get(digest) if digest else None
 
     def state(self) -> dict[str, Any]:
-        return {"labeller": self.labeller, "show_judge": self.show_judge, "title": self.title,
-                "keys": self.sample.keys, "labels": [[k, v] for k, v in self.file.current().items()],
-                "classes": list(HUMAN_LABELS)}
+        return {
+            "labeller": self.labeller,
+            "show_judge": self.show_judge,
+            "title": self.title,
+            "keys": self.sample.keys,
+            "labels": [[k, v] for k, v in self.file.current().items()],
+            "classes": list(HUMAN_LABELS),
+        }
 
     def item(self, i: int) -> dict[str, Any]:
         rec = self.records[self.sample.keys[i]]
@@ -129,14 +144,18 @@ def create_app(session: Session, token: str) -> Starlette:
             body = await request.json()
             line = session.label(str(body["key"]), body.get("label"))
         except (ValueError, KeyError, TypeError):
-            return _headers(JSONResponse({"error": "expected {\"key\": ..., \"label\": ...}"}, status_code=400))
+            return _headers(JSONResponse({"error": 'expected {"key": ..., "label": ...}'}, status_code=400))
         except InputError as exc:
             return _headers(JSONResponse({"error": str(exc)}, status_code=400))
         return _headers(JSONResponse({"ok": True, "line": line}))
 
-    routes = [Route(f"/{token}/", page), Route(f"/{token}/static/{{name}}", static),
-              Route(f"/{token}/api/state", state), Route(f"/{token}/api/item/{{i:int}}", item),
-              Route(f"/{token}/api/label", label, methods=["POST"])]
+    routes = [
+        Route(f"/{token}/", page),
+        Route(f"/{token}/static/{{name}}", static),
+        Route(f"/{token}/api/state", state),
+        Route(f"/{token}/api/item/{{i:int}}", item),
+        Route(f"/{token}/api/label", label, methods=["POST"]),
+    ]
     return Starlette(routes=routes, middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=[HOST, "localhost"])])
 
 
@@ -183,7 +202,7 @@ class LabelServer:
             self._thread.join(timeout=10)
         self.sock.close()
 
-    def __enter__(self) -> "LabelServer":
+    def __enter__(self) -> LabelServer:
         self.start()
         return self
 

@@ -18,8 +18,9 @@ import os
 import re
 import threading
 import warnings
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import pandas as pd
 
@@ -40,8 +41,10 @@ def labels_dir(run_dir: str | Path) -> Path:
 def check_labeller(name: str, field: str = "--labeller") -> str:
     """A labeller name is a file name: letters, digits, ``_ . -``, at most 64 characters."""
     if not isinstance(name, str) or not _NAME.match(name):
-        raise InputError(f"labeller name {name!r} must be 1-64 letters, digits, '_', '.' or '-' "
-                         "(it names the label file)", field=field)
+        raise InputError(
+            f"labeller name {name!r} must be 1-64 letters, digits, '_', '.' or '-' (it names the label file)",
+            field=field,
+        )
     return name
 
 
@@ -88,8 +91,7 @@ class LabelFile:
 
     def append(self, key: str, label: str | None, at: str | None = None) -> dict[str, Any]:
         if label is not None and label not in (*HUMAN_LABELS, SKIP):
-            raise InputError(f"unknown label {label!r}; one of {', '.join(HUMAN_LABELS)}, skip or null",
-                             field="label")
+            raise InputError(f"unknown label {label!r}; one of {', '.join(HUMAN_LABELS)}, skip or null", field="label")
         line = {"key": str(key), "label": label, "labeller": self.labeller, "at": at or now_iso()}
         data = (json.dumps(line, ensure_ascii=False) + "\n").encode("utf-8")
         with self._lock:
@@ -116,12 +118,17 @@ def _parse_line(obj: dict[str, Any], path: Path, line: int, labeller: str | None
         raise InputError("a label line needs 'label'", path=path, line=line, field="label")
     label = obj["label"]
     if label is not None and label not in (*HUMAN_LABELS, SKIP):
-        raise InputError(f"unknown label {label!r}; one of {', '.join(HUMAN_LABELS)} (or skip, null)",
-                         path=path, line=line, field="label")
+        raise InputError(
+            f"unknown label {label!r}; one of {', '.join(HUMAN_LABELS)} (or skip, null)",
+            path=path,
+            line=line,
+            field="label",
+        )
     who = obj.get("labeller", labeller)
     if who is None:
-        raise InputError("no labeller: give 'labeller' on the line or --labeller", path=path, line=line,
-                         field="labeller")
+        raise InputError(
+            "no labeller: give 'labeller' on the line or --labeller", path=path, line=line, field="labeller"
+        )
     try:
         check_labeller(str(who), field="labeller")
     except InputError as exc:
@@ -139,8 +146,10 @@ def read_lines(path: str | Path, *, labeller: str | None = None, tolerate_tail: 
     def cut_short(exc: InputError) -> None:
         warnings.warn(f"{path}:{exc.line}: ignoring a truncated last line", stacklevel=3)
 
-    return [_parse_line(obj, path, line, labeller)
-            for line, obj in iter_jsonl(path, on_truncated_tail=cut_short if tolerate_tail else None)]
+    return [
+        _parse_line(obj, path, line, labeller)
+        for line, obj in iter_jsonl(path, on_truncated_tail=cut_short if tolerate_tail else None)
+    ]
 
 
 def _replay(lines: Iterable[dict[str, Any]]) -> dict[str, str | None]:
@@ -172,8 +181,9 @@ def load(run_dir: str | Path, *, include_skips: bool = False) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["key", "label", "labeller", "at"])
 
 
-def import_labels(run_dir: str | Path, path: str | Path, known_keys: set[str], *,
-                  labeller: str | None = None) -> dict[str, int]:
+def import_labels(
+    run_dir: str | Path, path: str | Path, known_keys: set[str], *, labeller: str | None = None
+) -> dict[str, int]:
     """Append the lines of ``path`` (the label line format) to each labeller's file.
 
     Every line is checked first (a key the run does not hold, an unknown label, a missing labeller:

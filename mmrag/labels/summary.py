@@ -9,8 +9,9 @@ else in it.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from mmrag.labels.rates import corrected_rates, run_has_labels
 from mmrag.labels.store import HUMAN_LABELS
@@ -24,7 +25,9 @@ def _fmt(x: float | None) -> str:
     return "—" if x is None or x != x else f"{x:.1f}"
 
 
-def judge_corrected(run_dir: str | Path, records: Sequence[Any], *, n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
+def judge_corrected(
+    run_dir: str | Path, records: Sequence[Any], *, n_boot: int = 1000, seed: int = 0
+) -> dict[str, Any]:
     """``{"judge_corrected": {...}}`` for a run with labels, else ``{}``."""
     if not run_has_labels(run_dir):
         return {}
@@ -40,16 +43,38 @@ def judge_corrected(run_dir: str | Path, records: Sequence[Any], *, n_boot: int 
     labels_of = dict(zip(df["scenario_id"], df["scenario"]))
     groups = []
     for row in table.to_dict("records"):
-        groups.append({"benchmark": row["benchmark"], "scenario_id": row["scenario_id"],
-                       "scenario": labels_of.get(row["scenario_id"]), "model": row["model"], "n": int(row["n"]),
-                       "coverage": row["coverage"], "confusion": row["confusion"],
-                       "rates": {t: {"judged": row[t], "value": row[f"{t}_corrected"],
-                                     "ci": [row[f"{t}_corrected_lo"], row[f"{t}_corrected_hi"]],
-                                     "clipped": bool(row[f"{t}_clipped"])} for t in HUMAN_LABELS}})
+        groups.append(
+            {
+                "benchmark": row["benchmark"],
+                "scenario_id": row["scenario_id"],
+                "scenario": labels_of.get(row["scenario_id"]),
+                "model": row["model"],
+                "n": int(row["n"]),
+                "coverage": row["coverage"],
+                "confusion": row["confusion"],
+                "rates": {
+                    t: {
+                        "judged": row[t],
+                        "value": row[f"{t}_corrected"],
+                        "ci": [row[f"{t}_corrected_lo"], row[f"{t}_corrected_hi"]],
+                        "clipped": bool(row[f"{t}_clipped"]),
+                    }
+                    for t in HUMAN_LABELS
+                },
+            }
+        )
     a = table.attrs
-    return {KEY: {"method": a["method"], "assumption": a["assumption"], "labeller": a["labeller"],
-                  "n_labels": a["n_labels"], "confusion_groups": a["confusion_groups"], "level": a["level"],
-                  "groups": groups}}
+    return {
+        KEY: {
+            "method": a["method"],
+            "assumption": a["assumption"],
+            "labeller": a["labeller"],
+            "n_labels": a["n_labels"],
+            "confusion_groups": a["confusion_groups"],
+            "level": a["level"],
+            "groups": groups,
+        }
+    }
 
 
 def corrected_markdown(summary: dict[str, Any]) -> list[str]:
@@ -57,21 +82,31 @@ def corrected_markdown(summary: dict[str, Any]) -> list[str]:
     jc = summary.get(KEY)
     if not jc:
         return []
-    lines = ["", "## Rates corrected for judge error", "",
-             f"{jc['n_labels']} labels by {jc['labeller']}; {jc['method']}. Assumption: {jc['assumption']}. "
-             f"Brackets: {jc['level']:.0%} bootstrap interval over the labels and the run's questions; "
-             "† clipped into [0, 100]. See docs/labelling.md.", "",
-             "| benchmark | scenario | model | n | coverage % | " + " | ".join(f"{t} judged → corrected" for t in HUMAN_LABELS)
-             + " | confusion |",
-             "| --- | --- | --- | ---: | ---: | " + " | ".join("---:" for _ in HUMAN_LABELS) + " | --- |"]
+    lines = [
+        "",
+        "## Rates corrected for judge error",
+        "",
+        f"{jc['n_labels']} labels by {jc['labeller']}; {jc['method']}. Assumption: {jc['assumption']}. "
+        f"Brackets: {jc['level']:.0%} bootstrap interval over the labels and the run's questions; "
+        "† clipped into [0, 100]. See docs/labelling.md.",
+        "",
+        "| benchmark | scenario | model | n | coverage % | "
+        + " | ".join(f"{t} judged → corrected" for t in HUMAN_LABELS)
+        + " | confusion |",
+        "| --- | --- | --- | ---: | ---: | " + " | ".join("---:" for _ in HUMAN_LABELS) + " | --- |",
+    ]
     for g in jc["groups"]:
         cells = []
         for t in HUMAN_LABELS:
             r = g["rates"][t]
-            cells.append(f"{_fmt(r['judged'])} → {_fmt(r['value'])} [{_fmt(r['ci'][0])}, {_fmt(r['ci'][1])}]"
-                         + (" †" if r["clipped"] else ""))
-        lines.append(f"| {g['benchmark']} | {g['scenario'] or g['scenario_id']} | {g['model']} | {g['n']} | "
-                     f"{_fmt(g['coverage'])} | " + " | ".join(cells) + f" | {g['confusion']} |")
+            cells.append(
+                f"{_fmt(r['judged'])} → {_fmt(r['value'])} [{_fmt(r['ci'][0])}, {_fmt(r['ci'][1])}]"
+                + (" †" if r["clipped"] else "")
+            )
+        lines.append(
+            f"| {g['benchmark']} | {g['scenario'] or g['scenario_id']} | {g['model']} | {g['n']} | "
+            f"{_fmt(g['coverage'])} | " + " | ".join(cells) + f" | {g['confusion']} |"
+        )
     return lines
 
 

@@ -16,8 +16,9 @@ outcome``).  Beside kappa every block gives what a judge's user needs to read it
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from mmrag.errors import InputError
 from mmrag.metrics.stats import cohen_kappa, confusion
@@ -36,7 +37,9 @@ def _field(rec: dict[str, Any], dotted: str) -> Any:
     return cur
 
 
-def _labels(path: Path, field: str | None, by: Sequence[str] = ()) -> tuple[list[str | None], list[str], list[dict[str, Any]]]:
+def _labels(
+    path: Path, field: str | None, by: Sequence[str] = ()
+) -> tuple[list[str | None], list[str], list[dict[str, Any]]]:
     ids, labels, facets = [], [], []
     for line, rec in iter_jsonl(path):
         key = field or ("outcome" if "outcome" in rec else "label")
@@ -59,14 +62,20 @@ def summarise(la: Sequence[str], lb: Sequence[str]) -> dict[str, Any]:
     agree = sum(a == b for a, b in zip(la, lb))
     decided = [(a, b) for a, b in zip(la, lb) if a != UNDECIDED and b != UNDECIDED]
     halluc = [b for a, b in zip(la, lb) if a == "hallucination"]
-    return {"n": len(la), "agreement": 100.0 * agree / len(la) if la else float("nan"),
-            "kappa": cohen_kappa(la, lb), "confusion": confusion(la, lb),
-            "coverage": _pct(sum(b != UNDECIDED for b in lb), len(lb)),
-            "coverage_reference": _pct(sum(a != UNDECIDED for a in la), len(la)),
-            "n_decided": len(decided),
-            "kappa_decided": cohen_kappa([a for a, _ in decided], [b for _, b in decided]) if decided else None,
-            "hallucinations_judged_correct": {"value": _pct(sum(b == "correct" for b in halluc), len(halluc)),
-                                              "n": len(halluc)}}
+    return {
+        "n": len(la),
+        "agreement": 100.0 * agree / len(la) if la else float("nan"),
+        "kappa": cohen_kappa(la, lb),
+        "confusion": confusion(la, lb),
+        "coverage": _pct(sum(b != UNDECIDED for b in lb), len(lb)),
+        "coverage_reference": _pct(sum(a != UNDECIDED for a in la), len(la)),
+        "n_decided": len(decided),
+        "kappa_decided": cohen_kappa([a for a, _ in decided], [b for _, b in decided]) if decided else None,
+        "hallucinations_judged_correct": {
+            "value": _pct(sum(b == "correct" for b in halluc), len(halluc)),
+            "n": len(halluc),
+        },
+    }
 
 
 def grouped(keys: Sequence[Any], la: Sequence[str], lb: Sequence[str]) -> dict[str, dict[str, Any]]:
@@ -79,8 +88,14 @@ def grouped(keys: Sequence[Any], la: Sequence[str], lb: Sequence[str]) -> dict[s
     return {g: summarise(*groups[g]) for g in sorted(groups)}
 
 
-def agreement(path_a: str | Path, path_b: str | Path, *, field_a: str | None = None,
-              field_b: str | None = None, by: Sequence[str] = ()) -> dict[str, Any]:
+def agreement(
+    path_a: str | Path,
+    path_b: str | Path,
+    *,
+    field_a: str | None = None,
+    field_b: str | None = None,
+    by: Sequence[str] = (),
+) -> dict[str, Any]:
     """Agreement of two labelings of the same records (matched by ``id`` when every record has
     one, else by line order): the measures of :func:`summarise`, plus the same per source under
     ``by_source`` when records name their ``source``, and per value of each field of ``by``
@@ -95,8 +110,9 @@ def agreement(path_a: str | Path, path_b: str | Path, *, field_a: str | None = N
         index_b = {i: k for k, i in enumerate(ids_b)}
         missing = [i for i in ids_a if i not in index_b]
         if missing or len(ids_a) != len(ids_b):
-            raise InputError(f"the files do not hold the same ids (e.g. {missing[:3] or 'different counts'})",
-                             path=path_b)
+            raise InputError(
+                f"the files do not hold the same ids (e.g. {missing[:3] or 'different counts'})", path=path_b
+            )
         lb = [lb[index_b[i]] for i in ids_a]
         fb = [fb[index_b[i]] for i in ids_a]
     elif len(la) != len(lb):
@@ -125,12 +141,18 @@ def format_block(lines: list[str], title: str, r: dict[str, Any], name_a: str = 
     hjc = r.get("hallucinations_judged_correct") or {}
     extra = ""
     if "coverage" in r:
-        extra = (f"  coverage={_num(r['coverage'], suffix='%')}  kappa(decided, n={r['n_decided']})="
-                 f"{_num(r['kappa_decided'], '.3f')}  hallucinations judged correct="
-                 f"{_num(hjc.get('value'), suffix='%')} of {hjc.get('n', 0)}")
+        extra = (
+            f"  coverage={_num(r['coverage'], suffix='%')}  kappa(decided, n={r['n_decided']})="
+            f"{_num(r['kappa_decided'], '.3f')}  hallucinations judged correct="
+            f"{_num(hjc.get('value'), suffix='%')} of {hjc.get('n', 0)}"
+        )
     ci = r.get("ci") or {}
     kci = f" [{ci['kappa'][0]:.3f}, {ci['kappa'][1]:.3f}]" if ci.get("kappa") and ci["kappa"][0] is not None else ""
-    aci = f" [{ci['agreement'][0]:.1f}, {ci['agreement'][1]:.1f}]" if ci.get("agreement") and ci["agreement"][0] is not None else ""
+    aci = (
+        f" [{ci['agreement'][0]:.1f}, {ci['agreement'][1]:.1f}]"
+        if ci.get("agreement") and ci["agreement"][0] is not None
+        else ""
+    )
     lines.append(f"{title}: n={r['n']}  agreement={r['agreement']:.1f}%{aci}  kappa={r['kappa']:.3f}{kci}{extra}")
     corner = f"{name_a} \\ {name_b}"
     lines.append(f"  {corner:<16}" + "".join(f"{lab[:13]:>14}" for lab in labels))

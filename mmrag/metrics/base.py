@@ -11,7 +11,8 @@ Grouping keys (``by=``) are looked up in :data:`GROUP_KEYS` (``scenario``, ``sou
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, NamedTuple, Sequence, Union
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -30,7 +31,7 @@ class Scored(NamedTuple):
 MetricFn = Callable[..., dict[str, Any]]
 
 #: ``METRICS.get(kind)(items, **options) -> dict``; entry-point group ``mmrag.metrics``.
-METRICS: Registry[MetricFn] = Registry("metric", group="mmrag.metrics")
+METRICS: Registry[dict[str, Any]] = Registry("metric", group="mmrag.metrics")
 
 
 def _scenario_field(name: str) -> Callable[[Scored], Any]:
@@ -47,12 +48,13 @@ GROUP_KEYS: dict[str, Callable[[Scored], Any]] = {
     "n_distractors": _scenario_field("n_distractors"),
     "positive_modality": _scenario_field("positive_modality"),
     "negative_modality": _scenario_field("negative_modality"),
-    "modality_cell": lambda s: f"pos_{s.prompt.scenario.get('positive_modality')}/"
-                               f"neg_{s.prompt.scenario.get('negative_modality')}",
+    "modality_cell": lambda s: (
+        f"pos_{s.prompt.scenario.get('positive_modality')}/neg_{s.prompt.scenario.get('negative_modality')}"
+    ),
     "judge": lambda s: s.verdict.judge_id,
 }
 
-GroupKey = Union[str, Callable[[Scored], Any], Sequence[Union[str, Callable[[Scored], Any]]]]
+GroupKey = str | Callable[[Scored], Any] | Sequence[str | Callable[[Scored], Any]]
 
 
 def key_function(key: GroupKey) -> tuple[str, Callable[[Scored], Any]]:
@@ -69,8 +71,11 @@ def key_function(key: GroupKey) -> tuple[str, Callable[[Scored], Any]]:
             return key, lambda s: s.sample.metadata.get(field)
         if field and head == "prompt":
             return key, lambda s: s.prompt.metadata.get(field)
-        raise InputError(f"unknown grouping key '{key}'; known: {', '.join(sorted(GROUP_KEYS))}, "
-                         "scenario.FIELD, metadata.FIELD, prompt.FIELD", field="by")
+        raise InputError(
+            f"unknown grouping key '{key}'; known: {', '.join(sorted(GROUP_KEYS))}, "
+            "scenario.FIELD, metadata.FIELD, prompt.FIELD",
+            field="by",
+        )
     parts = [key_function(k) for k in key]
     return "×".join(n for n, _ in parts), lambda s: "|".join(str(g(s)) for _, g in parts)
 

@@ -16,27 +16,42 @@ Choices we made, all documented in docs/metrics.md:
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from mmrag.metrics.base import METRICS, GroupKey, Scored, clusters_of, group, outcome_counts
 from mmrag.metrics.rates import DENOMINATOR, rates_with_ci
 
 
-def deflection_rates(items: Sequence[Scored], *, level: float = 0.95, n_boot: int = 1000,
-                     seed: int = 0) -> dict[str, Any]:
+def deflection_rates(
+    items: Sequence[Scored], *, level: float = 0.95, n_boot: int = 1000, seed: int = 0
+) -> dict[str, Any]:
     """Rates (percent, with CIs) of one set of items."""
     outcomes = [it.verdict.outcome for it in items]
-    return {"n": len(items), "denominator": DENOMINATOR, "counts": outcome_counts(items),
-            **rates_with_ci(outcomes, clusters_of(items), level=level, n_boot=n_boot, seed=seed)}
+    return {
+        "n": len(items),
+        "denominator": DENOMINATOR,
+        "counts": outcome_counts(items),
+        **rates_with_ci(outcomes, clusters_of(items), level=level, n_boot=n_boot, seed=seed),
+    }
 
 
-def deflection_metrics(items: Sequence[Scored], by: Sequence[GroupKey] = ("scenario", "source"), *,
-                       level: float = 0.95, n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
+def deflection_metrics(
+    items: Sequence[Scored],
+    by: Sequence[GroupKey] = ("scenario", "source"),
+    *,
+    level: float = 0.95,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> dict[str, Any]:
     """Overall rates plus rates per group for each key in ``by`` (see :mod:`mmrag.metrics.base`
     for keys; a tuple key crosses several, e.g. ``("scenario", "source")`` inside ``by``)."""
-    kw = {"level": level, "n_boot": n_boot, "seed": seed}
-    result: dict[str, Any] = {"overall": deflection_rates(items, **kw), "by": {},
-                              "ci": {"level": level, "n_boot": n_boot, "seed": seed, "cluster": "question_id"}}
+    kw: dict[str, Any] = {"level": level, "n_boot": n_boot, "seed": seed}
+    result: dict[str, Any] = {
+        "overall": deflection_rates(items, **kw),
+        "by": {},
+        "ci": {"level": level, "n_boot": n_boot, "seed": seed, "cluster": "question_id"},
+    }
     for key in by:
         name, groups = group(items, key)
         result["by"][name] = {g: deflection_rates(members, **kw) for g, members in groups.items()}

@@ -37,8 +37,9 @@ it is opt-in (the official rule on raw text is the default) and every result nam
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -59,8 +60,9 @@ def _letter_mask(prediction: str) -> int:
     return mask
 
 
-def official_humblebench_metrics(predictions: Sequence[str], labels: Sequence[str],
-                                 types: Sequence[Any]) -> dict[str, dict[str, float]]:
+def official_humblebench_metrics(
+    predictions: Sequence[str], labels: Sequence[str], types: Sequence[Any]
+) -> dict[str, dict[str, float]]:
     """The official ``compute_metrics`` output for parallel lists of replies, gold letters and
     question types — same keys, same order, same floats."""
     n = len(predictions)
@@ -82,7 +84,7 @@ def official_humblebench_metrics(predictions: Sequence[str], labels: Sequence[st
         from mmrag.judging.mcq import official_is_correct
 
         rows = np.flatnonzero(np.isin(lab_idx, generic))
-        correct[rows] = [official_is_correct(predictions[i], labels[i]) for i in rows]
+        correct[rows] = [official_is_correct(predictions[i], labels[i]) for i in rows.tolist()]
     # official extractor: exactly one letter token -> that letter, else NA (index 5)
     extract = _extract_vector(masks)
     type_codes: dict[Any, int] = {}
@@ -148,16 +150,19 @@ def _ratio(num: int, den: int) -> float | None:
     return 100.0 * num / den if den else None
 
 
-def official_nota_measures(predictions: Sequence[str], labels: Sequence[str],
-                           gold_is_nota: Sequence[bool]) -> dict[str, float | None]:
+def official_nota_measures(
+    predictions: Sequence[str], labels: Sequence[str], gold_is_nota: Sequence[bool] | np.ndarray
+) -> dict[str, float | None]:
     """The paper's NOTA hit rate and non-NOTA accuracy by the official correctness rule (the rule
     of ``Overall_accuracy``), split by whether the gold option is NOTA; ``None`` for an empty side."""
     from mmrag.judging.mcq import official_is_correct
 
     gold = np.asarray(gold_is_nota, dtype=bool)
     ok = np.array([official_is_correct(p, lb) for p, lb in zip(predictions, labels)], dtype=bool)
-    return {"nota_hit_rate": _ratio(int((ok & gold).sum()), int(gold.sum())),
-            "non_nota_accuracy": _ratio(int((ok & ~gold).sum()), int((~gold).sum()))}
+    return {
+        "nota_hit_rate": _ratio(int((ok & gold).sum()), int(gold.sum())),
+        "non_nota_accuracy": _ratio(int((ok & ~gold).sum()), int((~gold).sum())),
+    }
 
 
 def nota_measures(items: Sequence[Scored], replies: Sequence[str] | None = None) -> dict[str, Any]:
@@ -171,8 +176,11 @@ def nota_measures(items: Sequence[Scored], replies: Sequence[str] | None = None)
     correct = np.array([it.verdict.outcome == "correct" for it in items], dtype=bool)
     hit = _ratio(int((gold_nota & chose).sum()), int(gold_nota.sum()))
     precision = _ratio(int((gold_nota & chose).sum()), int(chose.sum()))
-    f1 = (2 * hit * precision / (hit + precision)) if hit and precision else (0.0 if hit is not None
-                                                                                 and precision is not None else None)
+    f1 = (
+        (2 * hit * precision / (hit + precision))
+        if hit and precision
+        else (0.0 if hit is not None and precision is not None else None)
+    )
     return {
         "n_nota_gold": int(gold_nota.sum()),
         "n_chose_nota": int(chose.sum()),
@@ -183,7 +191,7 @@ def nota_measures(items: Sequence[Scored], replies: Sequence[str] | None = None)
         "nota_precision": precision,
         "nota_f1": f1,
         "nota_f1_definition": "mmrag: F1 of choosing NOTA = harmonic mean(nota_hit_rate_robust, nota_precision); "
-                              "not the paper's humility score (formula unpublished)",
+        "not the paper's humility score (formula unpublished)",
     }
 
 
@@ -198,8 +206,9 @@ def _label_of(it: Scored) -> str:
     return label
 
 
-def humblebench_metrics(items: Sequence[Scored], *, level: float = 0.95, n_boot: int = 1000,
-                        seed: int = 0, postprocess: str = "none") -> dict[str, Any]:
+def humblebench_metrics(
+    items: Sequence[Scored], *, level: float = 0.95, n_boot: int = 1000, seed: int = 0, postprocess: str = "none"
+) -> dict[str, Any]:
     """``{"official": ..., "nota": ..., "outcomes": ...}`` for the items of ONE setting (stress
     transforms change labels and options; score each scenario separately).  A failed request
     enters the official numbers as an empty reply, which the official rule counts wrong."""
@@ -207,24 +216,35 @@ def humblebench_metrics(items: Sequence[Scored], *, level: float = 0.95, n_boot:
     official = official_humblebench_metrics(replies, [_label_of(it) for it in items], [_type_of(it) for it in items])
     outcomes = np.array([it.verdict.outcome for it in items], dtype=object)
     clusters = clusters_of(items)
-    kw = {"level": level, "n_boot": n_boot, "seed": seed}
-    official_agree = [bool(it.verdict.details.get("official_correct")) == (it.verdict.outcome == "correct")
-                      for it in items if "official_correct" in it.verdict.details]
+    kw: dict[str, Any] = {"level": level, "n_boot": n_boot, "seed": seed}
+    official_agree = [
+        bool(it.verdict.details.get("official_correct")) == (it.verdict.outcome == "correct")
+        for it in items
+        if "official_correct" in it.verdict.details
+    ]
     return {
         "official": official,
         "postprocess": postprocess,
         "nota": nota_measures(items, replies),
         "outcomes": {
             "counts": outcome_counts(items),
-            **{o: rate(outcomes == o, clusters, **kw) for o in ("correct", "deflection", "hallucination",
-                                                                 "unparseable")},
+            **{
+                o: rate(outcomes == o, clusters, **kw)
+                for o in ("correct", "deflection", "hallucination", "unparseable")
+            },
             "robust_vs_official_agreement": _ratio(sum(official_agree), len(official_agree)),
         },
     }
 
 
-def score_humblebench_predictions(path: str | Path, *, use_noise_image: bool = False, nota_only: bool = False,
-                                  model_name_or_path: str | None = None, postprocess: str = "none") -> dict[str, Any]:
+def score_humblebench_predictions(
+    path: str | Path,
+    *,
+    use_noise_image: bool = False,
+    nota_only: bool = False,
+    model_name_or_path: str | None = None,
+    postprocess: str = "none",
+) -> dict[str, Any]:
     """Score an official results file (one JSON per line with question_id, question, label, type,
     image, prediction): the official metrics under the official nesting and key names (as
     ``HumbleBench.utils.metrics.evaluate`` returns them), ours under ``"mmrag"``."""
@@ -240,8 +260,13 @@ def score_humblebench_predictions(path: str | Path, *, use_noise_image: bool = F
         result["model_name_or_path"] = model_name_or_path
     result["use_noise_image"] = use_noise_image
     result["nota_only"] = nota_only
-    result["mmrag"] = {"n": len(scored), "judge": judge.judge_id, "postprocess": postprocess, "nota": ours["nota"],
-                       "outcomes": ours["outcomes"]}
+    result["mmrag"] = {
+        "n": len(scored),
+        "judge": judge.judge_id,
+        "postprocess": postprocess,
+        "nota": ours["nota"],
+        "outcomes": ours["outcomes"],
+    }
     return result
 
 

@@ -16,7 +16,8 @@ carries a false premise).  Choices we made (docs/metrics.md):
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -51,36 +52,55 @@ def _mean_pct(values: list[float]) -> float | None:
     return 100.0 * float(np.mean(values)) if values else None
 
 
-def knowhal_metrics(items: Sequence[Scored], *, level: float = 0.95, n_boot: int = 1000,
-                    seed: int = 0) -> dict[str, Any]:
+def knowhal_metrics(
+    items: Sequence[Scored], *, level: float = 0.95, n_boot: int = 1000, seed: int = 0
+) -> dict[str, Any]:
     per_dim: dict[str, dict[str, Any]] = {}
     for dim in DIMENSIONS:
-        pos = [_acc(it) for it in items if it.sample.metadata.get("dimension") == dim
-               and it.sample.metadata.get("polarity") == "positive"]
-        neg = [_acc(it) for it in items if it.sample.metadata.get("dimension") == dim
-               and it.sample.metadata.get("polarity") == "negative"]
+        pos = [
+            _acc(it)
+            for it in items
+            if it.sample.metadata.get("dimension") == dim and it.sample.metadata.get("polarity") == "positive"
+        ]
+        neg = [
+            _acc(it)
+            for it in items
+            if it.sample.metadata.get("dimension") == dim and it.sample.metadata.get("polarity") == "negative"
+        ]
         if pos or neg:
             per_dim[dim] = {**_summary(_mean_pct(pos), _mean_pct(neg)), "n_positive": len(pos), "n_negative": len(neg)}
     pos_avg = [d["positive"] for d in per_dim.values() if d["positive"] is not None]
     neg_avg = [d["negative"] for d in per_dim.values() if d["negative"] is not None]
     macro = _summary(float(np.mean(pos_avg)) if pos_avg else None, float(np.mean(neg_avg)) if neg_avg else None)
-    kw = {"level": level, "n_boot": n_boot, "seed": seed}
+    kw: dict[str, Any] = {"level": level, "n_boot": n_boot, "seed": seed}
     micro: dict[str, Any] = {}
     for pol in ("positive", "negative"):
         sel = [it for it in items if it.sample.metadata.get("polarity") == pol]
-        clusters = np.array([str(it.sample.metadata.get("pair_id") or it.sample.question_id) for it in sel],
-                            dtype=object)
+        clusters = np.array(
+            [str(it.sample.metadata.get("pair_id") or it.sample.question_id) for it in sel], dtype=object
+        )
         micro[pol] = rate(np.array([_acc(it) for it in sel]), clusters, **kw)
-    micro.update({k: v for k, v in _summary(micro["positive"]["value"], micro["negative"]["value"]).items()
-                  if k in ("overall", "hps")})
-    result: dict[str, Any] = {"per_dimension": per_dim, **macro, "micro": micro,
-                              "outcomes": outcome_counts(items)}
-    pairs = [(it.verdict.details["rule_outcome"], it.verdict.details["llm_outcome"]) for it in items
-             if "rule_outcome" in it.verdict.details and "llm_outcome" in it.verdict.details]
+    micro.update(
+        {
+            k: v
+            for k, v in _summary(micro["positive"]["value"], micro["negative"]["value"]).items()
+            if k in ("overall", "hps")
+        }
+    )
+    result: dict[str, Any] = {"per_dimension": per_dim, **macro, "micro": micro, "outcomes": outcome_counts(items)}
+    pairs = [
+        (it.verdict.details["rule_outcome"], it.verdict.details["llm_outcome"])
+        for it in items
+        if "rule_outcome" in it.verdict.details and "llm_outcome" in it.verdict.details
+    ]
     if pairs:
         rule, llm = zip(*pairs)
-        result["judge_agreement"] = {"n": len(pairs), "agreement": 100.0 * float(np.mean([a == b for a, b in pairs])),
-                                     "kappa": cohen_kappa(rule, llm), "confusion_rule_vs_llm": confusion(rule, llm)}
+        result["judge_agreement"] = {
+            "n": len(pairs),
+            "agreement": 100.0 * float(np.mean([a == b for a, b in pairs])),
+            "kappa": cohen_kappa(rule, llm),
+            "confusion_rule_vs_llm": confusion(rule, llm),
+        }
     return result
 
 

@@ -27,15 +27,27 @@ def read_humblebench_predictions(path: str | Path) -> list[tuple[Sample, Prompt,
                 raise InputError("missing field", path=path, line=line, field=key)
             value = rec[key]
             if not isinstance(value, typ) or (typ is int and isinstance(value, bool)):
-                raise InputError(f"expected {typ.__name__}, got {type(value).__name__}", path=path, line=line,
-                                 field=key)
+                raise InputError(
+                    f"expected {typ.__name__}, got {type(value).__name__}", path=path, line=line, field=key
+                )
         choices = parse_inline_options(rec["question"])
         sid = f"humblebench-{rec['question_id']}"
-        sample = Sample(id=sid, benchmark="humblebench", question_id=str(rec["question_id"]),
-                        question=rec["question"], choices=choices, label=rec["label"],
-                        metadata={"type": rec["type"]})
-        prompt = Prompt(sample_id=sid, id=f"{sid}-line{line}", choices=choices, label=rec["label"],
-                        messages=[Message(role="user", content=[ContentPart(type="text", text=rec["question"])])])
+        sample = Sample(
+            id=sid,
+            benchmark="humblebench",
+            question_id=str(rec["question_id"]),
+            question=rec["question"],
+            choices=choices,
+            label=rec["label"],
+            metadata={"type": rec["type"]},
+        )
+        prompt = Prompt(
+            sample_id=sid,
+            id=f"{sid}-line{line}",
+            choices=choices,
+            label=rec["label"],
+            messages=[Message(role="user", content=[ContentPart(type="text", text=rec["question"])])],
+        )
         out.append((sample, prompt, Response(prompt_id=prompt.id, text=rec["prediction"])))
     if not out:
         raise InputError("no predictions in file", path=path)

@@ -18,8 +18,9 @@ replies were unparseable, because one surface left unparseable replies out of th
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 

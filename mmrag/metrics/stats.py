@@ -15,7 +15,8 @@ Everything is seeded and vectorised with numpy; nothing needs scipy.
 from __future__ import annotations
 
 import math
-from typing import Hashable, NamedTuple, Sequence
+from collections.abc import Hashable, Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -34,8 +35,13 @@ def _cluster_sums(values: np.ndarray, clusters: np.ndarray | None, weights: np.n
     return np.bincount(codes, weights=values * w, minlength=n), np.bincount(codes, weights=w, minlength=n)
 
 
-def _boot_means(sums: np.ndarray, counts: np.ndarray, n_boot: int, rng: np.random.Generator,
-                extra: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+def _boot_means(
+    sums: np.ndarray,
+    counts: np.ndarray,
+    n_boot: int,
+    rng: np.random.Generator,
+    extra: tuple[np.ndarray, np.ndarray] | None = None,
+) -> np.ndarray:
     """Bootstrap replicates of sum/count (minus the same for ``extra`` when given, paired)."""
     n = len(sums)
     out = np.empty(n_boot)
@@ -50,8 +56,9 @@ def _boot_means(sums: np.ndarray, counts: np.ndarray, n_boot: int, rng: np.rando
     return out
 
 
-def bootstrap_ci(values: np.ndarray, clusters: np.ndarray | None = None, level: float = 0.95,
-                 n_boot: int = 1000, seed: int = 0) -> tuple[float, float]:
+def bootstrap_ci(
+    values: np.ndarray, clusters: np.ndarray | None = None, level: float = 0.95, n_boot: int = 1000, seed: int = 0
+) -> tuple[float, float]:
     """Percentile bootstrap interval of ``mean(values)``, resampling clusters with replacement.
 
     ``values`` are per-item numbers (0/1 for rates, scores otherwise); ``clusters`` the cluster id
@@ -71,8 +78,14 @@ def bootstrap_ci(values: np.ndarray, clusters: np.ndarray | None = None, level: 
     return (float(lo), float(hi))
 
 
-def hps_ci(scores: np.ndarray, positive: np.ndarray, clusters: np.ndarray | None = None, level: float = 0.95,
-           n_boot: int = 1000, seed: int = 0) -> tuple[float, float]:
+def hps_ci(
+    scores: np.ndarray,
+    positive: np.ndarray,
+    clusters: np.ndarray | None = None,
+    level: float = 0.95,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> tuple[float, float]:
     """Percentile interval of KnowHal's HPS = (1 - Acc_neg / Acc_pos) x 100, a ratio of two rates.
 
     Clusters (KnowHal pairs: a positive and its false-premise twin) are resampled jointly, so each
@@ -106,13 +119,19 @@ def hps_ci(scores: np.ndarray, positive: np.ndarray, clusters: np.ndarray | None
 
 
 class PairedResult(NamedTuple):
-    diff: float          # mean(a) - mean(b)
+    diff: float  # mean(a) - mean(b)
     ci: tuple[float, float]
-    p_value: float       # two-sided, from the bootstrap distribution of the difference
+    p_value: float  # two-sided, from the bootstrap distribution of the difference
 
 
-def paired_bootstrap(a: np.ndarray, b: np.ndarray, clusters: np.ndarray | None = None, level: float = 0.95,
-                     n_boot: int = 1000, seed: int = 0) -> PairedResult:
+def paired_bootstrap(
+    a: np.ndarray,
+    b: np.ndarray,
+    clusters: np.ndarray | None = None,
+    level: float = 0.95,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> PairedResult:
     """Difference of means of two systems scored on the same items (``a[i]`` and ``b[i]`` are the
     same sample), resampling clusters jointly so the pairing is kept."""
     a = np.asarray(a, dtype=float)
@@ -151,7 +170,7 @@ def mcnemar(a_correct: Sequence[bool], b_correct: Sequence[bool], exact_below: i
         return (0.0, 1.0)
     if n < exact_below:
         k = min(n01, n10)
-        tail = sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n
+        tail = sum(math.comb(n, i) for i in range(k + 1)) / 2**n
         return (float(k), float(min(1.0, 2 * tail)))
     stat = (abs(n01 - n10) - 1) ** 2 / n
     return (float(stat), float(math.erfc(math.sqrt(stat / 2))))
@@ -191,8 +210,15 @@ def confusion(labels_a: Sequence[Hashable], labels_b: Sequence[Hashable]) -> dic
     return out
 
 
-def rate(values: np.ndarray, clusters: np.ndarray | None, *, level: float = 0.95, n_boot: int = 1000,
-         seed: int = 0, scale: float = 100.0) -> dict[str, float | list[float] | int]:
+def rate(
+    values: np.ndarray,
+    clusters: np.ndarray | None,
+    *,
+    level: float = 0.95,
+    n_boot: int = 1000,
+    seed: int = 0,
+    scale: float = 100.0,
+) -> dict[str, Any]:
     """``{"value", "ci": [lo, hi], "n"}`` for the mean of ``values`` times ``scale`` (percent)."""
     values = np.asarray(values, dtype=float)
     if len(values) == 0:

@@ -8,8 +8,8 @@ that loses the batch and never a made-up answer.
 from __future__ import annotations
 
 import json
-from typing import Any, Protocol, Sequence, Union, runtime_checkable
-
+from collections.abc import Sequence
+from typing import Any, Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -18,9 +18,8 @@ from mmrag.redact import redact_text
 from mmrag.registry import Registry
 from mmrag.schema import Prompt, Response
 
-
 #: a value of a backend-specific generation argument: a JSON scalar or a list of them
-GenKwarg = Union[bool, int, float, str, None, list[Union[bool, int, float, str]]]
+GenKwarg = bool | int | float | str | None | list[bool | int | float | str]
 
 
 class GenerationSettings(BaseModel):
@@ -49,8 +48,11 @@ class GenerationSettings(BaseModel):
         temperatures of one model are two rows of results and two sets of record keys."""
         default = _DEFAULT_DUMP
         mine = self.model_dump(mode="json")
-        return ",".join(f"{k}={json.dumps(v, sort_keys=True, separators=(',', ':'))}"
-                        for k, v in sorted(mine.items()) if v != default.get(k))
+        return ",".join(
+            f"{k}={json.dumps(v, sort_keys=True, separators=(',', ':'))}"
+            for k, v in sorted(mine.items())
+            if v != default.get(k)
+        )
 
 
 _DEFAULT_DUMP = GenerationSettings().model_dump(mode="json")
@@ -83,6 +85,7 @@ class ModelSpec(BaseModel):
             if parts.scheme not in ("http", "https") or not parts.hostname:
                 raise ValueError(f"base URL {redact_text(v)!r} is not an http(s) URL with a host")
         return v
+
     api_key_env: str | None = None
     settings: GenerationSettings = Field(default_factory=GenerationSettings)
     options: dict[str, Any] = Field(default_factory=dict)

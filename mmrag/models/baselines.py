@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import random
 import re
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from mmrag.errors import InputError
 from mmrag.models.aio import run_sync
@@ -47,7 +48,7 @@ class Baseline:
         self.capabilities = Capabilities(max_images=None, system_prompt=True)
 
     @classmethod
-    def from_spec(cls, spec: ModelSpec) -> "Baseline":
+    def from_spec(cls, spec: ModelSpec) -> Baseline:
         return cls(**spec.options)
 
     def __repr__(self) -> str:
@@ -61,9 +62,12 @@ class Baseline:
 
     def cache_key_extra(self, prompt: Prompt) -> dict[str, Any]:
         """Baselines answer from more than the messages, so all of it enters the cache key."""
-        return {"id": prompt.id, "choices": [c.model_dump(mode="json") for c in prompt.choices],
-                "question": question_text(prompt),
-                "contexts": [[c.document.id, c.document.text] for c in prompt.contexts]}
+        return {
+            "id": prompt.id,
+            "choices": [c.model_dump(mode="json") for c in prompt.choices],
+            "question": question_text(prompt),
+            "contexts": [[c.document.id, c.document.text] for c in prompt.contexts],
+        }
 
     async def agenerate(self, prompts: Sequence[Prompt], settings: GenerationSettings) -> list[Response]:
         return self._respond(prompts, settings)
@@ -72,8 +76,10 @@ class Baseline:
         return run_sync(lambda: self.agenerate(prompts, settings))
 
     def _respond(self, prompts: Sequence[Prompt], settings: GenerationSettings) -> list[Response]:
-        return [Response(prompt_id=p.id, text=t, model=self.fingerprint)
-                for p, t in zip(prompts, self.answer_batch(prompts, settings))]
+        return [
+            Response(prompt_id=p.id, text=t, model=self.fingerprint)
+            for p, t in zip(prompts, self.answer_batch(prompts, settings))
+        ]
 
 
 class AlwaysDeflect(Baseline):

@@ -34,8 +34,9 @@ import os
 import sqlite3
 import threading
 import time
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -53,7 +54,7 @@ CREATE TABLE IF NOT EXISTS responses (
 )
 """
 KEY_VERSION = 1
-_CHUNK = 500   # keys per SELECT ... IN (...) (SQLite's default variable limit is 999 on old builds)
+_CHUNK = 500  # keys per SELECT ... IN (...) (SQLite's default variable limit is 999 on old builds)
 
 
 def _rollback(conn: sqlite3.Connection) -> None:
@@ -67,7 +68,7 @@ def cache_key(fingerprint: str, prompt: Prompt, settings: Any, extra: Any = None
     """sha256 of (key version, model fingerprint, canonical prompt, settings, extra)."""
     s = settings.model_dump(mode="json") if hasattr(settings, "model_dump") else settings
     if isinstance(s, dict) and not s.get("extra"):
-        s = {k: v for k, v in s.items() if k != "extra"}   # keys written before gen kwargs existed stay valid
+        s = {k: v for k, v in s.items() if k != "extra"}  # keys written before gen kwargs existed stay valid
     doc = {"v": KEY_VERSION, "model": fingerprint, "prompt": prompt.canonical(), "settings": s}
     if extra is not None:
         doc["extra"] = extra
@@ -84,7 +85,7 @@ class ResponseCache:
         self.hits = 0
         self.misses = 0
         self.writes = 0
-        self.unreadable = 0   # rows that did not parse, served as misses
+        self.unreadable = 0  # rows that did not parse, served as misses
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             if self.path.is_dir():
@@ -95,11 +96,14 @@ class ResponseCache:
 
     def _damaged(self, exc: BaseException) -> InputError:
         why = getattr(exc, "strerror", None) or str(exc)
-        return InputError(f"the response cache cannot be used ({why}); run with --no-cache, or delete "
-                          f"{self.path} (and its -wal/-shm files) to start an empty cache", path=self.path)
+        return InputError(
+            f"the response cache cannot be used ({why}); run with --no-cache, or delete "
+            f"{self.path} (and its -wal/-shm files) to start an empty cache",
+            path=self.path,
+        )
 
     @classmethod
-    def default(cls) -> "ResponseCache":
+    def default(cls) -> ResponseCache:
         """The cache shared by all runs: ``mmrag_home()/cache/responses.sqlite``."""
         return cls(mmrag_home() / "cache" / "responses.sqlite")
 
@@ -113,17 +117,18 @@ class ResponseCache:
         found: dict[str, Response] = {}
         with self._lock:
             for i in range(0, len(wanted), _CHUNK):
-                chunk = wanted[i:i + _CHUNK]
+                chunk = wanted[i : i + _CHUNK]
                 try:
-                    rows = self._conn.execute(f"SELECT key, response FROM responses WHERE key IN "
-                                              f"({','.join('?' * len(chunk))})", chunk).fetchall()
+                    rows = self._conn.execute(
+                        f"SELECT key, response FROM responses WHERE key IN ({','.join('?' * len(chunk))})", chunk
+                    ).fetchall()
                 except sqlite3.DatabaseError as exc:
                     raise self._damaged(exc) from None
                 for k, blob in rows:
                     try:
                         r = Response.model_validate_json(blob)
                     except (ValidationError, ValueError, TypeError):
-                        self.unreadable += 1   # a damaged row is a miss: asked again, then replaced
+                        self.unreadable += 1  # a damaged row is a miss: asked again, then replaced
                         continue
                     r.cached = True
                     found[k] = r
@@ -149,25 +154,37 @@ class ResponseCache:
         rows = []
         audit = []
         now = time.time()
-        redacted: dict[str, str] = {}   # fingerprint -> its redacted form, computed once per batch
+        redacted: dict[str, str] = {}  # fingerprint -> its redacted form, computed once per batch
         for key, fp, resp in items:
             if resp.error is not None:
                 continue
             stored = resp.model_copy(update={"cached": False})
             fp = redacted[fp] if fp in redacted else redacted.setdefault(fp, redact_text(fp))
             rows.append((key, fp, stored.model_dump_json(), now))
-            audit.append(json.dumps({"ts": round(now, 3), "op": "put", "key": key, "fingerprint": fp,
-                                     "prompt_id": resp.prompt_id, "chars": len(resp.text)}, ensure_ascii=False))
+            audit.append(
+                json.dumps(
+                    {
+                        "ts": round(now, 3),
+                        "op": "put",
+                        "key": key,
+                        "fingerprint": fp,
+                        "prompt_id": resp.prompt_id,
+                        "chars": len(resp.text),
+                    },
+                    ensure_ascii=False,
+                )
+            )
         if not rows:
             return 0
         with self._lock:
             self._conn.execute("BEGIN IMMEDIATE")
             try:
                 self._conn.executemany(
-                    "INSERT OR REPLACE INTO responses (key, fingerprint, response, created) VALUES (?, ?, ?, ?)", rows)
+                    "INSERT OR REPLACE INTO responses (key, fingerprint, response, created) VALUES (?, ?, ?, ?)", rows
+                )
                 self._conn.execute("COMMIT")
             except BaseException as exc:
-                _rollback(self._conn)   # a failed ROLLBACK must not hide why the write failed
+                _rollback(self._conn)  # a failed ROLLBACK must not hide why the write failed
                 if isinstance(exc, sqlite3.OperationalError) and "full" in str(exc).lower():
                     raise disk_full(self.path) from None
                 if isinstance(exc, sqlite3.DatabaseError):
@@ -188,8 +205,13 @@ class ResponseCache:
 
     # -- housekeeping ----------------------------------------------------------------------------
     def stats(self) -> dict[str, Any]:
-        return {"path": str(self.path), "entries": len(self), "hits": self.hits, "misses": self.misses,
-                "writes": self.writes}
+        return {
+            "path": str(self.path),
+            "entries": len(self),
+            "hits": self.hits,
+            "misses": self.misses,
+            "writes": self.writes,
+        }
 
     def clear(self, fingerprint: str | None = None) -> int:
         """Delete every entry (or those of one model fingerprint); returns the count removed."""
@@ -204,7 +226,7 @@ class ResponseCache:
         with self._lock:
             self._conn.close()
 
-    def __enter__(self) -> "ResponseCache":
+    def __enter__(self) -> ResponseCache:
         return self
 
     def __exit__(self, *exc: Any) -> None:

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from mmrag.models.aio import generate_then_close
 from mmrag.models.base import GenerationSettings
@@ -26,18 +27,19 @@ from mmrag.schema import Prompt, Response
 
 
 class CachedVLM:
-    def __init__(self, inner: Any, cache: ResponseCache, *, commit_every: int = 64,
-                 commit_seconds: float = 0.5) -> None:
+    def __init__(
+        self, inner: Any, cache: ResponseCache, *, commit_every: int = 64, commit_seconds: float = 0.5
+    ) -> None:
         self.inner = inner
         self.cache = cache
         self.fingerprint: str = inner.fingerprint
         self.capabilities = inner.capabilities
-        self.model_calls = 0   # prompts actually sent to ``inner`` through this wrapper
+        self.model_calls = 0  # prompts actually sent to ``inner`` through this wrapper
         self.commit_every, self.commit_seconds = commit_every, commit_seconds
         self._pending: list[tuple[str, str, Response]] = []
         self._since = 0.0
 
-    def __getattr__(self, name: str) -> Any:   # meter, limiter, ... of the wrapped backend
+    def __getattr__(self, name: str) -> Any:  # meter, limiter, ... of the wrapped backend
         if name == "inner":
             raise AttributeError(name)
         return getattr(self.inner, name)
@@ -90,14 +92,15 @@ class CachedVLM:
             self.model_calls += len(todo)
             answers = await self.inner.agenerate([prompts[i] for _, i in todo], settings)
             fresh = {k: r for (k, _), r in zip(todo, answers)}
-            await self._store([(k, self.fingerprint, r) for k, r in fresh.items()
-                               if r.error is None and not r.incomplete])
+            await self._store(
+                [(k, self.fingerprint, r) for k, r in fresh.items() if r.error is None and not r.incomplete]
+            )
         out: list[Response] = []
         for i, (p, k) in enumerate(zip(prompts, keys)):
             if k in found:
                 out.append(found[k].model_copy(update={"prompt_id": p.id}))
             elif first[k] == i:
                 out.append(fresh[k])
-            else:   # a duplicate within this batch: answered by its first copy, no call made
+            else:  # a duplicate within this batch: answered by its first copy, no call made
                 out.append(fresh[k].model_copy(update={"prompt_id": p.id, "cached": fresh[k].error is None}))
         return out

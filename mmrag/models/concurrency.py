@@ -50,9 +50,19 @@ class Ticket:
 
 
 class AIMDLimiter:
-    def __init__(self, cap: int = 64, *, initial: int | None = None, min_limit: int = 1,
-                 increase: float = 1.0, decrease: float = 0.7, latency_factor: float | None = None,
-                 latency_window: int = 200, ewma_alpha: float = 0.1, adaptive: bool = True) -> None:
+    def __init__(
+        self,
+        cap: int = 64,
+        *,
+        initial: int | None = None,
+        min_limit: int = 1,
+        increase: float = 1.0,
+        decrease: float = 0.7,
+        latency_factor: float | None = None,
+        latency_window: int = 200,
+        ewma_alpha: float = 0.1,
+        adaptive: bool = True,
+    ) -> None:
         if cap < 1:
             raise ValueError("cap must be >= 1")
         if not 0.0 < decrease < 1.0:
@@ -77,7 +87,7 @@ class AIMDLimiter:
         self._base: float | None = None
         self._since_base = 0
         self._waiters: deque[asyncio.Future[None]] = deque()
-        self.history: list[tuple[float, float]] = []   # (monotonic time, limit) at each change of floor
+        self.history: list[tuple[float, float]] = []  # (monotonic time, limit) at each change of floor
         self.hold_until = 0.0
 
     # -- slots -----------------------------------------------------------------------------------
@@ -101,7 +111,7 @@ class AIMDLimiter:
                 if fut in self._waiters:
                     self._waiters.remove(fut)
                 elif fut.done() and not fut.cancelled():
-                    self._wake()   # pass the wake-up we swallowed on to the next waiter
+                    self._wake()  # pass the wake-up we swallowed on to the next waiter
                 raise
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
@@ -140,13 +150,13 @@ class AIMDLimiter:
 
     def _on_congestion(self, ticket: Ticket, cause: str) -> None:
         if ticket.epoch != self.epoch:
-            return   # same burst as a decrease already applied
+            return  # same burst as a decrease already applied
         self.slow_start = False
         self.limit = max(float(self.min_limit), self.limit * self.decrease)
         self.epoch += 1
         self.decreases += 1
         self.decreases_by[cause] += 1
-        self._ewma = None   # the latency average restarts at the new operating point
+        self._ewma = None  # the latency average restarts at the new operating point
 
     def _latency_rising(self, latency: float) -> bool:
         self._recent.append(latency)
@@ -154,7 +164,7 @@ class AIMDLimiter:
         if self.latency_factor is None or len(self._recent) < 10:
             return False
         self._since_base += 1
-        if self._base is None or self._since_base >= 16:   # the percentile, refreshed every 16 samples
+        if self._base is None or self._since_base >= 16:  # the percentile, refreshed every 16 samples
             self._base = sorted(self._recent)[len(self._recent) // 10]
             self._since_base = 0
         return self._ewma > self.latency_factor * self._base

@@ -40,7 +40,8 @@ Two refinements make it a fair reader rather than a strawman (both options of th
 from __future__ import annotations
 
 import re
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -52,10 +53,11 @@ from mmrag.schema import DEFLECTION_PHRASE, Prompt, is_nota_text
 
 _SENT_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"“‘(\[])|\n+")
 _TOKEN = re.compile(r"[\w][\w'’\-.,]*[\w]|[\w]")
-STOPWORDS = frozenset("""a an the of in on at to for by with from and or as is are was were be been being it its
-this that these those which who whom whose what when where why how do does did has have had not no""".split())
+STOPWORDS = frozenset(
+    """a an the of in on at to for by with from and or as is are was were be been being it its
+this that these those which who whom whose what when where why how do does did has have had not no""".split()
+)
 _SUFFIXES = ("ing", "ed", "er", "es", "s", "ly")
-
 
 
 def _encoder(path: str | None, device: str):
@@ -113,8 +115,15 @@ def answer_span(question: str, sentence: str) -> str:
 class ContextReader(Baseline):
     name = "context-reader"
 
-    def __init__(self, threshold: float = 0.35, model_path: str | None = None, device: str = "cpu",
-                 batch_size: int = 64, lexical_weight: float = 0.25, use_captions: bool = False) -> None:
+    def __init__(
+        self,
+        threshold: float = 0.35,
+        model_path: str | None = None,
+        device: str = "cpu",
+        batch_size: int = 64,
+        lexical_weight: float = 0.25,
+        use_captions: bool = False,
+    ) -> None:
         if not -1.0 <= float(threshold) <= 1.0:
             raise InputError(f"threshold must be a cosine in [-1, 1], not {threshold}", field="options.threshold")
         opts: dict[str, Any] = {"threshold": threshold, "lexical_weight": lexical_weight, "use_captions": use_captions}
@@ -136,8 +145,10 @@ class ContextReader(Baseline):
         missing = list(dict.fromkeys(t for t in texts if t not in memo))
         if missing:
             enc = _encoder(self.model_path, self.device)
-            vecs = np.asarray(enc.encode(missing, batch_size=self.batch_size, normalize_embeddings=True,
-                                         show_progress_bar=False), dtype=np.float32)
+            vecs = np.asarray(
+                enc.encode(missing, batch_size=self.batch_size, normalize_embeddings=True, show_progress_bar=False),
+                dtype=np.float32,
+            )
             if len(memo) + len(missing) > 200_000:
                 memo.clear()
             memo.update(zip(missing, vecs))
@@ -154,11 +165,11 @@ class ContextReader(Baseline):
         sents = [self._candidates(p) for p in prompts]
         texts = list(queries) + [s for ss in sents for s in ss]
         vecs = self._embed(texts)
-        qv, sv = vecs[: len(prompts)], vecs[len(prompts):]
+        qv, sv = vecs[: len(prompts)], vecs[len(prompts) :]
         out: list[str] = []
         offset = 0
         for p, q, question, caps, ss in zip(prompts, queries, questions, captions, sents):
-            block = sv[offset: offset + len(ss)]
+            block = sv[offset : offset + len(ss)]
             offset += len(ss)
             out.append(self._answer_one(p, q, ss, qv, block, len(out), question=question, captions=caps))
         return out
@@ -191,8 +202,18 @@ class ContextReader(Baseline):
         i = int(np.argmax(sims))
         return sentences[i], float(sims[i])
 
-    def _answer_one(self, p: Prompt, q: str, ss: list[str], qv: np.ndarray, block: np.ndarray, i: int, *,
-                    question: str | None = None, captions: Sequence[str] = ()) -> str:
+    def _answer_one(
+        self,
+        p: Prompt,
+        q: str,
+        ss: list[str],
+        qv: np.ndarray,
+        block: np.ndarray,
+        i: int,
+        *,
+        question: str | None = None,
+        captions: Sequence[str] = (),
+    ) -> str:
         if not ss:
             return DEFLECTION_PHRASE
         sims = block @ qv[i]

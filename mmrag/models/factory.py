@@ -9,8 +9,9 @@ Third-party backends register through the ``mmrag.models`` entry-point group (a 
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from mmrag.errors import InputError
 from mmrag.models.base import MODELS, VLM, GenerationSettings, ModelSpec
@@ -52,12 +53,18 @@ def check_model_spec(spec: ModelSpec, where: str = "models") -> None:
 
 
 def _register_builtins() -> None:
-    MODELS.register("openai", _lazy("mmrag.models.openai_compat:OpenAICompatible",
-                                    options="mmrag.models.openai_compat:OpenAIOptions"))
+    MODELS.register(
+        "openai",
+        _lazy("mmrag.models.openai_compat:OpenAICompatible", options="mmrag.models.openai_compat:OpenAIOptions"),
+    )
     MODELS.register("transformers", _lazy("mmrag.models.transformers_vlm:TransformersVLM"))
     MODELS.register("vllm", _lazy("mmrag.models.vllm_vlm:VLLMVLM"))
-    for name, cls in (("always-deflect", "AlwaysDeflect"), ("random-choice", "RandomChoice"),
-                      ("always-nota", "AlwaysNota"), ("first-option", "FirstOption")):
+    for name, cls in (
+        ("always-deflect", "AlwaysDeflect"),
+        ("random-choice", "RandomChoice"),
+        ("always-nota", "AlwaysNota"),
+        ("first-option", "FirstOption"),
+    ):
         MODELS.register(name, _lazy(f"mmrag.models.baselines:{cls}"))
     MODELS.register("context-reader", _lazy("mmrag.models.context_reader:ContextReader"))
     MODELS.register("sim-vlm", _lazy("mmrag.models.sim_vlm:SimVLM"))
@@ -135,8 +142,9 @@ def parse_gen_kwargs(text: str | None, field: str = "--gen-kwargs") -> dict[str,
     return out
 
 
-def parse_model_arg(arg: str, base_url: str | None = None, api_key_env: str | None = None,
-                    **settings: Any) -> ModelSpec:
+def parse_model_arg(
+    arg: str, base_url: str | None = None, api_key_env: str | None = None, **settings: Any
+) -> ModelSpec:
     """``--model`` to a ModelSpec: ``BACKEND:MODEL`` (split at the first colon, so model names may
     hold colons, e.g. ``openai:llava:13b`` for Ollama) or a bare baseline name.  Keyword arguments
     that are GenerationSettings fields become settings; any other keyword becomes an option."""
@@ -149,21 +157,33 @@ def parse_model_arg(arg: str, base_url: str | None = None, api_key_env: str | No
     elif not model:
         raise InputError(f"'{arg}' names no model after '{backend}:'", field="--model")
     if backend not in MODELS:
-        known = ", ".join(f"{b}:MODEL" for b in BACKENDS) + ", " + ", ".join(
-            n for n in user_backends() if n not in BACKENDS)
+        known = (
+            ", ".join(f"{b}:MODEL" for b in BACKENDS)
+            + ", "
+            + ", ".join(n for n in user_backends() if n not in BACKENDS)
+        )
         raise InputError(f"unknown model backend '{backend}'; known: {known}", field="--model")
     if backend in _NEEDS_MODEL and not model:
         raise InputError(f"backend '{backend}' needs a model: --model {backend}:MODEL", field="--model")
     if backend == "openai":
         base_url, api_key_env = openai_defaults(base_url, api_key_env)
         if not base_url:
-            raise InputError(f"--model openai:... needs --base-url (e.g. http://127.0.0.1:8000/v1) or "
-                             f"{OPENAI_BASE_URL_ENV} in the environment", field="--base-url")
+            raise InputError(
+                f"--model openai:... needs --base-url (e.g. http://127.0.0.1:8000/v1) or "
+                f"{OPENAI_BASE_URL_ENV} in the environment",
+                field="--base-url",
+            )
     gen = {k: v for k, v in settings.items() if k in _SETTING_FIELDS and v is not None}
     opts = {k: v for k, v in settings.items() if k not in _SETTING_FIELDS and v is not None}
     try:
-        return ModelSpec(backend=backend, model=model, base_url=base_url, api_key_env=api_key_env,
-                         settings=GenerationSettings(**gen), options=opts)
+        return ModelSpec(
+            backend=backend,
+            model=model,
+            base_url=base_url,
+            api_key_env=api_key_env,
+            settings=GenerationSettings(**gen),
+            options=opts,
+        )
     except Exception as exc:  # pydantic ValidationError: name the setting
         from pydantic import ValidationError
 
@@ -207,10 +227,9 @@ def create_model(spec: ModelSpec, cache: ResponseCache | str | Path | None = DEF
     model = (_PLACEMENT(spec) if _PLACEMENT is not None else None) or MODELS.create(spec.backend, spec)
     tag = spec.settings.tag()
     if tag and not str(model.fingerprint).endswith(f"[{tag}]"):
-        model.fingerprint = f"{model.fingerprint}[{tag}]"   # an answer depends on its settings
+        model.fingerprint = f"{model.fingerprint}[{tag}]"  # an answer depends on its settings
     if cache is None:
         return model
     if isinstance(cache, (str, Path)):
         cache = ResponseCache.default() if str(cache) == DEFAULT_CACHE else ResponseCache(Path(cache))
     return CachedVLM(model, cache)
-

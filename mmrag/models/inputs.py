@@ -10,7 +10,8 @@ the model, before anything is written.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from mmrag.errors import InputError
 from mmrag.models.render import sniff_mime
@@ -33,7 +34,7 @@ def image_type(image: ImageRef) -> str:
     try:
         with Image.open(image.path) as im:
             return Image.MIME.get(im.format or "", f"image/{(im.format or 'unknown').lower()}")
-    except Exception:   # not an image at all: the loaders reject those; say what we saw
+    except Exception:  # not an image at all: the loaders reject those; say what we saw
         return "unknown"
 
 
@@ -51,9 +52,11 @@ def check_images(images: Iterable[tuple[ImageRef, str]], models: Iterable[Any]) 
         for m in picky:
             ok = m.capabilities.image_formats
             if kind not in ok:
-                raise InputError(f"model {m.fingerprint} does not accept this image ({owner}; type {kind}); it takes "
-                                 f"{', '.join(ok)}: convert the image (e.g. to PNG) or drop the record",
-                                 path=image.path)
+                raise InputError(
+                    f"model {m.fingerprint} does not accept this image ({owner}; type {kind}); it takes "
+                    f"{', '.join(ok)}: convert the image (e.g. to PNG) or drop the record",
+                    path=image.path,
+                )
     return len(seen)
 
 
@@ -64,7 +67,7 @@ def plan_images(plans: Iterable[Any]) -> Iterable[tuple[ImageRef, str]]:
             for im in s.images:
                 yield im, f"sample {s.id}"
         store = getattr(plan, "store", None)
-        for doc in (store if store is not None else ()):
+        for doc in store if store is not None else ():
             if doc.image is not None:
                 yield doc.image, f"document {doc.id}"
 

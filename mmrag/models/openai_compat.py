@@ -40,7 +40,8 @@ import os
 import random
 import time
 from collections import Counter
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
@@ -56,9 +57,19 @@ from mmrag.redact import redact_text, strip_userinfo
 from mmrag.schema import Prompt, Response, Usage
 from mmrag.util import valid_text
 
-_OVERFLOW_MARKERS = ("context length", "context_length", "maximum context", "context window", "too many tokens",
-                     "prompt is too long", "input is too long", "max_model_len", "maximum model length",
-                     "exceeds the model", "token limit")
+_OVERFLOW_MARKERS = (
+    "context length",
+    "context_length",
+    "maximum context",
+    "context window",
+    "too many tokens",
+    "prompt is too long",
+    "input is too long",
+    "max_model_len",
+    "maximum model length",
+    "exceeds the model",
+    "token limit",
+)
 
 
 class OpenAIOptions(BaseModel):
@@ -101,9 +112,15 @@ class _ShardedClients:
     def __init__(self, cap: int, shard: int, headers: dict[str, str], timeout: float, verify: Any) -> None:
         n = max(1, -(-cap // shard))
         size = -(-cap // n)
-        self.clients = [httpx.AsyncClient(headers=headers, timeout=httpx.Timeout(timeout), verify=verify,
-                                          limits=httpx.Limits(max_connections=size, max_keepalive_connections=size))
-                        for _ in range(n)]
+        self.clients = [
+            httpx.AsyncClient(
+                headers=headers,
+                timeout=httpx.Timeout(timeout),
+                verify=verify,
+                limits=httpx.Limits(max_connections=size, max_keepalive_connections=size),
+            )
+            for _ in range(n)
+        ]
         self.load = [0] * n
 
     def take(self) -> int:
@@ -114,7 +131,7 @@ class _ShardedClients:
     def give_back(self, i: int) -> None:
         self.load[i] -= 1
 
-    async def __aenter__(self) -> "_ShardedClients":
+    async def __aenter__(self) -> _ShardedClients:
         return self
 
     async def __aexit__(self, *exc: Any) -> None:
@@ -193,9 +210,14 @@ class UsageMeter:
         self.cost_usd = 0.0
 
     def as_dict(self) -> dict[str, Any]:
-        return {"requests": self.requests, "retries": self.retries, "errors": dict(self.errors),
-                "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
-                "cost_usd": round(self.cost_usd, 8)}
+        return {
+            "requests": self.requests,
+            "retries": self.retries,
+            "errors": dict(self.errors),
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "cost_usd": round(self.cost_usd, 8),
+        }
 
 
 class OpenAICompatible:
@@ -203,8 +225,13 @@ class OpenAICompatible:
 
     backend = "openai"
 
-    def __init__(self, model: str, base_url: str, api_key_env: str | None = None,
-                 options: OpenAIOptions | dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        model: str,
+        base_url: str,
+        api_key_env: str | None = None,
+        options: OpenAIOptions | dict[str, Any] | None = None,
+    ) -> None:
         if not model:
             raise InputError("an openai model needs a model name (--model openai:NAME)", field="model")
         if not base_url or urlsplit(base_url).scheme not in ("http", "https"):
@@ -224,8 +251,13 @@ class OpenAICompatible:
             headers["Authorization"] = f"Bearer {key}"
         self._headers = headers
         o = self.options
-        self.limiter = AIMDLimiter(o.max_concurrency, initial=o.initial_concurrency, decrease=o.aimd_decrease,
-                                   latency_factor=o.latency_factor, adaptive=o.adaptive)
+        self.limiter = AIMDLimiter(
+            o.max_concurrency,
+            initial=o.initial_concurrency,
+            decrease=o.aimd_decrease,
+            latency_factor=o.latency_factor,
+            adaptive=o.adaptive,
+        )
         self.meter = UsageMeter()
         self._ssl: Any = None
         # the whole base URL, path too (two endpoints behind one host are two models); a key in
@@ -237,15 +269,18 @@ class OpenAICompatible:
         self._clients: dict[Any, _ShardedClients] = {}
 
     @classmethod
-    def from_spec(cls, spec: ModelSpec) -> "OpenAICompatible":
+    def from_spec(cls, spec: ModelSpec) -> OpenAICompatible:
         from mmrag.models.factory import openai_defaults
 
-        base_url, key_env = openai_defaults(spec.base_url, spec.api_key_env)   # OPENAI_BASE_URL / OPENAI_API_KEY
+        base_url, key_env = openai_defaults(spec.base_url, spec.api_key_env)  # OPENAI_BASE_URL / OPENAI_API_KEY
         if not base_url:
-            raise InputError("the openai backend needs a base URL (--base-url http://HOST:PORT/v1, or "
-                             "OPENAI_BASE_URL in the environment)", field="base_url")
+            raise InputError(
+                "the openai backend needs a base URL (--base-url http://HOST:PORT/v1, or "
+                "OPENAI_BASE_URL in the environment)",
+                field="base_url",
+            )
         options = dict(spec.options)
-        if spec.max_concurrency is not None:   # --max-concurrency: the run's window is the client's cap
+        if spec.max_concurrency is not None:  # --max-concurrency: the run's window is the client's cap
             options["max_concurrency"] = spec.max_concurrency
         return cls(spec.model, base_url, key_env, options)
 
@@ -271,15 +306,20 @@ class OpenAICompatible:
         clients = self._clients_here()
         return list(await asyncio.gather(*(self._one(clients, p, b, settings) for p, b in zip(prompts, bodies))))
 
-    def _clients_here(self) -> "_ShardedClients":
+    def _clients_here(self) -> _ShardedClients:
         """The pooled clients of the running loop (created on first use; a closed loop's are dropped)."""
         loop = asyncio.get_running_loop()
         for other in [lp for lp in self._clients if lp.is_closed()]:
             del self._clients[other]
         clients = self._clients.get(loop)
         if clients is None:
-            clients = _ShardedClients(self.options.max_concurrency, self.options.pool_shard_size, self._headers,
-                                      self.options.timeout, self._tls())
+            clients = _ShardedClients(
+                self.options.max_concurrency,
+                self.options.pool_shard_size,
+                self._headers,
+                self.options.timeout,
+                self._tls(),
+            )
             self._clients[loop] = clients
         return clients
 
@@ -309,22 +349,29 @@ class OpenAICompatible:
         """The JSON body for one prompt (public so tests and tools can inspect what is sent)."""
         o = self.options
         if o.max_images is not None and len(prompt.images()) > o.max_images:
-            raise InputError(f"prompt has {len(prompt.images())} images; this model accepts {o.max_images}",
-                             field=f"prompt {prompt.id}")
-        body: dict[str, Any] = {"model": self.model, "messages": openai_messages(prompt, image_detail=o.image_detail),
-                                o.max_tokens_field: settings.max_new_tokens, "temperature": settings.temperature,
-                                "top_p": settings.top_p}
+            raise InputError(
+                f"prompt has {len(prompt.images())} images; this model accepts {o.max_images}",
+                field=f"prompt {prompt.id}",
+            )
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": openai_messages(prompt, image_detail=o.image_detail),
+            o.max_tokens_field: settings.max_new_tokens,
+            "temperature": settings.temperature,
+            "top_p": settings.top_p,
+        }
         if settings.stop:
             body["stop"] = list(settings.stop)
         if o.send_seed and settings.seed is not None:
             body["seed"] = settings.seed
         body.update(o.extra_body)
-        body.update(settings.extra)   # --gen-kwargs that are not settings: sent as given
+        body.update(settings.extra)  # --gen-kwargs that are not settings: sent as given
         return json.dumps(body, ensure_ascii=False).encode("utf-8")
 
     # -- one request -----------------------------------------------------------------------------
-    async def _one(self, clients: "_ShardedClients", prompt: Prompt, body: bytes,
-                   settings: GenerationSettings) -> Response:
+    async def _one(
+        self, clients: _ShardedClients, prompt: Prompt, body: bytes, settings: GenerationSettings
+    ) -> Response:
         t0 = time.monotonic()
         try:
             data = await asyncio.wait_for(self._request(clients, body), self.options.deadline)
@@ -343,26 +390,37 @@ class OpenAICompatible:
                 raise TypeError("message content is not a string")
         except (KeyError, IndexError, TypeError, AttributeError) as exc:
             return self._failed(prompt, t0, "bad_response", f"unexpected response shape: {exc}")
-        text = valid_text(text)   # a lone surrogate escape is valid JSON but no tokenizer, cache or file takes it
+        text = valid_text(text)  # a lone surrogate escape is valid JSON but no tokenizer, cache or file takes it
         finish = valid_text(finish)
-        for s in settings.stop:   # servers apply stop strings, but not all of them
+        for s in settings.stop:  # servers apply stop strings, but not all of them
             if s and s in text:
                 text = text[: text.index(s)]
-        return Response(prompt_id=prompt.id, text=text, model=self.fingerprint, usage=self._usage(data),
-                        latency_s=time.monotonic() - t0, finish_reason=finish if isinstance(finish, str) else None)
+        return Response(
+            prompt_id=prompt.id,
+            text=text,
+            model=self.fingerprint,
+            usage=self._usage(data),
+            latency_s=time.monotonic() - t0,
+            finish_reason=finish if isinstance(finish, str) else None,
+        )
 
     def _failed(self, prompt: Prompt, t0: float, error: str, detail: str) -> Response:
         self.meter.errors[error] += 1
-        return Response(prompt_id=prompt.id, model=self.fingerprint, latency_s=time.monotonic() - t0,
-                        error=error, error_detail=valid_text(redact_text(detail, headers=self._headers)[:500]))
+        return Response(
+            prompt_id=prompt.id,
+            model=self.fingerprint,
+            latency_s=time.monotonic() - t0,
+            error=error,
+            error_detail=valid_text(redact_text(detail, headers=self._headers)[:500]),
+        )
 
-    async def _request(self, clients: "_ShardedClients", body: bytes) -> dict[str, Any]:
+    async def _request(self, clients: _ShardedClients, body: bytes) -> dict[str, Any]:
         try:
             return await self._attempt(clients, body)
-        except _Retryable as first:   # the rare path: hand the failure to tenacity as attempt 1
+        except _Retryable as first:  # the rare path: hand the failure to tenacity as attempt 1
             return await self._retry(first, clients, body)
 
-    async def _retry(self, first: _Retryable, clients: "_ShardedClients", body: bytes) -> dict[str, Any]:
+    async def _retry(self, first: _Retryable, clients: _ShardedClients, body: bytes) -> dict[str, Any]:
         """Retries under tenacity.  The first attempt is made outside it (tenacity's per-call set-up
         costs about as much CPU as the rest of the client), so tenacity's attempt 1 re-raises that
         failure: waits and attempt counting are then exactly tenacity's."""
@@ -374,8 +432,9 @@ class OpenAICompatible:
             return await self._attempt(clients, body)
 
         pol = self._policy
-        return await tenacity.AsyncRetrying(stop=pol.stop, wait=pol.wait, retry=pol.retry, reraise=True,
-                                            before_sleep=self._on_retry)(attempt)
+        return await tenacity.AsyncRetrying(
+            stop=pol.stop, wait=pol.wait, retry=pol.retry, reraise=True, before_sleep=self._on_retry
+        )(attempt)
 
     def _on_retry(self, state: tenacity.RetryCallState) -> None:
         self.meter.retries += 1
@@ -391,7 +450,7 @@ class OpenAICompatible:
         self.meter.cost_usd += cost
         return Usage(prompt_tokens=p, completion_tokens=c, cost_usd=cost)
 
-    async def _attempt(self, clients: "_ShardedClients", body: bytes) -> dict[str, Any]:
+    async def _attempt(self, clients: _ShardedClients, body: bytes) -> dict[str, Any]:
         ticket = await self.limiter.acquire()
         signal, latency = "neutral", None
         started = time.monotonic()
@@ -399,15 +458,21 @@ class OpenAICompatible:
         try:
             self.meter.requests += 1
             try:
-                status, headers, raw = await asyncio.wait_for(self._post(clients.clients[shard], body),
-                                                              self.options.timeout)
+                status, headers, raw = await asyncio.wait_for(
+                    self._post(clients.clients[shard], body), self.options.timeout
+                )
             except (httpx.TimeoutException, asyncio.TimeoutError) as exc:
                 signal = "overload"
                 raise _Retryable("timeout", f"{type(exc).__name__} after {self.options.timeout}s") from None
             except httpx.DecodingError as exc:
                 raise _Fatal("bad_response", f"undecodable body: {exc}") from None
-            except (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError,
-                    httpx.NetworkError) as exc:   # refused, unreachable, dropped: nothing was measured
+            except (
+                httpx.ConnectError,
+                httpx.RemoteProtocolError,
+                httpx.ReadError,
+                httpx.WriteError,
+                httpx.NetworkError,
+            ) as exc:  # refused, unreachable, dropped: nothing was measured
                 signal = "overload"
                 raise _Retryable("connection", f"{type(exc).__name__}: {exc}") from None
             except httpx.RequestError as exc:
@@ -416,9 +481,10 @@ class OpenAICompatible:
                 signal, latency = "ok", time.monotonic() - started
                 try:
                     data = json.loads(raw)
-                except (ValueError, RecursionError) as exc:   # RecursionError: nested too deeply
-                    raise _Fatal("bad_response", f"body is not JSON ({type(exc).__name__}: {str(exc)[:120]}): "
-                                                 f"{raw[:200]!r}") from None
+                except (ValueError, RecursionError) as exc:  # RecursionError: nested too deeply
+                    raise _Fatal(
+                        "bad_response", f"body is not JSON ({type(exc).__name__}: {str(exc)[:120]}): {raw[:200]!r}"
+                    ) from None
                 if not isinstance(data, dict):
                     raise _Fatal("bad_response", f"body is not a JSON object: {raw[:200]!r}")
                 return data

@@ -47,20 +47,25 @@ def _contradiction(kind: str, g: dict[str, str], em: dict[str, Any]) -> tuple[bo
 
     sym, col, pos, shape = em["symbol"], em["symbol_colour"], em["symbol_position"], em["shape"]
     if kind == "E-":
-        return (g["absent"] != sym, f"There is no {g['absent']} in the emblem; it shows a {sym}.",
-                f"It is {col}.")
+        return (g["absent"] != sym, f"There is no {g['absent']} in the emblem; it shows a {sym}.", f"It is {col}.")
     if kind == "A-":
-        return (g["wrong"] != col, f"The {sym} is {col}, not {g['wrong']}.",
-                "It is drawn small to leave room for the outline.")
+        return (
+            g["wrong"] != col,
+            f"The {sym} is {col}, not {g['wrong']}.",
+            "It is drawn small to leave room for the outline.",
+        )
     if kind == "R-":
-        return (g["place"] != placed(pos), f"The {sym} is {placed(pos)} of the emblem, not {g['place']}.",
-                "Placing it there balances the design.")
+        return (
+            g["place"] != placed(pos),
+            f"The {sym} is {placed(pos)} of the emblem, not {g['place']}.",
+            "Placing it there balances the design.",
+        )
     if kind == "K-person":
         return True, "Nobody is holding the emblem; it hangs alone in a frame on a wall.", "A dark blue coat."
     return (g["fake"] != shape, f"The outline is a {shape}, not a {g['fake']}.", str(SIDES.get(g["fake"], 5)))
 
 
-def respond_knowhal(parsed: tuple[str, dict[str, str]], seen: dict[str, Any], s: "Situation") -> "Answer":
+def respond_knowhal(parsed: tuple[str, dict[str, str]], seen: dict[str, Any], s: Situation) -> Answer:
     from mmrag.benchmarks.demo.knowhal_pairs import placed
     from mmrag.models.sim_vlm import Answer
 
@@ -78,11 +83,13 @@ def respond_knowhal(parsed: tuple[str, dict[str, str]], seen: dict[str, Any], s:
         for c in s.prompt.choices:
             if c.text.strip().lower() == where:
                 return Answer(c.letter, conf, f"The symbol sits {where}.", letter=True)
-        pick = s.prompt.choices[int(s.rng("knowhal-pick").integers(len(s.prompt.choices)))] if s.prompt.choices else None
+        pick = (
+            s.prompt.choices[int(s.rng("knowhal-pick").integers(len(s.prompt.choices)))] if s.prompt.choices else None
+        )
         return Answer(pick.letter if pick else None, 0.2, "None of the places fits well.", letter=True)
     contradicts, reject, accept = _contradiction(kind, groups, em)
     rejects = contradicts and s.uniform("premise") >= s.p.text_prior
-    if kind == "R-" and s.prompt.choices:   # a multiple-choice negative: the letter of the option it means
+    if kind == "R-" and s.prompt.choices:  # a multiple-choice negative: the letter of the option it means
         pick = _premise_option(s.prompt.choices, rejects, accept)
         if pick is not None:
             return Answer(pick, 0.8 if rejects else 0.6, "I compare the options with the image.", letter=True)

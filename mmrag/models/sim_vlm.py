@@ -29,8 +29,9 @@ real VLM's numbers.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -42,15 +43,17 @@ from mmrag.models.render import question_text
 from mmrag.models.sim_world import VISUAL_SLOTS, World, find_world, recognise, world_for
 from mmrag.schema import DEFLECTION_PHRASE, ImageRef, Prompt, is_nota_text, stable_id
 
-SIGMA_AT_BLIND = 0.5      # noise sd on cosines at vision=0: look-alikes and strangers become confusable
+SIGMA_AT_BLIND = 0.5  # noise sd on cosines at vision=0: look-alikes and strangers become confusable
 CONFIDENCE_JITTER = 0.25  # confidence = base + U(-j, j): spreads items over the threshold range
 
 #: Cues of strictness in the instruction; ``s`` = the share of cues present (0, 1/3, 2/3, 1).
 STRICTNESS_CUES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("may_deflect", re.compile(re.escape(DEFLECTION_PHRASE) + r"|\bcannot answer\b", re.I)),
     ("asks_confidence", re.compile(r"\b(?:confident|unsure|doubt\w*|certain)\b", re.I)),
-    ("demands_certainty", re.compile(r"\bcompletely certain\b|\bany doubt\b|\bnothing else\b|\babsolutely sure\b",
-                                     re.I)),
+    (
+        "demands_certainty",
+        re.compile(r"\bcompletely certain\b|\bany doubt\b|\bnothing else\b|\babsolutely sure\b", re.I),
+    ),
 )
 _NOTA_ADVICE = re.compile(r"choose\W+none of the above", re.I)
 
@@ -116,8 +119,12 @@ class Situation:
         self.query_images = [im for im in prompt.images() if im.path not in ctx_images]
         self.question = question_text(prompt)
         self.items = [self._item(i, c.document) for i, c in enumerate(prompt.contexts, start=1)]
-        key = [self.question, [c.text for c in prompt.choices], [im.content_hash() for im in self.query_images],
-               [[it.channel, it.text, it.image.content_hash() if it.image else None] for it in self.items]]
+        key = [
+            self.question,
+            [c.text for c in prompt.choices],
+            [im.content_hash() for im in self.query_images],
+            [[it.channel, it.text, it.image.content_hash() if it.image else None] for it in self.items],
+        ]
         self.key = stable_id(seed, key, length=32)
         self.sigma = SIGMA_AT_BLIND * (1.0 - params.vision)
 
@@ -136,7 +143,7 @@ class Situation:
 
     def knows(self, entity: dict[str, Any], slot: str) -> bool:
         """Parametric knowledge, seeded per fact (not per prompt): the same facts at every scenario."""
-        return int(stable_id("parametric", entity["id"], slot), 16) / 16 ** 16 < self.p.parametric
+        return int(stable_id("parametric", entity["id"], slot), 16) / 16**16 < self.p.parametric
 
     def see(self, image: ImageRef, view: str, tag: Any) -> dict[str, Any]:
         """The entity whose drawing the model takes ``image`` to be (noisy recognition)."""
@@ -145,6 +152,7 @@ class Situation:
 
 
 # -- the three kinds of demo item ----------------------------------------------------------------
+
 
 def _points_text(s: Situation, target: dict[str, Any] | None, slot: str) -> Item | None:
     items = [it for it in s.items if it.channel == "text"]
@@ -182,7 +190,7 @@ def answer_knowledge(s: Situation) -> Answer | None:
     tp, ip = _points_text(s, target, slot), _points_image(s, target)
     e_t = tp.entity if tp else None
     e_i = ip.entity if ip else None
-    if e_i is None and not named and s.query_images and ip is None:   # no image evidence: own visual memory
+    if e_i is None and not named and s.query_images and ip is None:  # no image evidence: own visual memory
         gal = np.concatenate([s.world.galleries["flag"], s.world.galleries["emblem"]])
         idx = recognise(s.world.features(s.query_images[0]), gal, s.sigma, s.rng("memory"))
         e_i = s.world.entities[idx % len(s.world.entities)]
@@ -218,8 +226,11 @@ def _grounded(s: Situation, entity: dict[str, Any] | None, slot: str) -> Answer 
         for it in s.items:
             if it.channel == "image" and it.entity is entity and it.view == view and it.image is not None:
                 seen = s.see(it.image, view, it.number)
-                return Answer(s.world.value(seen, slot), 0.55 + 0.35 * s.p.vision,
-                              f"Image [{it.number}] shows the {view} of {entity['name']}.")
+                return Answer(
+                    s.world.value(seen, slot),
+                    0.55 + 0.35 * s.p.vision,
+                    f"Image [{it.number}] shows the {view} of {entity['name']}.",
+                )
         return None
     value = s.world.value(entity, slot)
     for it in s.items:
@@ -295,12 +306,13 @@ class SimVLM(Baseline):
         super().__init__(**self.params.model_dump(exclude_none=True))
 
     @classmethod
-    def from_spec(cls, spec: ModelSpec) -> "SimVLM":
+    def from_spec(cls, spec: ModelSpec) -> SimVLM:
         inline = parse_inline(spec.model)
         both = sorted(set(inline) & set(spec.options))
         if both:
-            raise InputError(f"option(s) {', '.join(both)} given both in the model name and in options",
-                             field="options")
+            raise InputError(
+                f"option(s) {', '.join(both)} given both in the model name and in options", field="options"
+            )
         return cls(**{**inline, **spec.options})
 
     def answer(self, prompt: Prompt, settings: GenerationSettings | None = None) -> str:

@@ -48,13 +48,14 @@ VISUAL_SLOTS: dict[str, tuple[str, str]] = {
 }
 _UNNAMED = re.compile(r"^the (country|city|guild) (?:represented in|whose flag is shown in) the image$", re.I)
 _WORLD_LOCK = threading.Lock()
-_WORLDS: dict[str, "World"] = {}
+_WORLDS: dict[str, World] = {}
 
 
 def _template_regex(template: str) -> re.Pattern[str]:
     parts = re.split(r"(\{ref\}|\{charge\})", template)
-    rx = "".join("(?P<ref>.+)" if p == "{ref}" else "(?P<charge>\\w+)" if p == "{charge}" else re.escape(p)
-                 for p in parts)
+    rx = "".join(
+        "(?P<ref>.+)" if p == "{ref}" else "(?P<charge>\\w+)" if p == "{charge}" else re.escape(p) for p in parts
+    )
     return re.compile("^" + rx + "$", re.I)
 
 
@@ -63,7 +64,7 @@ def _question_patterns() -> list[tuple[re.Pattern[str], str]]:
 
     out: list[tuple[re.Pattern[str], str]] = []
     for slot, tpl in QUESTION.items():
-        for t in (tpl.values() if isinstance(tpl, dict) else [tpl]):
+        for t in tpl.values() if isinstance(tpl, dict) else [tpl]:
             out.append((_template_regex(t), slot))
     out += [(_template_regex(t), slot) for slot, t in VISUAL_QUESTIONS.items()]
     return out
@@ -88,7 +89,7 @@ def find_world(images: list[ImageRef], explicit: str | None) -> Path | None:
     return default if (default / MANIFEST).is_file() else None
 
 
-def world_for(path: Path) -> "World":
+def world_for(path: Path) -> World:
     key = str(path.resolve())
     with _WORLD_LOCK:
         if key not in _WORLDS:
@@ -185,8 +186,10 @@ class World:
         """view -> features of every entity's knowledge-base drawing of that view (the visual memory)."""
         out = {}
         for view in ("flag", "emblem"):
-            rows = [self.features(ImageRef(path=str(self.root / f"images/entities/{e['id']}_{view}.png")))
-                    for e in self.entities]
+            rows = [
+                self.features(ImageRef(path=str(self.root / f"images/entities/{e['id']}_{view}.png")))
+                for e in self.entities
+            ]
             out[view] = np.stack(rows)
         return out
 

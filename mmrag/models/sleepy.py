@@ -12,7 +12,8 @@ it never changes an answer.
 from __future__ import annotations
 
 import time
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from mmrag.errors import InputError
 from mmrag.models.aio import run_sync
@@ -36,15 +37,16 @@ class SleepyVLM:
             self.cache_key_extra = inner.cache_key_extra
 
     @classmethod
-    def from_spec(cls, spec: ModelSpec) -> "SleepyVLM":
+    def from_spec(cls, spec: ModelSpec) -> SleepyVLM:
         name, _, ms = spec.model.partition("@")
         if name == "sleepy" or name not in MODELS:
             raise InputError(f"sleepy:NAME needs a registered in-process model, not '{name}'", field="--model")
         try:
             delay = float(ms.removesuffix("ms")) if ms else float(spec.options.get("delay_ms", DEFAULT_DELAY_MS))
         except ValueError:
-            raise InputError(f"sleepy:{spec.model}: the delay after '@' must be milliseconds, e.g. @20",
-                             field="--model") from None
+            raise InputError(
+                f"sleepy:{spec.model}: the delay after '@' must be milliseconds, e.g. @20", field="--model"
+            ) from None
         inner_opts = {k: v for k, v in spec.options.items() if k != "delay_ms"}
         inner = MODELS.create(name, ModelSpec(backend=name, settings=spec.settings, options=inner_opts))
         return cls(inner, delay)
@@ -53,7 +55,7 @@ class SleepyVLM:
         return f"SleepyVLM({self.inner!r}, {self.delay_s * 1000:g} ms)"
 
     async def agenerate(self, prompts: Sequence[Prompt], settings: Any) -> list[Response]:
-        time.sleep(self.delay_s * len(prompts))   # blocks the process, as a busy device would
+        time.sleep(self.delay_s * len(prompts))  # blocks the process, as a busy device would
         self.calls += len(prompts)
         out = await self.inner.agenerate(prompts, settings)
         return [r.model_copy(update={"model": self.fingerprint}) for r in out]

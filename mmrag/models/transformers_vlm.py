@@ -30,8 +30,9 @@ import asyncio
 import hashlib
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal, Sequence
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -69,8 +70,11 @@ def resolve_checkpoint(model: str, revision: str | None) -> tuple[str, str, str]
 
         snap = snapshot_download(model, revision=revision, local_files_only=True)
     except Exception:
-        raise InputError(f"'{model}' is neither a local model directory nor in the Hugging Face hub cache "
-                         "(mmrag never downloads weights: download it first or give a path)", field="model") from None
+        raise InputError(
+            f"'{model}' is neither a local model directory nor in the Hugging Face hub cache "
+            "(mmrag never downloads weights: download it first or give a path)",
+            field="model",
+        ) from None
     return snap, model, Path(snap).name
 
 
@@ -91,7 +95,9 @@ class TransformersVLM:
 
     def __init__(self, model: str, options: TransformersOptions | dict[str, Any] | None = None) -> None:
         try:
-            self.options = options if isinstance(options, TransformersOptions) else TransformersOptions(**(options or {}))
+            self.options = (
+                options if isinstance(options, TransformersOptions) else TransformersOptions(**(options or {}))
+            )
         except ValidationError as exc:
             raise InputError(pydantic_message(exc), field=f"options.{pydantic_field(exc)}") from None
         if not model:
@@ -104,13 +110,18 @@ class TransformersVLM:
         self.fingerprint = f"transformers:{name}#{rev}"
         cuda = torch.cuda.is_available()
         self.dtype = _dtype(o.dtype, cuda)
-        self.processor = AutoProcessor.from_pretrained(src, local_files_only=True, trust_remote_code=o.trust_remote_code,
-                                                       **o.processor_kwargs)
+        self.processor = AutoProcessor.from_pretrained(
+            src, local_files_only=True, trust_remote_code=o.trust_remote_code, **o.processor_kwargs
+        )
         self.tokenizer = getattr(self.processor, "tokenizer", self.processor)
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
-        kwargs: dict[str, Any] = {"dtype": self.dtype, "local_files_only": True, "trust_remote_code": o.trust_remote_code}
+        kwargs: dict[str, Any] = {
+            "dtype": self.dtype,
+            "local_files_only": True,
+            "trust_remote_code": o.trust_remote_code,
+        }
         if o.attn_implementation:
             kwargs["attn_implementation"] = o.attn_implementation
         device_map = o.device_map if (o.device_map != "auto" or cuda) else None
@@ -120,8 +131,10 @@ class TransformersVLM:
             self.model = AutoModelForImageTextToText.from_pretrained(src, **kwargs)
         except (ImportError, ValueError) as exc:
             if "accelerate" in str(exc).lower():
-                raise InputError("device_map needs the 'accelerate' package (pip install accelerate) or "
-                                 "options.device_map: null", field="options.device_map") from None
+                raise InputError(
+                    "device_map needs the 'accelerate' package (pip install accelerate) or options.device_map: null",
+                    field="options.device_map",
+                ) from None
             raise
         if device_map is None:
             self.model.to(o.device or ("cuda" if cuda else "cpu"))
@@ -129,10 +142,10 @@ class TransformersVLM:
         self.max_input_tokens = o.max_input_tokens or _max_positions(self.model.config)
         self.capabilities = Capabilities(max_images=o.max_images, system_prompt=o.system_prompt)
         self._lock = threading.Lock()
-        self.calls = 0   # prompts that reached model.generate
+        self.calls = 0  # prompts that reached model.generate
 
     @classmethod
-    def from_spec(cls, spec: ModelSpec) -> "TransformersVLM":
+    def from_spec(cls, spec: ModelSpec) -> TransformersVLM:
         return cls(spec.model, spec.options)
 
     def __repr__(self) -> str:
@@ -152,14 +165,15 @@ class TransformersVLM:
         o = self.options
         msgs, refs = template_messages(prompt, system_prompt=o.system_prompt)
         if o.max_images is not None and len(refs) > o.max_images:
-            raise InputError(f"prompt has {len(refs)} images; this model accepts {o.max_images}",
-                             field=f"prompt {prompt.id}")
+            raise InputError(
+                f"prompt has {len(refs)} images; this model accepts {o.max_images}", field=f"prompt {prompt.id}"
+            )
         text = self.processor.apply_chat_template(msgs, add_generation_prompt=True, tokenize=False)
         images = []
         for r in refs:
             try:
                 images.append(r.load())
-            except OSError as exc:   # missing or unreadable file: bad input, not a model error
+            except OSError as exc:  # missing or unreadable file: bad input, not a model error
                 raise InputError(f"cannot load image: {exc}", path=r.path) from None
         return text, images
 
@@ -171,7 +185,7 @@ class TransformersVLM:
         out: list[Response | None] = [None] * len(prompts)
         bs = self.options.batch_size
         for s in range(0, len(order), bs):
-            idx = order[s:s + bs]
+            idx = order[s : s + bs]
             for i, r in zip(idx, self._batch([prompts[i] for i in idx], [rendered[i] for i in idx], settings)):
                 out[i] = r
         return [r for r in out if r is not None]
@@ -182,21 +196,30 @@ class TransformersVLM:
         inputs = self.processor(text=texts, images=images or None, padding=True, return_tensors="pt")
         return inputs.to(self.model.device)
 
-    def _batch(self, prompts: list[Prompt], rendered: list[tuple[str, list[Any]]],
-               settings: GenerationSettings) -> list[Response]:
+    def _batch(
+        self, prompts: list[Prompt], rendered: list[tuple[str, list[Any]]], settings: GenerationSettings
+    ) -> list[Response]:
         import torch
 
         t0 = time.perf_counter()
         inputs = self._encode(rendered)
         lengths = inputs["attention_mask"].sum(dim=1).tolist()
         too_long = [n > self.max_input_tokens for n in lengths]
-        if any(too_long):   # answer the rest, report the long ones
+        if any(too_long):  # answer the rest, report the long ones
             keep = [i for i, bad in enumerate(too_long) if not bad]
             rest = self._batch([prompts[i] for i in keep], [rendered[i] for i in keep], settings) if keep else []
             it = iter(rest)
-            return [Response(prompt_id=p.id, model=self.fingerprint, error="context_overflow",
-                             error_detail=f"{n} input tokens > {self.max_input_tokens}") if bad else next(it)
-                    for p, n, bad in zip(prompts, lengths, too_long)]
+            return [
+                Response(
+                    prompt_id=p.id,
+                    model=self.fingerprint,
+                    error="context_overflow",
+                    error_detail=f"{n} input tokens > {self.max_input_tokens}",
+                )
+                if bad
+                else next(it)
+                for p, n, bad in zip(prompts, lengths, too_long)
+            ]
         try:
             with torch.inference_mode():
                 out = self.model.generate(**inputs, **self._gen_kwargs(settings))
@@ -204,21 +227,33 @@ class TransformersVLM:
             if self.model.device.type == "cuda":
                 torch.cuda.empty_cache()
             if len(prompts) == 1:
-                return [Response(prompt_id=prompts[0].id, model=self.fingerprint, error="other",
-                                 error_detail="out of memory for a single prompt")]
+                return [
+                    Response(
+                        prompt_id=prompts[0].id,
+                        model=self.fingerprint,
+                        error="other",
+                        error_detail="out of memory for a single prompt",
+                    )
+                ]
             h = len(prompts) // 2
-            return (self._batch(prompts[:h], rendered[:h], settings)
-                    + self._batch(prompts[h:], rendered[h:], settings))
+            return self._batch(prompts[:h], rendered[:h], settings) + self._batch(prompts[h:], rendered[h:], settings)
         self.calls += len(prompts)
-        new = out[:, inputs["input_ids"].shape[1]:]
+        new = out[:, inputs["input_ids"].shape[1] :]
         texts = self.tokenizer.batch_decode(new, skip_special_tokens=True)
         dt = (time.perf_counter() - t0) / len(prompts)
         eos = _eos_ids(self.model)
         res = []
         for p, n, row, text in zip(prompts, lengths, new.tolist(), texts):
             text = _cut_stop(text, settings.stop)
-            res.append(Response(prompt_id=p.id, text=text.strip(), model=self.fingerprint, latency_s=dt,
-                                usage=Usage(prompt_tokens=int(n), completion_tokens=_n_generated(row, eos))))
+            res.append(
+                Response(
+                    prompt_id=p.id,
+                    text=text.strip(),
+                    model=self.fingerprint,
+                    latency_s=dt,
+                    usage=Usage(prompt_tokens=int(n), completion_tokens=_n_generated(row, eos)),
+                )
+            )
         return res
 
     def _gen_kwargs(self, settings: GenerationSettings) -> dict[str, Any]:
@@ -233,7 +268,7 @@ class TransformersVLM:
             kw.update(do_sample=False, temperature=None, top_p=None, top_k=None)
         if settings.stop:
             kw.update(stop_strings=list(settings.stop), tokenizer=self.tokenizer)
-        kw.update(settings.extra)   # --gen-kwargs (num_beams, repetition_penalty, ...) as given
+        kw.update(settings.extra)  # --gen-kwargs (num_beams, repetition_penalty, ...) as given
         return kw
 
 

@@ -17,7 +17,8 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -47,8 +48,9 @@ def _require_vllm():
     try:
         import vllm
     except ImportError:
-        raise InputError("the vllm backend needs the 'vllm' package: pip install 'mmrag[vllm]' (Linux + CUDA)",
-                         field="backend") from None
+        raise InputError(
+            "the vllm backend needs the 'vllm' package: pip install 'mmrag[vllm]' (Linux + CUDA)", field="backend"
+        ) from None
     return vllm
 
 
@@ -64,10 +66,15 @@ class VLLMVLM:
         o = self.options
         src, name, rev = resolve_checkpoint(model, o.revision)
         self.fingerprint = f"vllm:{name}#{rev}"
-        kwargs: dict[str, Any] = dict(model=src, dtype=o.dtype, tensor_parallel_size=o.tensor_parallel_size,
-                                      gpu_memory_utilization=o.gpu_memory_utilization,
-                                      trust_remote_code=o.trust_remote_code, enforce_eager=o.enforce_eager,
-                                      limit_mm_per_prompt={"image": o.max_images})
+        kwargs: dict[str, Any] = dict(
+            model=src,
+            dtype=o.dtype,
+            tensor_parallel_size=o.tensor_parallel_size,
+            gpu_memory_utilization=o.gpu_memory_utilization,
+            trust_remote_code=o.trust_remote_code,
+            enforce_eager=o.enforce_eager,
+            limit_mm_per_prompt={"image": o.max_images},
+        )
         if o.max_model_len:
             kwargs["max_model_len"] = o.max_model_len
         kwargs.update(o.engine_kwargs)
@@ -78,7 +85,7 @@ class VLLMVLM:
         self.calls = 0
 
     @classmethod
-    def from_spec(cls, spec: ModelSpec) -> "VLLMVLM":
+    def from_spec(cls, spec: ModelSpec) -> VLLMVLM:
         return cls(spec.model, spec.options)
 
     def __repr__(self) -> str:
@@ -86,10 +93,15 @@ class VLLMVLM:
 
     def sampling_params(self, settings: GenerationSettings):
         greedy = settings.temperature == 0
-        return self._vllm.SamplingParams(n=1, temperature=0.0 if greedy else settings.temperature,
-                                         top_p=1.0 if greedy else settings.top_p, max_tokens=settings.max_new_tokens,
-                                         stop=list(settings.stop) or None, seed=settings.seed,
-                                         **settings.extra)   # --gen-kwargs as given
+        return self._vllm.SamplingParams(
+            n=1,
+            temperature=0.0 if greedy else settings.temperature,
+            top_p=1.0 if greedy else settings.top_p,
+            max_tokens=settings.max_new_tokens,
+            stop=list(settings.stop) or None,
+            seed=settings.seed,
+            **settings.extra,
+        )  # --gen-kwargs as given
 
     def generate(self, prompts: Sequence[Prompt], settings: GenerationSettings) -> list[Response]:
         prompts = list(prompts)
@@ -114,12 +126,15 @@ class VLLMVLM:
 
     def _response(self, prompt: Prompt, out: Any, dt: float) -> Response:
         comp = out.outputs[0]
-        return Response(prompt_id=prompt.id, text=comp.text.strip(), model=self.fingerprint, latency_s=dt,
-                        usage=Usage(prompt_tokens=len(out.prompt_token_ids or []),
-                                    completion_tokens=len(comp.token_ids or [])))
+        return Response(
+            prompt_id=prompt.id,
+            text=comp.text.strip(),
+            model=self.fingerprint,
+            latency_s=dt,
+            usage=Usage(prompt_tokens=len(out.prompt_token_ids or []), completion_tokens=len(comp.token_ids or [])),
+        )
 
     def _failed(self, prompt: Prompt, exc: Exception) -> Response:
         msg = str(exc)
         err = "context_overflow" if any(m in msg.lower() for m in _OVERFLOW) else "other"
         return Response(prompt_id=prompt.id, model=self.fingerprint, error=err, error_detail=msg[:500])
-

@@ -131,55 +131,105 @@ def _record_view(i: int, rec: RunRecord, images: ImageStore) -> dict[str, Any]:
         "choices": [{"letter": c.letter, "text": c.text, "nota": c.is_nota} for c in choices],
         "label": label,
         "metadata": rec.sample.metadata,
-        "contexts": [{"role": c.role, "score": c.score, "id": c.document.id, "modality": c.document.modality,
-                      "title": c.document.title, "text": c.document.text, "image": images.add(c.document.image)}
-                     for c in rec.prompt.contexts],
-        "prompt": {"id": rec.prompt.id, "template": rec.prompt.template_id,
-                   "version": rec.prompt.template_version,
-                   "messages": [{"role": m.role,
-                                 "parts": [{"type": "image", "image": images.add(p.image)} if p.type == "image"
-                                           else {"type": "text", "text": p.text or ""} for p in m.content]}
-                                for m in rec.prompt.messages]},
-        "response": {"text": rec.response.text, "error": rec.response.error,
-                     "error_detail": rec.response.error_detail, "latency_s": rec.response.latency_s,
-                     "cached": rec.response.cached},
-        "verdict": {"outcome": rec.verdict.outcome, "extracted": rec.verdict.extracted,
-                    "judge_id": rec.verdict.judge_id, "reason": rec.verdict.reason,
-                    "details": rec.verdict.details},
+        "contexts": [
+            {
+                "role": c.role,
+                "score": c.score,
+                "id": c.document.id,
+                "modality": c.document.modality,
+                "title": c.document.title,
+                "text": c.document.text,
+                "image": images.add(c.document.image),
+            }
+            for c in rec.prompt.contexts
+        ],
+        "prompt": {
+            "id": rec.prompt.id,
+            "template": rec.prompt.template_id,
+            "version": rec.prompt.template_version,
+            "messages": [
+                {
+                    "role": m.role,
+                    "parts": [
+                        {"type": "image", "image": images.add(p.image)}
+                        if p.type == "image"
+                        else {"type": "text", "text": p.text or ""}
+                        for p in m.content
+                    ],
+                }
+                for m in rec.prompt.messages
+            ],
+        },
+        "response": {
+            "text": rec.response.text,
+            "error": rec.response.error,
+            "error_detail": rec.response.error_detail,
+            "latency_s": rec.response.latency_s,
+            "cached": rec.response.cached,
+        },
+        "verdict": {
+            "outcome": rec.verdict.outcome,
+            "extracted": rec.verdict.extracted,
+            "judge_id": rec.verdict.judge_id,
+            "reason": rec.verdict.reason,
+            "details": rec.verdict.details,
+        },
     }
 
 
 def _safe_json(obj: Any) -> str:
     """JSON that cannot end its ``<script>`` block or open an HTML comment."""
     text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=str)
-    return (text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
-            .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
+    return (
+        text.replace("&", "\\u0026")
+        .replace("<", "\\u003c")
+        .replace(">", "\\u003e")
+        .replace("\u2028", "\\u2028")
+        .replace("\u2029", "\\u2029")
+    )
 
 
-def browser_html(records: list[RunRecord], title: str, *, max_side: int = DEFAULT_MAX_SIDE,
-                 max_image_bytes: int | None = DEFAULT_MAX_IMAGE_BYTES) -> str:
+def browser_html(
+    records: list[RunRecord],
+    title: str,
+    *,
+    max_side: int = DEFAULT_MAX_SIDE,
+    max_image_bytes: int | None = DEFAULT_MAX_IMAGE_BYTES,
+) -> str:
     """The page as a string (see :func:`write_browser`)."""
     store = ImageStore(max_side=max_side, max_bytes=max_image_bytes)
     views = [_record_view(i, r, store) for i, r in enumerate(records)]
-    payload = {"title": title, "records": views, "images": store.uris,
-               "omitted": sorted(store.omitted), "missing": sorted(store.missing),
-               "max_side": max_side}
+    payload = {
+        "title": title,
+        "records": views,
+        "images": store.uris,
+        "omitted": sorted(store.omitted),
+        "missing": sorted(store.missing),
+        "max_side": max_side,
+    }
     template = resources.files("mmrag.reports").joinpath(BROWSER_FILE).read_text(encoding="utf-8")
     if _DATA_MARK not in template:  # pragma: no cover - guards an edited template
         raise RuntimeError(f"browser template lacks the {_DATA_MARK} marker")
     html_title = title.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     head, tail = template.split(_DATA_MARK, 1)  # split first: the title may not smuggle in a marker
-    return (head.replace("__MMRAG_TITLE__", html_title) + _safe_json(payload)
-            + tail.replace("__MMRAG_TITLE__", html_title))
+    return (
+        head.replace("__MMRAG_TITLE__", html_title) + _safe_json(payload) + tail.replace("__MMRAG_TITLE__", html_title)
+    )
 
 
-def write_browser(run_dir: str | Path, out: str | Path | None = None, *, max_side: int = DEFAULT_MAX_SIDE,
-                  max_image_bytes: int | None = DEFAULT_MAX_IMAGE_BYTES) -> Path:
+def write_browser(
+    run_dir: str | Path,
+    out: str | Path | None = None,
+    *,
+    max_side: int = DEFAULT_MAX_SIDE,
+    max_image_bytes: int | None = DEFAULT_MAX_IMAGE_BYTES,
+) -> Path:
     """Write the run's sample browser (default ``RUN_DIR/browser.html``) atomically; returns its path."""
     run_dir = Path(run_dir)
     records = read_records(run_dir)
     out_path = Path(out) if out is not None else run_dir / BROWSER_FILE
-    html = browser_html(records, title=f"mmrag run {run_dir.resolve().name}", max_side=max_side,
-                        max_image_bytes=max_image_bytes)
+    html = browser_html(
+        records, title=f"mmrag run {run_dir.resolve().name}", max_side=max_side, max_image_bytes=max_image_bytes
+    )
     atomic_write_text(out_path, html)
     return out_path

@@ -45,13 +45,19 @@ def humblebench_panel(df: pd.DataFrame, opts: CIOptions = CIOptions()) -> pd.Dat
 
     hb = df[df["benchmark_kind"] == HUMBLEBENCH.id]
     if not hb.empty:
-        hb = hb.assign(official_correct=[official_is_correct(r or "", lb or "")
-                                         for r, lb in zip(hb["response"], hb["label"])])
+        hb = hb.assign(
+            official_correct=[official_is_correct(r or "", lb or "") for r, lb in zip(hb["response"], hb["label"])]
+        )
     rows = []
     for (bench, model, stress), g in hb.groupby(["benchmark", "model", "stress"], sort=True):
         gold, other = g[g["label_is_nota"]], g[~g["label_is_nota"]]
-        row: dict[str, object] = {"benchmark": bench, "model": model, "stress": stress, "n": len(g),
-                                  "n_nota_gold": len(gold)}
+        row: dict[str, object] = {
+            "benchmark": bench,
+            "model": model,
+            "stress": stress,
+            "n": len(g),
+            "n_nota_gold": len(gold),
+        }
         cells = {
             "correct": (g, "correct"),
             "official_accuracy": (g, "official_correct"),
@@ -64,7 +70,9 @@ def humblebench_panel(df: pd.DataFrame, opts: CIOptions = CIOptions()) -> pd.Dat
             "unparseable": (g, "unparseable"),
         }
         for name, (sub, col) in cells.items():
-            row[name], row[f"{name}_lo"], row[f"{name}_hi"] = rate_ci(sub[col].to_numpy(), sub["question_id"].to_numpy(), opts)
+            row[name], row[f"{name}_lo"], row[f"{name}_hi"] = rate_ci(
+                sub[col].to_numpy(), sub["question_id"].to_numpy(), opts
+            )
         rows.append(row)
     out = pd.DataFrame(rows)
     if not out.empty:
@@ -80,12 +88,20 @@ def _hps(acc_pos: float, acc_neg: float) -> float:
 
 def _pol_cells(g: pd.DataFrame, opts: CIOptions) -> dict[str, object]:
     row: dict[str, object] = {}
-    row["hps_lo"], row["hps_hi"] = hps_ci(g["score"].to_numpy(), (g["polarity"] == "positive").to_numpy(),
-                                          g["_cluster"].to_numpy(), level=opts.level, n_boot=opts.n_boot, seed=opts.seed)
+    row["hps_lo"], row["hps_hi"] = hps_ci(
+        g["score"].to_numpy(),
+        (g["polarity"] == "positive").to_numpy(),
+        g["_cluster"].to_numpy(),
+        level=opts.level,
+        n_boot=opts.n_boot,
+        seed=opts.seed,
+    )
     for name, pol in (("acc_pos", "positive"), ("acc_neg", "negative")):
         sub = g[g["polarity"] == pol]
         row[f"n_{pol[:3]}"] = len(sub)
-        row[name], row[f"{name}_lo"], row[f"{name}_hi"] = rate_ci(sub["score"].to_numpy(), sub["_cluster"].to_numpy(), opts)
+        row[name], row[f"{name}_lo"], row[f"{name}_hi"] = rate_ci(
+            sub["score"].to_numpy(), sub["_cluster"].to_numpy(), opts
+        )
     return row
 
 
@@ -101,8 +117,13 @@ def knowhal_table(df: pd.DataFrame, opts: CIOptions = CIOptions()) -> pd.DataFra
         for dim, g in gm.groupby("dimension", sort=True):
             row = {"benchmark": bench, "model": model, "dimension": str(dim), **_pol_cells(g, opts)}
             dims.append(row)
-        macro: dict[str, object] = {"benchmark": bench, "model": model, "dimension": "macro",
-                                    "n_pos": sum(int(r["n_pos"]) for r in dims), "n_neg": sum(int(r["n_neg"]) for r in dims)}
+        macro: dict[str, object] = {
+            "benchmark": bench,
+            "model": model,
+            "dimension": "macro",
+            "n_pos": sum(int(r["n_pos"]) for r in dims),
+            "n_neg": sum(int(r["n_neg"]) for r in dims),
+        }
         for name in ("acc_pos", "acc_neg"):
             vals = [float(r[name]) for r in dims if not pd.isna(r[name])]
             macro[name] = float(np.mean(vals)) if vals else float("nan")

@@ -30,8 +30,8 @@ many comparisons at once.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from itertools import combinations
-from typing import Iterable
 
 import numpy as np
 import pandas as pd
@@ -70,7 +70,9 @@ def holm(p: Iterable[float]) -> np.ndarray:
     return out
 
 
-def compare(a: pd.DataFrame, b: pd.DataFrame, on: str = "sample_id", opts: CIOptions = CIOptions()) -> dict[str, object]:
+def compare(
+    a: pd.DataFrame, b: pd.DataFrame, on: str = "sample_id", opts: CIOptions = CIOptions()
+) -> dict[str, object]:
     """Match ``a`` and ``b`` rows on the ``on`` column and compare them (B - A, in percentage points)."""
     from mmrag.metrics import mcnemar, paired_bootstrap
 
@@ -79,8 +81,13 @@ def compare(a: pd.DataFrame, b: pd.DataFrame, on: str = "sample_id", opts: CIOpt
     a, b = a[~failed_a], b[~failed_b]
     ids_a, ids_b = a[on].to_numpy(), b[on].to_numpy()
     _, ia, ib = np.intersect1d(ids_a, ids_b, return_indices=True)
-    row: dict[str, object] = {"n_pairs": len(ia), "n_only_a": len(a) - len(ia), "n_only_b": len(b) - len(ib),
-                              "n_failed_a": int(failed_a.sum()), "n_failed_b": int(failed_b.sum())}
+    row: dict[str, object] = {
+        "n_pairs": len(ia),
+        "n_only_a": len(a) - len(ia),
+        "n_only_b": len(b) - len(ib),
+        "n_failed_a": int(failed_a.sum()),
+        "n_failed_b": int(failed_b.sum()),
+    }
     if len(ia) == 0:
         for o in DIFF_OUTCOMES:
             row.update({f"{o}_a": np.nan, f"{o}_b": np.nan, f"d_{o}": np.nan, f"d_{o}_lo": np.nan, f"d_{o}_hi": np.nan})
@@ -92,8 +99,15 @@ def compare(a: pd.DataFrame, b: pd.DataFrame, on: str = "sample_id", opts: CIOpt
         xb = b[o].to_numpy(dtype=float)[ib]
         # metrics.paired_bootstrap reports mean(first) - mean(second): pass B first for B - A
         res = paired_bootstrap(xb, xa, clusters, level=opts.level, n_boot=opts.n_boot, seed=opts.seed)
-        row.update({f"{o}_a": 100 * xa.mean(), f"{o}_b": 100 * xb.mean(), f"d_{o}": 100 * res.diff,
-                    f"d_{o}_lo": 100 * res.ci[0], f"d_{o}_hi": 100 * res.ci[1]})
+        row.update(
+            {
+                f"{o}_a": 100 * xa.mean(),
+                f"{o}_b": 100 * xb.mean(),
+                f"d_{o}": 100 * res.diff,
+                f"d_{o}_lo": 100 * res.ci[0],
+                f"d_{o}_hi": 100 * res.ci[1],
+            }
+        )
         if o == "correct":
             row["p_boot"] = res.p_value
     ca = a["correct"].to_numpy(dtype=bool)[ia]
@@ -116,8 +130,9 @@ def _finish(rows: list[dict[str, object]]) -> pd.DataFrame:
     return df
 
 
-def model_differences(df: pd.DataFrame, pairs: list[tuple[str, str]] | None = None,
-                      opts: CIOptions = CIOptions()) -> pd.DataFrame:
+def model_differences(
+    df: pd.DataFrame, pairs: list[tuple[str, str]] | None = None, opts: CIOptions = CIOptions()
+) -> pd.DataFrame:
     """B - A per benchmark and scenario for each model pair (default: all pairs, sorted by name)."""
     rows = []
     models = sorted(df["model"].unique())
@@ -129,8 +144,9 @@ def model_differences(df: pd.DataFrame, pairs: list[tuple[str, str]] | None = No
             a, b = g[g.model == a_name], g[g.model == b_name]
             if a.empty or b.empty:
                 continue
-            rows.append({"benchmark": bench, "scenario_id": sid, "a": a_name, "b": b_name,
-                         **compare(a, b, "sample_id", opts)})
+            rows.append(
+                {"benchmark": bench, "scenario_id": sid, "a": a_name, "b": b_name, **compare(a, b, "sample_id", opts)}
+            )
     return _finish(rows)
 
 
@@ -151,12 +167,20 @@ def neighbours(ka: dict[str, object], kb: dict[str, object]) -> bool:
 
 
 def _order(k: dict[str, object]) -> tuple:
-    return (kind_order(k["kind"]), int(k["n_distractors"]), _STRICT_ORDER.get(str(k["strictness"]), 9),
-            k["stress"] != "common", str(k["stress"]), str(k["positive_modality"]), str(k["negative_modality"]))
+    return (
+        kind_order(k["kind"]),
+        int(k["n_distractors"]),
+        _STRICT_ORDER.get(str(k["strictness"]), 9),
+        k["stress"] != "common",
+        str(k["stress"]),
+        str(k["positive_modality"]),
+        str(k["negative_modality"]),
+    )
 
 
-def scenario_differences(df: pd.DataFrame, pairs: list[tuple[str, str]] | None = None,
-                         opts: CIOptions = CIOptions()) -> pd.DataFrame:
+def scenario_differences(
+    df: pd.DataFrame, pairs: list[tuple[str, str]] | None = None, opts: CIOptions = CIOptions()
+) -> pd.DataFrame:
     """B - A per benchmark and model for scenario pairs (default: one-knob neighbours)."""
     rows = []
     for (bench, model), g in df.groupby(["benchmark", "model"], sort=True):
@@ -170,7 +194,14 @@ def scenario_differences(df: pd.DataFrame, pairs: list[tuple[str, str]] | None =
                 if neighbours(knobs[x], knobs[y]) and set(groups[x].sample_id) & set(groups[y].sample_id):
                     todo.append((x, y) if _order(knobs[x]) <= _order(knobs[y]) else (y, x))
         for a, b in todo:
-            rows.append({"benchmark": bench, "model": model, "a": a, "b": b,
-                         "changed": ",".join(changed_knobs(knobs[a], knobs[b])),
-                         **compare(groups[a], groups[b], "sample_id", opts)})
+            rows.append(
+                {
+                    "benchmark": bench,
+                    "model": model,
+                    "a": a,
+                    "b": b,
+                    "changed": ",".join(changed_knobs(knobs[a], knobs[b])),
+                    **compare(groups[a], groups[b], "sample_id", opts),
+                }
+            )
     return _finish(rows)

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import io
 import textwrap
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import pandas as pd
 from matplotlib import rc_context
@@ -26,9 +26,18 @@ OUTCOME_COLORS = {"correct": "#009E73", "deflection": "#0072B2", "hallucination"
 #: panel titles: the rate's one name and its denominator (mmrag.metrics.rates)
 OUTCOME_LABELS = {r.id: header(r.id) for r in RATES}
 STRICTNESS = ("none", "soft", "moderate", "severe")
-STYLE = {"font.size": 9, "axes.titlesize": 10, "axes.labelsize": 9, "legend.fontsize": 8,
-         "axes.spines.top": False, "axes.spines.right": False, "axes.grid": True, "grid.alpha": 0.3,
-         "svg.hashsalt": "mmrag", "svg.fonttype": "none"}
+STYLE = {
+    "font.size": 9,
+    "axes.titlesize": 10,
+    "axes.labelsize": 9,
+    "legend.fontsize": 8,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "svg.hashsalt": "mmrag",
+    "svg.fonttype": "none",
+}
 
 
 class DrawnFigure(Figure):

@@ -43,8 +43,22 @@ import pandas as pd
 from matplotlib import rc_context
 from matplotlib.figure import Figure
 
-from mmrag.reports.plotkit import (OUTCOME_COLORS, OUTCOME_LABELS, PLOTS, STRICTNESS, STYLE, DrawnFigure, PlotSpec,
-                                   color_of, drawn, failures, model_label, rate_series, register_plot, save_figure)
+from mmrag.reports.plotkit import (
+    OUTCOME_COLORS,
+    OUTCOME_LABELS,
+    PLOTS,
+    STRICTNESS,
+    STYLE,
+    DrawnFigure,
+    PlotSpec,
+    color_of,
+    drawn,
+    failures,
+    model_label,
+    rate_series,
+    register_plot,
+    save_figure,
+)
 from mmrag.reports.tables import CIOptions, rate_ci, strictness_rows
 from mmrag.scenarios.kinds import kinds_where
 
@@ -152,9 +166,18 @@ def draw_distractor_curve(df: pd.DataFrame, opts: CIOptions = CIOptions()) -> Dr
                 if s.empty:
                     continue
                 x = s["n_distractors"].astype(float) + dodge(si, len(series), step)
-                ax.errorbar(x, s["rate"].astype(float), yerr=_yerr(s), ls=("-", "--", ":", "-.")[ki % 4],
-                            marker="osD^"[ki % 4], ms=4, capsize=2, elinewidth=0.8, color=color_of(mi),
-                            label=labels[(model, kind)])
+                ax.errorbar(
+                    x,
+                    s["rate"].astype(float),
+                    yerr=_yerr(s),
+                    ls=("-", "--", ":", "-.")[ki % 4],
+                    marker="osD^"[ki % 4],
+                    ms=4,
+                    capsize=2,
+                    elinewidth=0.8,
+                    color=color_of(mi),
+                    label=labels[(model, kind)],
+                )
             ax.set_title(OUTCOME_LABELS[outcome])
             ax.set_xlabel("distractors (0 = oracle)")
             ax.set_ylim(0, 100)
@@ -173,14 +196,17 @@ _MODALITY_ORDER = ("text", "image", "multimodal", "any")
 
 def _matrix_rows(df: pd.DataFrame) -> pd.DataFrame:
     """Rows of the kinds that show gold and negatives (a positive x negative modality cell)."""
-    return _one_strictness(df[df["kind"].isin(kinds_where(lambda k: k.uses_gold and k.uses_negatives,
-                                                           df["kind"].unique()))])
+    return _one_strictness(
+        df[df["kind"].isin(kinds_where(lambda k: k.uses_gold and k.uses_negatives, df["kind"].unique()))]
+    )
 
 
 def _matrix_applies(df: pd.DataFrame) -> bool:
     d = _matrix_rows(df)
-    return bool(len(d)) and any(g["negative_modality"].nunique() > 1 or g["positive_modality"].nunique() > 1
-                                for _, g in d.groupby("n_distractors"))
+    return bool(len(d)) and any(
+        g["negative_modality"].nunique() > 1 or g["positive_modality"].nunique() > 1
+        for _, g in d.groupby("n_distractors")
+    )
 
 
 def _ordered(values) -> list[str]:
@@ -199,14 +225,38 @@ def matrix_numbers(df: pd.DataFrame, opts: CIOptions = CIOptions(), n_distractor
     for (n, model, pos, neg), g in d.groupby(keys, sort=True):
         for outcome in MATRIX_OUTCOMES:
             r, lo, hi = rate_ci(g[outcome].to_numpy(), g["question_id"].to_numpy(), opts)
-            rows.append({"n_distractors": int(n), "model": model, "outcome": outcome, "positive_modality": pos,
-                         "negative_modality": neg, "rate": r, "lo": lo, "hi": hi, "n": len(g)})
-    return pd.DataFrame(rows, columns=["n_distractors", "model", "outcome", "positive_modality",
-                                       "negative_modality", "rate", "lo", "hi", "n"])
+            rows.append(
+                {
+                    "n_distractors": int(n),
+                    "model": model,
+                    "outcome": outcome,
+                    "positive_modality": pos,
+                    "negative_modality": neg,
+                    "rate": r,
+                    "lo": lo,
+                    "hi": hi,
+                    "n": len(g),
+                }
+            )
+    return pd.DataFrame(
+        rows,
+        columns=[
+            "n_distractors",
+            "model",
+            "outcome",
+            "positive_modality",
+            "negative_modality",
+            "rate",
+            "lo",
+            "hi",
+            "n",
+        ],
+    )
 
 
-def draw_modality_matrix(df: pd.DataFrame, opts: CIOptions = CIOptions(),
-                         n_distractors: int | None = None) -> DrawnFigure:
+def draw_modality_matrix(
+    df: pd.DataFrame, opts: CIOptions = CIOptions(), n_distractors: int | None = None
+) -> DrawnFigure:
     """One panel row per (distractor count, model), one column per outcome (correct, hallucination).
 
     Two panels a row however many models a run has: a wide run wraps downwards instead of
@@ -218,8 +268,9 @@ def draw_modality_matrix(df: pd.DataFrame, opts: CIOptions = CIOptions(),
     counts = sorted(data["n_distractors"].unique())
     models = sorted(data["model"].unique())
     rows = [(n, m) for n in counts for m in models] or [(None, None)]
-    titles = {(n, m, o): f"{model_label(m, failed)}\n{OUTCOME_LABELS[o]} · n = {n}" for n, m in rows
-              for o in MATRIX_OUTCOMES}
+    titles = {
+        (n, m, o): f"{model_label(m, failed)}\n{OUTCOME_LABELS[o]} · n = {n}" for n, m in rows for o in MATRIX_OUTCOMES
+    }
     # wide enough for the longest title line at the title font size (about 0.075 in per character)
     longest = max((len(line) for t in titles.values() for line in t.split("\n")), default=10)
     title_lines = max((t.count("\n") + 1 for t in titles.values()), default=2)
@@ -236,13 +287,20 @@ def draw_modality_matrix(df: pd.DataFrame, opts: CIOptions = CIOptions(),
                 mat = np.full((len(pos), len(neg)), np.nan)
                 for _, c in cells.iterrows():
                     mat[pos.index(c["positive_modality"]), neg.index(c["negative_modality"])] = c["rate"]
-                images[outcome] = ax.imshow(mat, vmin=0, vmax=100, aspect="auto",
-                                            cmap="Greens" if outcome == "correct" else "Oranges")
+                images[outcome] = ax.imshow(
+                    mat, vmin=0, vmax=100, aspect="auto", cmap="Greens" if outcome == "correct" else "Oranges"
+                )
                 for i, p in enumerate(pos):
                     for j, q in enumerate(neg):
                         c = cells[(cells["positive_modality"] == p) & (cells["negative_modality"] == q)]
-                        txt = "n/a" if c.empty else (f"{c['rate'].iloc[0]:.0f}\n[{c['lo'].iloc[0]:.0f}–{c['hi'].iloc[0]:.0f}]"
-                                                      f"\nn={c['n'].iloc[0]}")
+                        txt = (
+                            "n/a"
+                            if c.empty
+                            else (
+                                f"{c['rate'].iloc[0]:.0f}\n[{c['lo'].iloc[0]:.0f}–{c['hi'].iloc[0]:.0f}]"
+                                f"\nn={c['n'].iloc[0]}"
+                            )
+                        )
                         dark = not np.isnan(mat[i, j]) and mat[i, j] > 60
                         ax.text(j, i, txt, ha="center", va="center", fontsize=7, color="white" if dark else "black")
                 ax.set_xticks(range(len(neg)), neg)
@@ -256,8 +314,15 @@ def draw_modality_matrix(df: pd.DataFrame, opts: CIOptions = CIOptions(),
                     ax.set_ylabel("positive modality")
         for ci, outcome in enumerate(MATRIX_OUTCOMES):
             if outcome in images:
-                fig.colorbar(images[outcome], ax=axes[-1, ci], location="bottom", shrink=0.8, aspect=25, pad=0.02,
-                             label=OUTCOME_LABELS[outcome])
+                fig.colorbar(
+                    images[outcome],
+                    ax=axes[-1, ci],
+                    location="bottom",
+                    shrink=0.8,
+                    aspect=25,
+                    pad=0.02,
+                    label=OUTCOME_LABELS[outcome],
+                )
     return drawn(fig, data)
 
 
@@ -274,8 +339,11 @@ def _strict_kinds(df: pd.DataFrame) -> list[str]:
 def strictness_numbers(df: pd.DataFrame, opts: CIOptions = CIOptions()) -> pd.DataFrame:
     """model (panel row), kind (panel column), outcome (line), strictness, rate, lo, hi, n."""
     d = strictness_rows(df)
-    levels = {"model": sorted(d["model"].unique()), "kind": _strict_kinds(df),
-              "outcome": [outcome for outcome, _ in STRICT_OUTCOMES]}
+    levels = {
+        "model": sorted(d["model"].unique()),
+        "kind": _strict_kinds(df),
+        "outcome": [outcome for outcome, _ in STRICT_OUTCOMES],
+    }
     return _rate_lines(d, "strictness", levels, opts)
 
 
@@ -296,9 +364,17 @@ def draw_strictness(df: pd.DataFrame, opts: CIOptions = CIOptions()) -> DrawnFig
                 for oi, (outcome, marker) in enumerate(STRICT_OUTCOMES):
                     s = data[(data["model"] == model) & (data["kind"] == kind) & (data["outcome"] == outcome)]
                     s = s.set_index("strictness").reindex(levels)
-                    ax.errorbar(x + dodge(oi, len(STRICT_OUTCOMES), 0.06), s["rate"].astype(float), yerr=_yerr(s),
-                                marker=marker, ms=4, capsize=2, elinewidth=0.8, color=OUTCOME_COLORS[outcome],
-                                label=OUTCOME_LABELS[outcome])
+                    ax.errorbar(
+                        x + dodge(oi, len(STRICT_OUTCOMES), 0.06),
+                        s["rate"].astype(float),
+                        yerr=_yerr(s),
+                        marker=marker,
+                        ms=4,
+                        capsize=2,
+                        elinewidth=0.8,
+                        color=OUTCOME_COLORS[outcome],
+                        label=OUTCOME_LABELS[outcome],
+                    )
                 ax.set_xticks(x, levels)
                 ax.set_ylim(0, 100)
                 ax.set_title(kind if mi == 0 else "")
@@ -310,18 +386,31 @@ def draw_strictness(df: pd.DataFrame, opts: CIOptions = CIOptions()) -> DrawnFig
     return drawn(fig, data)
 
 
-register_plot(PlotSpec("distractor_curve", "correct, deflection and hallucination (% of all responses) vs distractor count",
-                       _curve_applies, draw_distractor_curve))
-register_plot(PlotSpec("modality_matrix", "Positive x negative modality (realistic scenario), one row per distractor count",
-                       _matrix_applies, draw_modality_matrix))
+register_plot(
+    PlotSpec(
+        "distractor_curve",
+        "correct, deflection and hallucination (% of all responses) vs distractor count",
+        _curve_applies,
+        draw_distractor_curve,
+    )
+)
+register_plot(
+    PlotSpec(
+        "modality_matrix",
+        "Positive x negative modality (realistic scenario), one row per distractor count",
+        _matrix_applies,
+        draw_modality_matrix,
+    )
+)
 register_plot(PlotSpec("strictness", "Strictness trade-off", lambda df: bool(_strict_kinds(df)), draw_strictness))
 
 # the benchmark-family figures register themselves on import (after these, to keep report order)
 from mmrag.reports import plots_family  # noqa: E402,F401
 
 
-def make_plots(df: pd.DataFrame, out_dir: str | Path, opts: CIOptions = CIOptions(),
-               names: list[str] | None = None) -> dict[str, list[Path]]:
+def make_plots(
+    df: pd.DataFrame, out_dir: str | Path, opts: CIOptions = CIOptions(), names: list[str] | None = None
+) -> dict[str, list[Path]]:
     """Draw and save every applicable figure (or those ``names``); ``{name: [png, svg, csv]}`` — the
     CSV holds the numbers the figure draws (``DrawnFigure.data``)."""
     from mmrag.reports.render import write_csv

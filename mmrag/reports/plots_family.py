@@ -23,8 +23,12 @@ from mmrag.reports.family import humblebench_panel, knowhal_table
 from mmrag.reports.plotkit import STYLE, DrawnFigure, PlotSpec, color_of, drawn, failures, model_label, register_plot
 from mmrag.reports.tables import CIOptions
 
-HB_METRICS = (("correct", "correct % all"), ("nota_share", "NOTA chosen (share)"),
-              ("nota_hit_rate", "NOTA chosen when NOTA is gold"), ("non_nota_accuracy", "Accuracy, non-NOTA gold"))
+HB_METRICS = (
+    ("correct", "correct % all"),
+    ("nota_share", "NOTA chosen (share)"),
+    ("nota_hit_rate", "NOTA chosen when NOTA is gold"),
+    ("non_nota_accuracy", "Accuracy, non-NOTA gold"),
+)
 #: KnowHal's dimensions as :mod:`mmrag.metrics.knowhal` names them (Entity, Attribute, Relation, Knowledge)
 DIMENSION_ORDER = ("E", "A", "R", "K", "Entity", "Attribute", "Relation", "Knowledge")
 _STRESS_ORDER = ("common", "noise_image", "nota_only", "shuffle_options", "cautious_prompt", "forced_grounding_prompt")
@@ -46,8 +50,17 @@ def wrap_name(name: str, width: int = 12) -> str:
     return "\n".join(lines)
 
 
-def _bars(ax, table: pd.DataFrame, x_col: str, x_values: list[str], group_col: str, groups: list[str],
-          metric: str, colors: list[str], labels: list[str] | None = None) -> None:
+def _bars(
+    ax,
+    table: pd.DataFrame,
+    x_col: str,
+    x_values: list[str],
+    group_col: str,
+    groups: list[str],
+    metric: str,
+    colors: list[str],
+    labels: list[str] | None = None,
+) -> None:
     """Grouped bars of ``metric`` with ``metric_lo`` / ``metric_hi`` error bars."""
     width = 0.8 / max(1, len(groups))
     x = np.arange(len(x_values))
@@ -55,8 +68,16 @@ def _bars(ax, table: pd.DataFrame, x_col: str, x_values: list[str], group_col: s
         t = table[table[group_col] == grp].set_index(x_col).reindex(x_values)
         val = t[metric].to_numpy(dtype=float)
         err = np.vstack([val - t[f"{metric}_lo"].to_numpy(dtype=float), t[f"{metric}_hi"].to_numpy(dtype=float) - val])
-        ax.bar(x - 0.4 + width * (gi + 0.5), np.nan_to_num(val), width, yerr=np.nan_to_num(err), capsize=2,
-               color=colors[gi], label=(labels or groups)[gi], error_kw={"lw": 0.8})
+        ax.bar(
+            x - 0.4 + width * (gi + 0.5),
+            np.nan_to_num(val),
+            width,
+            yerr=np.nan_to_num(err),
+            capsize=2,
+            color=colors[gi],
+            label=(labels or groups)[gi],
+            error_kw={"lw": 0.8},
+        )
     ax.set_xticks(x, [wrap_name(v) for v in x_values])
 
 
@@ -67,8 +88,10 @@ def _hb_applies(df: pd.DataFrame) -> bool:
 
 def _long(t: pd.DataFrame, keys: list[str], metrics: list[str], name: str = "metric") -> pd.DataFrame:
     """One row per (keys, metric): the value drawn and its interval."""
-    return pd.concat([t[keys].assign(**{name: m, "rate": t[m], "lo": t[f"{m}_lo"], "hi": t[f"{m}_hi"]})
-                      for m in metrics], ignore_index=True)
+    return pd.concat(
+        [t[keys].assign(**{name: m, "rate": t[m], "lo": t[f"{m}_lo"], "hi": t[f"{m}_hi"]}) for m in metrics],
+        ignore_index=True,
+    )
 
 
 def draw_humblebench_stress(df: pd.DataFrame, opts: CIOptions = CIOptions()) -> DrawnFigure:
@@ -81,12 +104,22 @@ def draw_humblebench_stress(df: pd.DataFrame, opts: CIOptions = CIOptions()) -> 
     models = sorted(t["model"].unique())
     with rc_context(STYLE):
         widest = max((len(line) for s in stresses for line in wrap_name(s).split("\n")), default=8)
-        fig = Figure(figsize=(max(7.0, 2 * len(stresses) * max(0.85, 0.065 * widest + 0.1) + 1.0), 5.8),
-                     layout="constrained")
+        fig = Figure(
+            figsize=(max(7.0, 2 * len(stresses) * max(0.85, 0.065 * widest + 0.1) + 1.0), 5.8), layout="constrained"
+        )
         axes = fig.subplots(2, 2, sharex=True).ravel()
         for ax, (metric, title) in zip(axes, HB_METRICS):
-            _bars(ax, t, "stress", stresses, "model", models, metric, [color_of(i) for i in range(len(models))],
-                  ["\n".join(textwrap.wrap(m, 48)) for m in models])
+            _bars(
+                ax,
+                t,
+                "stress",
+                stresses,
+                "model",
+                models,
+                metric,
+                [color_of(i) for i in range(len(models))],
+                ["\n".join(textwrap.wrap(m, 48)) for m in models],
+            )
             ax.set_title(title)
             ax.set_ylim(0, 100)
             if metric in ("correct", "non_nota_accuracy"):
@@ -112,36 +145,60 @@ def draw_knowhal(df: pd.DataFrame, opts: CIOptions = CIOptions()) -> DrawnFigure
     models = sorted(t["model"].unique())
     present = [d for d in t["dimension"].unique() if d not in ("macro", "pooled")]
     dims = [d for d in DIMENSION_ORDER if d in present] + sorted(set(present) - set(DIMENSION_ORDER)) + ["pooled"]
-    long = pd.concat([
-        t.assign(polarity=p, acc=t[f"acc_{s}"], acc_lo=t[f"acc_{s}_lo"], acc_hi=t[f"acc_{s}_hi"])
-        for p, s in (("positive", "pos"), ("negative", "neg"))], ignore_index=True)
+    long = pd.concat(
+        [
+            t.assign(polarity=p, acc=t[f"acc_{s}"], acc_lo=t[f"acc_{s}_lo"], acc_hi=t[f"acc_{s}_hi"])
+            for p, s in (("positive", "pos"), ("negative", "neg"))
+        ],
+        ignore_index=True,
+    )
     with rc_context(STYLE):
         title_w = 0.075 * max((len(line) for m in models for line in model_label(m, failed, 48).split("\n")), default=0)
         fig = Figure(figsize=(max(4.5, 1.3 * len(dims), title_w + 2.0), 3.2 * len(models) + 0.5), layout="constrained")
         axes = np.atleast_1d(fig.subplots(len(models), 1, sharex=True, squeeze=False)[:, 0])
         for ax, model in zip(axes, models):
             lm = long[long["model"] == model]
-            _bars(ax, lm, "dimension", dims, "polarity", ["positive", "negative"], "acc", ["#0072B2", "#D55E00"],
-                  ["positive questions", "negative (false premise)"])
+            _bars(
+                ax,
+                lm,
+                "dimension",
+                dims,
+                "polarity",
+                ["positive", "negative"],
+                "acc",
+                ["#0072B2", "#D55E00"],
+                ["positive questions", "negative (false premise)"],
+            )
             tm = t[t["model"] == model].set_index("dimension")
             for i, dim in enumerate(dims):
                 hps = tm.loc[dim, "hps"]
                 top = np.nanmax([tm.loc[dim, "acc_pos_hi"], tm.loc[dim, "acc_neg_hi"], 0.0])
-                ax.text(i, min(top + 3, 104), "HPS n/a" if pd.isna(hps) else f"HPS {hps:.0f}",
-                        ha="center", va="bottom", fontsize=7)
+                ax.text(
+                    i,
+                    min(top + 3, 104),
+                    "HPS n/a" if pd.isna(hps) else f"HPS {hps:.0f}",
+                    ha="center",
+                    va="bottom",
+                    fontsize=7,
+                )
             ax.set_ylim(0, 115)
             ax.set_yticks(range(0, 101, 20))
             macro = tm.loc["macro"]
-            ax.set_title(f"KnowHal · {model_label(model, failed, 48)}\nmacro: overall {macro['overall']:.1f}, HPS "
-                         f"{'n/a' if pd.isna(macro['hps']) else format(macro['hps'], '.1f')}")
+            ax.set_title(
+                f"KnowHal · {model_label(model, failed, 48)}\nmacro: overall {macro['overall']:.1f}, HPS "
+                f"{'n/a' if pd.isna(macro['hps']) else format(macro['hps'], '.1f')}"
+            )
             ax.set_ylabel("accuracy % (95% CI)")
         handles, labels = axes[0].get_legend_handles_labels()
         fig.legend(handles, labels, loc="outside lower center", ncol=2, frameon=False)
     bars = long[long["dimension"].isin(dims)]
     data = bars[["model", "dimension", "polarity", "acc", "acc_lo", "acc_hi", "hps"]].rename(
-        columns={"acc": "rate", "acc_lo": "lo", "acc_hi": "hi"})
+        columns={"acc": "rate", "acc_lo": "lo", "acc_hi": "hi"}
+    )
     return drawn(fig, data)
 
 
 register_plot(PlotSpec("humblebench_stress", "HumbleBench stress settings", _hb_applies, draw_humblebench_stress))
-register_plot(PlotSpec("knowhal", "KnowHal per dimension and polarity (HPS above each group)", _kh_applies, draw_knowhal))
+register_plot(
+    PlotSpec("knowhal", "KnowHal per dimension and polarity (HPS above each group)", _kh_applies, draw_knowhal)
+)

@@ -46,15 +46,24 @@ def display_frame(df: pd.DataFrame) -> pd.DataFrame:
     """Strings for humans: ``X`` + ``X_lo`` + ``X_hi`` become one ``X`` cell; ``d_*`` are signed."""
     out: dict[str, list[str]] = {}
     cols = list(df.columns)
-    skip = {c for c in cols if (c.endswith("_lo") and c[:-3] + "_hi" in cols) or (c.endswith("_hi") and c[:-3] + "_lo" in cols)}
+    skip = {
+        c
+        for c in cols
+        if (c.endswith("_lo") and c[:-3] + "_hi" in cols) or (c.endswith("_hi") and c[:-3] + "_lo" in cols)
+    }
     for c in cols:
         if c in skip:
             continue
         signed = c.startswith("d_")
         if f"{c}_lo" in cols and f"{c}_hi" in cols:
-            out[c] = [DASH if _is_missing(v) else _num(v, signed) if _is_missing(lo) or _is_missing(hi)
-                      else f"{_num(v, signed)} [{_num(lo, signed)}, {_num(hi, signed)}]"
-                      for v, lo, hi in zip(df[c], df[f"{c}_lo"], df[f"{c}_hi"])]
+            out[c] = [
+                DASH
+                if _is_missing(v)
+                else _num(v, signed)
+                if _is_missing(lo) or _is_missing(hi)
+                else f"{_num(v, signed)} [{_num(lo, signed)}, {_num(hi, signed)}]"
+                for v, lo, hi in zip(df[c], df[f"{c}_lo"], df[f"{c}_hi"])
+            ]
         elif c.startswith("p_"):
             out[c] = [_p(v) for v in df[c]]
         elif pd.api.types.is_float_dtype(df[c]):
@@ -78,8 +87,10 @@ def to_markdown(df: pd.DataFrame) -> str:
     if d.empty:
         return "_(no rows)_\n"
     right = [_numeric(df[c]) for c in d.columns]
-    lines = ["| " + " | ".join(_md_cell(_HEADERS.get(str(c), str(c))) for c in d.columns) + " |",
-             "| " + " | ".join("---:" if r else "---" for r in right) + " |"]
+    lines = [
+        "| " + " | ".join(_md_cell(_HEADERS.get(str(c), str(c))) for c in d.columns) + " |",
+        "| " + " | ".join("---:" if r else "---" for r in right) + " |",
+    ]
     for _, row in d.iterrows():
         lines.append("| " + " | ".join(_md_cell(str(v)) for v in row) + " |")
     return "\n".join(lines) + "\n"
@@ -111,7 +122,7 @@ def short_labels(names, width: int = LABEL_WIDTH) -> dict[str, str]:
 def _head_label(n: str, others: list[str], width: int) -> str | None:
     for h in range(1, width):
         if n[h] not in _JOINTS and n[h - 1] not in _JOINTS:
-            continue   # whole tokens: "…=0.1…", never "…=0.…"
+            continue  # whole tokens: "…=0.1…", never "…=0.…"
         if not any(o.startswith(n[:h]) and len(o) > h for o in others):
             return n[:h] + "…"
     return None
@@ -119,11 +130,11 @@ def _head_label(n: str, others: list[str], width: int) -> str | None:
 
 def _head_tail_label(n: str, others: list[str], width: int) -> str | None:
     for tail in range(1, width - 1):
-        for longer in range(tail, width - 1):   # whole tokens where they fit: "…70B-Instruct"
+        for longer in range(tail, width - 1):  # whole tokens where they fit: "…70B-Instruct"
             if n[-longer - 1] in _JOINTS or n[-longer] in _JOINTS:
                 tail = longer
                 break
-        head, end = n[:width - 1 - tail], n[-tail:]
+        head, end = n[: width - 1 - tail], n[-tail:]
         # "H…T" is ambiguous when another name also starts with H and ends with T
         if not any(o.startswith(head) and o.endswith(end) for o in others):
             return f"{head}…{end}"
@@ -161,8 +172,13 @@ def to_rich(df: pd.DataFrame, title: str = ""):
         # the model column keeps its labels whole; every other one wraps (at spaces first) rather
         # than cutting its text to "corr…"
         is_model = c == "model"
-        t.add_column(_HEADERS.get(str(c), str(c)), justify="right" if _numeric(df[c]) else "left", overflow="fold",
-                     no_wrap=is_model, min_width=max(map(len, labels.values()), default=0) if is_model else None)
+        t.add_column(
+            _HEADERS.get(str(c), str(c)),
+            justify="right" if _numeric(df[c]) else "left",
+            overflow="fold",
+            no_wrap=is_model,
+            min_width=max(map(len, labels.values()), default=0) if is_model else None,
+        )
     for _, row in d.iterrows():
         t.add_row(*[str(v) for v in row])
     return with_legend(t, labels)

@@ -16,8 +16,8 @@ more than one run is renamed ``model (run)`` so that its runs are compared, not 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import pandas as pd
 
@@ -79,17 +79,42 @@ def _manifest_lines(run_dirs: Sequence[Path], df: pd.DataFrame) -> list[str]:
                 man = json.loads(mf.read_text(encoding="utf-8"))
             except (OSError, json.JSONDecodeError) as exc:
                 raise InputError(f"unreadable manifest ({exc})", path=mf) from None
-            details = [f"{k}={man[k]}" for k in _MANIFEST_KEYS if isinstance(man, dict) and man.get(k) not in (None, "")]
-        lines.append(f"| {d} | {len(sub)} | {', '.join(sorted(sub['model'].unique()))} | "
-                     f"{', '.join(sorted(sub['benchmark'].unique()))} | {'; '.join(details)} |")
+            details = [
+                f"{k}={man[k]}" for k in _MANIFEST_KEYS if isinstance(man, dict) and man.get(k) not in (None, "")
+            ]
+        lines.append(
+            f"| {d} | {len(sub)} | {', '.join(sorted(sub['model'].unique()))} | "
+            f"{', '.join(sorted(sub['benchmark'].unique()))} | {'; '.join(details)} |"
+        )
     return lines
 
 
 #: columns of a paired-difference table shown in Markdown (the CSV keeps all of them)
-PAIRED_MD_COLUMNS = ("benchmark", "model", "scenario_id", "a", "b", "changed", "n_pairs", "correct_a", "correct_b",
-                     "d_correct", "d_correct_lo", "d_correct_hi", "d_deflection", "d_deflection_lo", "d_deflection_hi",
-                     "d_hallucination", "d_hallucination_lo", "d_hallucination_hi", "b01", "b10", "p_mcnemar",
-                     "p_holm", "p_boot")
+PAIRED_MD_COLUMNS = (
+    "benchmark",
+    "model",
+    "scenario_id",
+    "a",
+    "b",
+    "changed",
+    "n_pairs",
+    "correct_a",
+    "correct_b",
+    "d_correct",
+    "d_correct_lo",
+    "d_correct_hi",
+    "d_deflection",
+    "d_deflection_lo",
+    "d_deflection_hi",
+    "d_hallucination",
+    "d_hallucination_lo",
+    "d_hallucination_hi",
+    "b01",
+    "b10",
+    "p_mcnemar",
+    "p_holm",
+    "p_boot",
+)
 
 
 def _paired_view(df: pd.DataFrame) -> pd.DataFrame:
@@ -104,8 +129,14 @@ def _write_table(df: pd.DataFrame, tables_dir: Path, name: str, written: list[Pa
     return md
 
 
-def report(run_dirs: str | Path | Sequence[str | Path], out_dir: str | Path | None = None, *,
-           opts: CIOptions = CIOptions(), browser: bool = True, console=None) -> list[Path]:
+def report(
+    run_dirs: str | Path | Sequence[str | Path],
+    out_dir: str | Path | None = None,
+    *,
+    opts: CIOptions = CIOptions(),
+    browser: bool = True,
+    console=None,
+) -> list[Path]:
     """Write the report of ``run_dirs`` into ``out_dir`` (default ``RUN_DIR/report`` for one run).
 
     Returns every file written.  ``console`` (a :class:`rich.console.Console`) also gets the main
@@ -127,11 +158,17 @@ def report(run_dirs: str | Path | Sequence[str | Path], out_dir: str | Path | No
     df = disambiguate_models(load(dirs))
     labels = dict(zip(df["scenario_id"], df["scenario"]))
     written: list[Path] = []
-    md = ["# mmrag report", "", *_manifest_lines(dirs, df), "",
-          f"Rates are percentages of samples with {opts.level:.0%} bootstrap confidence intervals clustered by "
-          f"question ({opts.n_boot} resamples, seed {opts.seed}); differences are B − A in percentage points "
-          "with a paired clustered bootstrap interval and McNemar's exact test on correctness "
-          "(p_holm: Holm-adjusted within the table). See docs/reports.md.", ""]
+    md = [
+        "# mmrag report",
+        "",
+        *_manifest_lines(dirs, df),
+        "",
+        f"Rates are percentages of samples with {opts.level:.0%} bootstrap confidence intervals clustered by "
+        f"question ({opts.n_boot} resamples, seed {opts.seed}); differences are B − A in percentage points "
+        "with a paired clustered bootstrap interval and McNemar's exact test on correctness "
+        "(p_holm: Holm-adjusted within the table). See docs/reports.md.",
+        "",
+    ]
     if df.empty:
         md += ["_The run has no records yet._", ""]
     else:
@@ -141,8 +178,10 @@ def report(run_dirs: str | Path | Sequence[str | Path], out_dir: str | Path | No
             md += [f"### {spec.title}", "", text, f"[CSV](tables/{name}.csv)", ""]
             if console is not None and name == "scenario":
                 console.print(to_rich(_with_labels(table, labels), spec.title))
-        for name, title, table in (("humblebench_stress", "HumbleBench stress settings", humblebench_panel(df, opts)),
-                                   ("knowhal", "KnowHal per dimension (HPS)", knowhal_table(df, opts))):
+        for name, title, table in (
+            ("humblebench_stress", "HumbleBench stress settings", humblebench_panel(df, opts)),
+            ("knowhal", "KnowHal per dimension (HPS)", knowhal_table(df, opts)),
+        ):
             if table.empty:
                 continue
             text = _write_table(table, out / "tables", name, written, labels)
@@ -153,25 +192,46 @@ def report(run_dirs: str | Path | Sequence[str | Path], out_dir: str | Path | No
 
         md += corrected_section(dirs, df, opts, out / "tables", written)
         md += ["## Paired differences", ""]
-        for name, title, table in (("paired_models", "Models (B − A, same samples and scenario)", model_differences(df, opts=opts)),
-                                   ("paired_scenarios", "Scenarios differing in one knob (B − A, same samples and model)",
-                                    scenario_differences(df, opts=opts))):
+        for name, title, table in (
+            ("paired_models", "Models (B − A, same samples and scenario)", model_differences(df, opts=opts)),
+            (
+                "paired_scenarios",
+                "Scenarios differing in one knob (B − A, same samples and model)",
+                scenario_differences(df, opts=opts),
+            ),
+        ):
             if table.empty:
                 md += [f"### {title}", "", "_no comparable pairs in these runs_", ""]
                 continue
             _write_table(table, out / "tables", name, written, labels)
             top = table.sort_values(["p_mcnemar", "d_correct"], na_position="last").head(INLINE_PAIRED_ROWS)
-            more = f" (the {len(top)} smallest p-values of {len(table)} rows; all in " \
-                   f"[MD](tables/{name}.md) / [CSV](tables/{name}.csv))" if len(table) > len(top) else \
-                f" ([CSV](tables/{name}.csv))"
-            md += [f"### {title}", "", f"Comparisons{more}.", "", to_markdown(_with_labels(_paired_view(top), labels)), ""]
+            more = (
+                f" (the {len(top)} smallest p-values of {len(table)} rows; all in "
+                f"[MD](tables/{name}.md) / [CSV](tables/{name}.csv))"
+                if len(table) > len(top)
+                else f" ([CSV](tables/{name}.csv))"
+            )
+            md += [
+                f"### {title}",
+                "",
+                f"Comparisons{more}.",
+                "",
+                to_markdown(_with_labels(_paired_view(top), labels)),
+                "",
+            ]
         figures = make_plots(df, out / "figures", opts)
         if figures:
             md += ["## Figures", ""]
         for name, paths in figures.items():
             written += paths
-            md += [f"### {PLOTS[name].title}", "", f"![{PLOTS[name].title}](figures/{name}.png)", "",
-                   f"[SVG](figures/{name}.svg) · [the numbers drawn (CSV)](figures/{name}.csv)", ""]
+            md += [
+                f"### {PLOTS[name].title}",
+                "",
+                f"![{PLOTS[name].title}](figures/{name}.png)",
+                "",
+                f"[SVG](figures/{name}.svg) · [the numbers drawn (CSV)](figures/{name}.csv)",
+                "",
+            ]
     if browser:
         md += ["## Sample browser", ""]
         names = [d.name for d in dirs]
@@ -179,7 +239,9 @@ def report(run_dirs: str | Path | Sequence[str | Path], out_dir: str | Path | No
             stem = d.name if names.count(d.name) == 1 else f"{i + 1}-{d.name}"
             target = out / ("browser.html" if len(dirs) == 1 else f"browser-{stem}.html")
             written.append(write_browser(d, out=target))
-            md.append(f"- [{d.name}]({target.name}): every sample with its images, contexts, prompt, response and verdict")
+            md.append(
+                f"- [{d.name}]({target.name}): every sample with its images, contexts, prompt, response and verdict"
+            )
         md.append("")
     atomic_write_text(out / "report.md", "\n".join(md))
     written.append(out / "report.md")

@@ -19,17 +19,17 @@ table.  New tables register in :data:`TABLES`; nothing dispatches on table names
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 import pandas as pd
 
 from mmrag.benchmarks.family import HUMBLEBENCH, KNOWHAL
 from mmrag.errors import InputError
-from mmrag.schema import OUTCOMES
 from mmrag.scenarios.kinds import kind_order, kinds_where
 from mmrag.scenarios.spec import MODALITIES, STRESS_ORDER, STRICTNESS_LEVELS
+from mmrag.schema import OUTCOMES
 
 #: Grouping columns shown first in every table, when present.
 _DISPLAY_ORDER = ("benchmark", "model")
@@ -76,8 +76,9 @@ def rate_ci(values: np.ndarray, clusters: np.ndarray, opts: CIOptions) -> tuple[
     return 100.0 * float(v.mean()), 100.0 * float(lo), 100.0 * float(hi)
 
 
-def rate_table(df: pd.DataFrame, by: list[str], *, outcomes: tuple[str, ...] = OUTCOMES,
-               opts: CIOptions = CIOptions()) -> pd.DataFrame:
+def rate_table(
+    df: pd.DataFrame, by: list[str], *, outcomes: tuple[str, ...] = OUTCOMES, opts: CIOptions = CIOptions()
+) -> pd.DataFrame:
     """One row per group of ``by``: ``n``, ``n_questions`` and, per outcome, ``rate``, ``_lo``, ``_hi``.
 
     Groups with a missing key (a knob that does not apply, e.g. the negative modality of an oracle
@@ -172,26 +173,54 @@ def _strictness(df: pd.DataFrame) -> pd.Series:
 
 
 for _spec in (
-    TableSpec("scenario", "Outcome rates per scenario", ("benchmark", "model", "kind", "scenario", "scenario_id"), _all),
-    TableSpec("modality", "Positive x negative modality cells (retrieval scenarios)",
-              ("benchmark", "model", "kind", "strictness", "positive_modality", "negative_modality"), _retrieval,
-              varies="negative_modality"),
-    TableSpec("distractors", "Distractor count (retrieval scenarios)",
-              ("benchmark", "model", "kind", "strictness", "n_distractors"), _retrieval, varies="n_distractors"),
-    TableSpec("strictness", "Prompt strictness (scenario cells run at several levels)",
-              ("benchmark", "model", "kind", "strictness"), _strictness, varies="strictness"),
-    TableSpec("source", "Source dataset", ("benchmark", "model", "kind", "strictness", "source"), _all,
-              varies="source"),
-    TableSpec("humblebench_type", "HumbleBench question type per stress setting",
-              ("benchmark", "model", "stress", "type"), lambda d: d["benchmark_kind"] == HUMBLEBENCH.id, varies="type"),
-    TableSpec("knowhal_dimension", "KnowHal dimension and polarity", ("benchmark", "model", "dimension", "polarity"),
-              lambda d: d["benchmark_kind"] == KNOWHAL.id, varies="dimension"),
+    TableSpec(
+        "scenario", "Outcome rates per scenario", ("benchmark", "model", "kind", "scenario", "scenario_id"), _all
+    ),
+    TableSpec(
+        "modality",
+        "Positive x negative modality cells (retrieval scenarios)",
+        ("benchmark", "model", "kind", "strictness", "positive_modality", "negative_modality"),
+        _retrieval,
+        varies="negative_modality",
+    ),
+    TableSpec(
+        "distractors",
+        "Distractor count (retrieval scenarios)",
+        ("benchmark", "model", "kind", "strictness", "n_distractors"),
+        _retrieval,
+        varies="n_distractors",
+    ),
+    TableSpec(
+        "strictness",
+        "Prompt strictness (scenario cells run at several levels)",
+        ("benchmark", "model", "kind", "strictness"),
+        _strictness,
+        varies="strictness",
+    ),
+    TableSpec(
+        "source", "Source dataset", ("benchmark", "model", "kind", "strictness", "source"), _all, varies="source"
+    ),
+    TableSpec(
+        "humblebench_type",
+        "HumbleBench question type per stress setting",
+        ("benchmark", "model", "stress", "type"),
+        lambda d: d["benchmark_kind"] == HUMBLEBENCH.id,
+        varies="type",
+    ),
+    TableSpec(
+        "knowhal_dimension",
+        "KnowHal dimension and polarity",
+        ("benchmark", "model", "dimension", "polarity"),
+        lambda d: d["benchmark_kind"] == KNOWHAL.id,
+        varies="dimension",
+    ),
 ):
     register_table(_spec)
 
 
-def build_tables(df: pd.DataFrame, names: list[str] | None = None,
-                 opts: CIOptions = CIOptions()) -> dict[str, tuple[TableSpec, pd.DataFrame]]:
+def build_tables(
+    df: pd.DataFrame, names: list[str] | None = None, opts: CIOptions = CIOptions()
+) -> dict[str, tuple[TableSpec, pd.DataFrame]]:
     """Every applicable table (or the ``names`` asked for, applicable or not) as ``{name: (spec, frame)}``."""
     out: dict[str, tuple[TableSpec, pd.DataFrame]] = {}
     for name in names if names is not None else list(TABLES):

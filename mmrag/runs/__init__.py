@@ -13,5 +13,16 @@ from mmrag.runs.manifest import RunManifest
 from mmrag.runs.records import RunRecord
 from mmrag.runs.store import ResultStore, RunStore
 
-__all__ = ["RunConfig", "RunManifest", "RunRecord", "RunResult", "ResultStore", "RunStore", "dataset", "execute",
-           "load", "load_run_config", "read_records"]
+__all__ = [
+    "RunConfig",
+    "RunManifest",
+    "RunRecord",
+    "RunResult",
+    "ResultStore",
+    "RunStore",
+    "dataset",
+    "execute",
+    "load",
+    "load_run_config",
+    "read_records",
+]

@@ -26,14 +26,48 @@ import pyarrow.compute as pc
 
 from mmrag.runs.records import RunRecord
 from mmrag.runs.segments import live_segments, read_table
-from mmrag.runs.store import (JUDGE_FAILED, OBJECT_SCHEMA, OBJECTS, RECORD_SCHEMA, RECORDS, ROW_FACETS,
-                              SAMPLE_FACETS, SCENARIO_FACETS, VERDICT_FIELDS, VERDICT_SCHEMA, VERDICTS)
+from mmrag.runs.store import (
+    JUDGE_FAILED,
+    OBJECT_SCHEMA,
+    OBJECTS,
+    RECORD_SCHEMA,
+    RECORDS,
+    ROW_FACETS,
+    SAMPLE_FACETS,
+    SCENARIO_FACETS,
+    VERDICT_FIELDS,
+    VERDICT_SCHEMA,
+    VERDICTS,
+)
 from mmrag.schema import OUTCOMES, Prompt, Response, Sample, Usage, Verdict
 
-_FRAME_RECORD_COLS = ["key", "ord", "attempt", "benchmark", "benchmark_kind", "scenario_id", "model",
-                      "model_fingerprint", "sample_ref", "scenario_ref", *ROW_FACETS, "response", "error", "latency_s",
-                      "cached", "prompt_tokens", "completion_tokens", "outcome", "extracted", "judge_id", "reason",
-                      "score", "label_is_nota", "chose_nota", "status"]
+_FRAME_RECORD_COLS = [
+    "key",
+    "ord",
+    "attempt",
+    "benchmark",
+    "benchmark_kind",
+    "scenario_id",
+    "model",
+    "model_fingerprint",
+    "sample_ref",
+    "scenario_ref",
+    *ROW_FACETS,
+    "response",
+    "error",
+    "latency_s",
+    "cached",
+    "prompt_tokens",
+    "completion_tokens",
+    "outcome",
+    "extracted",
+    "judge_id",
+    "reason",
+    "score",
+    "label_is_nota",
+    "chose_nota",
+    "status",
+]
 _VERDICT_OVERRIDE = ["outcome", "extracted", "judge_id", "reason", "score", "label_is_nota", "chose_nota"]
 
 
@@ -97,7 +131,7 @@ def frame(run_dir: str | Path, run: str = "") -> pd.DataFrame:
     recs = _attach(recs, objs, "scenario", "scenario_ref", SCENARIO_FACETS)
     vt = _latest_verdicts(run_dir, _VERDICT_OVERRIDE)
     hit = None
-    if vt is not None:   # ``mmrag score`` generations override the run-time verdict
+    if vt is not None:  # ``mmrag score`` generations override the run-time verdict
         idx = pc.index_in(recs.column("key"), value_set=vt.column("key"))
         hit = pc.is_valid(idx)
         for c in _VERDICT_OVERRIDE:
@@ -122,7 +156,7 @@ def frame(run_dir: str | Path, run: str = "") -> pd.DataFrame:
         out[col] = out[col].astype("int64")
     out["score"] = out["score"].astype(float)
     out["latency_s"] = out["latency_s"].astype(float)
-    for col in out.columns:   # as pandas infers from rows: a column with no value at all is object/None
+    for col in out.columns:  # as pandas infers from rows: a column with no value at all is object/None
         if out[col].dtype != object and out[col].dtype.kind not in "biufc" and out[col].isna().all():
             out[col] = pd.Series([None] * len(out), dtype=object)
     return out
@@ -130,7 +164,7 @@ def frame(run_dir: str | Path, run: str = "") -> pd.DataFrame:
 
 def _objects(run_dir: Path) -> dict[str, str]:
     t = read_table(run_dir / OBJECTS, ["ref", "json"], OBJECT_SCHEMA)
-    return dict(zip(t.column("ref").to_pylist(), t.column("json").to_pylist()))   # a ref seen twice: same JSON
+    return dict(zip(t.column("ref").to_pylist(), t.column("json").to_pylist()))  # a ref seen twice: same JSON
 
 
 def records(run_dir: str | Path) -> list[RunRecord]:
@@ -146,29 +180,59 @@ def records(run_dir: str | Path) -> list[RunRecord]:
         got = parsed.get((ref, kind))
         if got is None:
             data = json.loads(objs[ref])
-            got = Sample.model_validate(data) if kind == "sample" else (
-                Prompt.model_validate(data) if kind == "prompt" else data)
+            got = (
+                Sample.model_validate(data)
+                if kind == "sample"
+                else (Prompt.model_validate(data) if kind == "prompt" else data)
+            )
             parsed[(ref, kind)] = got
         return got
 
     out = []
     for row in t.to_pylist():
         v = override.get(row["key"], row)
-        verdict = Verdict(outcome=v["outcome"], extracted=v["extracted"], judge_id=v["judge_id"] or "",
-                          reason=v["reason"] or "", score=v["verdict_score"],
-                          details=json.loads(v["details"]) if v["details"] else {})
+        verdict = Verdict(
+            outcome=v["outcome"],
+            extracted=v["extracted"],
+            judge_id=v["judge_id"] or "",
+            reason=v["reason"] or "",
+            score=v["verdict_score"],
+            details=json.loads(v["details"]) if v["details"] else {},
+        )
         prompt = obj(row["prompt_ref"], "prompt")
-        resp = Response(prompt_id=prompt.id, text=row["response"] or "", model=row["response_model"] or "",
-                        usage=Usage(prompt_tokens=row["prompt_tokens"] or 0,
-                                    completion_tokens=row["completion_tokens"] or 0, cost_usd=row["cost_usd"] or 0.0),
-                        latency_s=row["latency_s"] or 0.0, error=row["error"], error_detail=row["error_detail"] or "",
-                        finish_reason=row["finish_reason"], cached=bool(row["cached"]))
+        resp = Response(
+            prompt_id=prompt.id,
+            text=row["response"] or "",
+            model=row["response_model"] or "",
+            usage=Usage(
+                prompt_tokens=row["prompt_tokens"] or 0,
+                completion_tokens=row["completion_tokens"] or 0,
+                cost_usd=row["cost_usd"] or 0.0,
+            ),
+            latency_s=row["latency_s"] or 0.0,
+            error=row["error"],
+            error_detail=row["error_detail"] or "",
+            finish_reason=row["finish_reason"],
+            cached=bool(row["cached"]),
+        )
         timings = {k: row[k] for k in ("compose_s", "generate_s") if row[k] is not None}
-        out.append(RunRecord(key=row["key"], benchmark=row["benchmark"], benchmark_kind=row["benchmark_kind"],
-                             scenario_id=row["scenario_id"], scenario=obj(row["scenario_ref"], "scenario"),
-                             model=row["model"], model_fingerprint=row["model_fingerprint"],
-                             sample=obj(row["sample_ref"], "sample"), prompt=prompt, response=resp, verdict=verdict,
-                             mining=json.loads(row["mining"]) if row["mining"] else {}, timings=timings))
+        out.append(
+            RunRecord(
+                key=row["key"],
+                benchmark=row["benchmark"],
+                benchmark_kind=row["benchmark_kind"],
+                scenario_id=row["scenario_id"],
+                scenario=obj(row["scenario_ref"], "scenario"),
+                model=row["model"],
+                model_fingerprint=row["model_fingerprint"],
+                sample=obj(row["sample_ref"], "sample"),
+                prompt=prompt,
+                response=resp,
+                verdict=verdict,
+                mining=json.loads(row["mining"]) if row["mining"] else {},
+                timings=timings,
+            )
+        )
     return out
 
 

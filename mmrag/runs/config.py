@@ -57,7 +57,7 @@ class RunConfig(_Cfg):
     models: list[ModelSpec] = Field(min_length=1)
     judge: JudgeConfig = Field(default_factory=JudgeConfig)
     settings: GenerationSettings | None = None
-    limit: int | None = Field(default=None, ge=1, strict=True)   # strict: `limit: true` is not 1
+    limit: int | None = Field(default=None, ge=1, strict=True)  # strict: `limit: true` is not 1
     #: prompts per model call for backends that compute a batch in one pass (local models); remote
     #: backends take one prompt per call and keep ``max_concurrency`` of them in flight
     batch_size: int = Field(default=32, ge=1, strict=True)
@@ -84,10 +84,11 @@ class RunConfig(_Cfg):
             canon = canonical_fields(raw)
             for name, v in raw.items():
                 if name != "stress" and name in canon and canon[name] != v:
-                    raise ValueError(f"scenario {i} ({raw.get('kind', 'oracle')}) ignores '{name}' (set to {v!r}); "
-                                     f"remove it or choose a kind that uses it")
+                    raise ValueError(
+                        f"scenario {i} ({raw.get('kind', 'oracle')}) ignores '{name}' (set to {v!r}); "
+                        f"remove it or choose a kind that uses it"
+                    )
         return value
-
 
     @field_validator("benchmarks", "models", mode="after")
     @classmethod
@@ -101,8 +102,10 @@ class RunConfig(_Cfg):
         for i, item in enumerate(value):
             name = item.name if what == "benchmark" else item.label
             if name in seen:
-                raise ValueError(f"{what} '{name}' is named twice (entries {seen[name]} and {i}); name each "
-                                 f"{what} once (its records would be counted twice)")
+                raise ValueError(
+                    f"{what} '{name}' is named twice (entries {seen[name]} and {i}); name each "
+                    f"{what} once (its records would be counted twice)"
+                )
             seen[name] = i
         return value
 

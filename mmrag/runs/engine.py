@@ -33,8 +33,8 @@ from mmrag.runs.config import EXECUTION_KNOBS, RunConfig
 from mmrag.runs.frame import read_records
 from mmrag.runs.manifest import RunManifest
 from mmrag.runs.pipeline import Lane, Pipeline, Stats, plan_cells
-from mmrag.runs.preflight import check_config
 from mmrag.runs.plan import BenchmarkPlan, prepare_benchmarks
+from mmrag.runs.preflight import check_config
 from mmrag.runs.store import RunLock, RunStore, stored_responses, write_format_marker
 from mmrag.runs.summary import write_summary
 from mmrag.runs.wiring import make_judge, make_model
@@ -66,7 +66,7 @@ def _check_resume(run_dir: Path, config: RunConfig) -> None:
         old = json.loads(path.read_text(encoding="utf-8"))["config"]
     except (ValueError, KeyError):
         raise InputError("manifest is unreadable; use a new --out directory", path=path) from None
-    new = redact(config.model_dump(mode="json"))   # the manifest holds the redacted config
+    new = redact(config.model_dump(mode="json"))  # the manifest holds the redacted config
     for cfg in (old, new):
         for k in EXECUTION_KNOBS:
             cfg.pop(k, None)
@@ -75,13 +75,28 @@ def _check_resume(run_dir: Path, config: RunConfig) -> None:
                 m.pop("max_concurrency", None)
     if old != new:
         changed = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
-        raise InputError(f"this directory holds a run with a different config (differs in: {', '.join(changed)}); "
-                         "use a new --out directory or `mmrag run --resume DIR`", path=path)
+        raise InputError(
+            f"this directory holds a run with a different config (differs in: {', '.join(changed)}); "
+            "use a new --out directory or `mmrag run --resume DIR`",
+            path=path,
+        )
 
 
 #: what a run directory holds (a run killed during set-up may have left only some of these)
-RUN_ENTRIES = frozenset({"manifest.json", "FORMAT", "lock", "records", "objects", "verdicts", "summary.json",
-                         "summary.md", "samples.jsonl", ".write-probe"})
+RUN_ENTRIES = frozenset(
+    {
+        "manifest.json",
+        "FORMAT",
+        "lock",
+        "records",
+        "objects",
+        "verdicts",
+        "summary.json",
+        "summary.md",
+        "samples.jsonl",
+        ".write-probe",
+    }
+)
 
 
 def _check_not_foreign(run_dir: Path) -> None:
@@ -89,12 +104,16 @@ def _check_not_foreign(run_dir: Path) -> None:
     later clean-up of the run would take them along)."""
     if not run_dir.is_dir() or (run_dir / "manifest.json").exists():
         return
-    foreign = sorted(p.name for p in run_dir.iterdir()
-                     if p.name not in RUN_ENTRIES and not (p.name.startswith(".") and p.name.endswith(".tmp")))
+    foreign = sorted(
+        p.name
+        for p in run_dir.iterdir()
+        if p.name not in RUN_ENTRIES and not (p.name.startswith(".") and p.name.endswith(".tmp"))
+    )
     if foreign:
         shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
-        raise InputError(f"this folder is not empty and holds no run ({shown}); give --out a new or empty "
-                         "folder", path=run_dir)
+        raise InputError(
+            f"this folder is not empty and holds no run ({shown}); give --out a new or empty folder", path=run_dir
+        )
 
 
 def _ensure_writable(run_dir: Path) -> None:
@@ -112,9 +131,11 @@ def _check_format(run_dir: Path) -> None:
     from mmrag.runs.store import is_columnar
 
     if (run_dir / "samples.jsonl").exists() and not is_columnar(run_dir):
-        raise InputError("this run directory uses the old samples.jsonl format, which this version reads but no "
-                         "longer appends to; convert it first: python -m mmrag.runs.legacy " + str(run_dir),
-                         path=run_dir)
+        raise InputError(
+            "this run directory uses the old samples.jsonl format, which this version reads but no "
+            "longer appends to; convert it first: python -m mmrag.runs.legacy " + str(run_dir),
+            path=run_dir,
+        )
 
 
 def _lanes(models: list, config: RunConfig, settings: GenerationSettings) -> list[Lane]:
@@ -125,8 +146,11 @@ def _lanes(models: list, config: RunConfig, settings: GenerationSettings) -> lis
         per_call = int(getattr(vlm, "prompts_per_call", 0) or config.batch_size)
         window = int(mspec.max_concurrency or getattr(vlm, "max_concurrency", 0) or per_call)
         eff = mspec.settings if mspec.settings != GenerationSettings() else settings
-        lanes.append(Lane(label=mspec.label, vlm=vlm, settings=eff, window=max(1, window),
-                          per_call=max(1, min(per_call, window))))
+        lanes.append(
+            Lane(
+                label=mspec.label, vlm=vlm, settings=eff, window=max(1, window), per_call=max(1, min(per_call, window))
+            )
+        )
     return lanes
 
 
@@ -134,14 +158,20 @@ async def _serve(pipe: Pipeline, lanes: list[Lane]) -> Stats:
     try:
         return await pipe.run()
     finally:
-        for lane in lanes:   # a backend holding connections may close them on this loop
+        for lane in lanes:  # a backend holding connections may close them on this loop
             close = getattr(lane.vlm, "aclose", None)
             if close is not None:
                 await close()
 
 
-def execute(config: RunConfig, run_dir: str | Path, *, argv: list[str] | None = None,
-            progress: Any = None, retry_failed: bool = False) -> RunResult:
+def execute(
+    config: RunConfig,
+    run_dir: str | Path,
+    *,
+    argv: list[str] | None = None,
+    progress: Any = None,
+    retry_failed: bool = False,
+) -> RunResult:
     """Run (or resume) ``config`` into ``run_dir``.  Safe to call again on the same directory.
 
     Cells already finished are skipped; cells whose last attempt failed are sent again when
@@ -153,25 +183,26 @@ def execute(config: RunConfig, run_dir: str | Path, *, argv: list[str] | None = 
     _check_format(run_dir)
     _check_not_foreign(run_dir)
     _check_resume(run_dir, config)
-    check_config(config)   # model options, plug-in names: errors before any index is built
+    check_config(config)  # model options, plug-in names: errors before any index is built
     # a directory another process is writing is refused before any slow set-up
     held = [RunLock(run_dir).acquire()] if run_dir.is_dir() else []
     try:
         return _execute(config, run_dir, held, argv, progress, retry_failed)
     finally:
-        for lock in held:   # held to the end: summary and manifest are written under the lock too
+        for lock in held:  # held to the end: summary and manifest are written under the lock too
             lock.release()
 
 
-def _execute(config: RunConfig, run_dir: Path, held: list[RunLock], argv: list[str] | None, progress: Any,
-             retry_failed: bool) -> RunResult:
+def _execute(
+    config: RunConfig, run_dir: Path, held: list[RunLock], argv: list[str] | None, progress: Any, retry_failed: bool
+) -> RunResult:
     # Everything that can fail on bad input happens before a new run directory is created.
     plans = prepare_benchmarks(config, progress=progress)
     models = [(mspec, make_model(mspec, config)) for mspec in config.models]
     judges = {p.kind: make_judge(p.kind, config) for p in plans}
-    check_plan_inputs(plans, [vlm for _, vlm in models])   # a backend refusing an input fails here, not mid-run
+    check_plan_inputs(plans, [vlm for _, vlm in models])  # a backend refusing an input fails here, not mid-run
     _ensure_writable(run_dir)
-    if not held:   # a new directory: locked as soon as it exists
+    if not held:  # a new directory: locked as soon as it exists
         held.append(RunLock(run_dir).acquire())
     store = RunStore(run_dir, lock=held[0])
     try:
@@ -189,16 +220,28 @@ def _execute(config: RunConfig, run_dir: Path, held: list[RunLock], argv: list[s
         cells, not_applicable, skipped, total = plan_cells(plans, lanes, store, retry_failed)
         rejudge = stored_responses(run_dir, store.judge_failed) if retry_failed else {}
         n_todo = sum(len(need) for _, todo in cells for _, _, need in todo)
-        task = progress.add_task(f"{n_todo} cells ({len(lanes)} model{'s' if len(lanes) != 1 else ''})",
-                                 total=n_todo) if progress is not None and n_todo else None
-        pipe = Pipeline(cells, lanes, judges, store, flush_every=config.flush_every,
-                        flush_seconds=config.flush_seconds, max_failed=config.max_failures * max(total, 1),
-                        progress=progress, task=task, judge_in_thread=config.judge.model is not None,
-                        rejudge=rejudge)
+        task = (
+            progress.add_task(f"{n_todo} cells ({len(lanes)} model{'s' if len(lanes) != 1 else ''})", total=n_todo)
+            if progress is not None and n_todo
+            else None
+        )
+        pipe = Pipeline(
+            cells,
+            lanes,
+            judges,
+            store,
+            flush_every=config.flush_every,
+            flush_seconds=config.flush_seconds,
+            max_failed=config.max_failures * max(total, 1),
+            progress=progress,
+            task=task,
+            judge_in_thread=config.judge.model is not None,
+            rejudge=rejudge,
+        )
         try:
             stats = run_sync(lambda: _serve(pipe, lanes))
         except Exception:
-            manifest.mark_failed(run_dir)   # a full disk, a failing judge: never left "running"
+            manifest.mark_failed(run_dir)  # a full disk, a failing judge: never left "running"
             raise
         for k, v in stats.not_applicable.items():
             not_applicable[k] = not_applicable.get(k, 0) + v
@@ -213,24 +256,38 @@ def _execute(config: RunConfig, run_dir: Path, held: list[RunLock], argv: list[s
                 manifest.mark_failed(run_dir)
             raise
     records = read_records(run_dir)
-    summary = write_summary(run_dir, records, extra={"not_applicable": not_applicable,
-                                                     "windows": {l.label: l.window for l in lanes}})
+    summary = write_summary(
+        run_dir, records, extra={"not_applicable": not_applicable, "windows": {l.label: l.window for l in lanes}}
+    )
     for r in records:
         manifest.templates.update(_template_of(r.prompt))
     failure = stats.aborted
     if failure is None and failed_now > config.max_failures * max(total, 1):
-        failure = (f"{failed_now} of {total} cells failed (more than the error budget of "
-                   f"{100 * config.max_failures:g} %); `mmrag run --resume {run_dir}` retries them")
+        failure = (
+            f"{failed_now} of {total} cells failed (more than the error budget of "
+            f"{100 * config.max_failures:g} %); `mmrag run --resume {run_dir}` retries them"
+        )
     manifest.status = "failed" if failure else ("complete" if not failed_now else "complete_with_failures")
-    manifest.counts = {"records": len(records), "new": stats.new, "model_calls": stats.model_calls,
-                       "failed": failed_now, "judge_failed": len(store.judge_failed),
-                       "not_applicable": sum(not_applicable.values())}
+    manifest.counts = {
+        "records": len(records),
+        "new": stats.new,
+        "model_calls": stats.model_calls,
+        "failed": failed_now,
+        "judge_failed": len(store.judge_failed),
+        "not_applicable": sum(not_applicable.values()),
+    }
     manifest.stages = {k: round(v, 4) for k, v in {**stats.stages, "wall_s": stats.wall_s}.items()}
     manifest.write(run_dir)
-    return RunResult(run_dir=run_dir, summary=summary, new_records=stats.new, model_calls=stats.model_calls,
-                     skipped=skipped, failed=failed_now,
-                     errors={**summary.get("errors", {}),
-                             **{f"judge_{k}": v for k, v in summary.get("judge_errors", {}).items()}}, failure=failure)
+    return RunResult(
+        run_dir=run_dir,
+        summary=summary,
+        new_records=stats.new,
+        model_calls=stats.model_calls,
+        skipped=skipped,
+        failed=failed_now,
+        errors={**summary.get("errors", {}), **{f"judge_{k}": v for k, v in summary.get("judge_errors", {}).items()}},
+        failure=failure,
+    )
 
 
 def _template_of(prompt) -> list[tuple[str, str]]:

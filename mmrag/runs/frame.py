@@ -24,16 +24,17 @@ from __future__ import annotations
 
 import logging
 import warnings
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import pandas as pd
 
 from mmrag.errors import InputError
 from mmrag.metrics.knowhal import graded_accuracy
 from mmrag.runs.records import RunRecord
-from mmrag.schema import OUTCOMES, Verdict, is_nota_text
 from mmrag.scenarios.kinds import STRESS_JOINER, scenario_label
+from mmrag.schema import OUTCOMES, Verdict, is_nota_text
 from mmrag.util import iter_jsonl, parse_record
 
 log = logging.getLogger(__name__)
@@ -52,14 +53,53 @@ def _has_negatives(kind_id: Any) -> bool:
     k = _kind(kind_id)
     return bool(k and k.uses_negatives)
 
+
 #: Column order of the frame (extra metadata never adds columns silently).
 COLUMNS: tuple[str, ...] = (
-    "run", "key", "benchmark", "benchmark_kind", "scenario_id", "scenario", "kind", "n_distractors",
-    "positive_modality", "negative_modality", "strictness", "stress", "model", "model_fingerprint",
-    "sample_id", "question_id", "question", "source", "type", "dimension", "domain", "polarity",
-    "pair_id", "outcome", *OUTCOMES, "score", "extracted", "label", "nota_letter", "label_is_nota", "chose_nota",
-    "response", "error", "latency_s", "cached", "prompt_tokens", "completion_tokens",
-    "n_contexts", "n_gold", "n_negative", "prompt_id", "template_id", "judge_id", "reason",
+    "run",
+    "key",
+    "benchmark",
+    "benchmark_kind",
+    "scenario_id",
+    "scenario",
+    "kind",
+    "n_distractors",
+    "positive_modality",
+    "negative_modality",
+    "strictness",
+    "stress",
+    "model",
+    "model_fingerprint",
+    "sample_id",
+    "question_id",
+    "question",
+    "source",
+    "type",
+    "dimension",
+    "domain",
+    "polarity",
+    "pair_id",
+    "outcome",
+    *OUTCOMES,
+    "score",
+    "extracted",
+    "label",
+    "nota_letter",
+    "label_is_nota",
+    "chose_nota",
+    "response",
+    "error",
+    "latency_s",
+    "cached",
+    "prompt_tokens",
+    "completion_tokens",
+    "n_contexts",
+    "n_gold",
+    "n_negative",
+    "prompt_id",
+    "template_id",
+    "judge_id",
+    "reason",
 )
 
 
@@ -95,10 +135,11 @@ def read_jsonl_records(run_dir: str | Path) -> list[RunRecord]:
     """
     path = samples_path(run_dir)
     if not path.exists():
-        raise InputError("no results here (neither records/ nor samples.jsonl): not a run directory?",
-                         path=Path(run_dir))
+        raise InputError(
+            "no results here (neither records/ nor samples.jsonl): not a run directory?", path=Path(run_dir)
+        )
 
-    def cut_short(exc: InputError) -> None:   # the one line a kill may legitimately leave half-written
+    def cut_short(exc: InputError) -> None:  # the one line a kill may legitimately leave half-written
         msg = f"{path}:{exc.line}: ignoring a truncated last line (run killed mid-write?)"
         log.warning(msg)
         warnings.warn(msg, TruncatedLineWarning, stacklevel=3)
@@ -175,9 +216,11 @@ def verdict_facets(verdict: Verdict, label: str | None, nota: str | None) -> dic
     return {
         "score": graded_accuracy(verdict),
         # the MCQ judge records both; recomputed from the extracted letter for older judges
-        "label_is_nota": bool(details["gold_is_nota"]) if "gold_is_nota" in details
+        "label_is_nota": bool(details["gold_is_nota"])
+        if "gold_is_nota" in details
         else bool(nota is not None and label == nota),
-        "chose_nota": bool(details["chose_nota"]) if "chose_nota" in details
+        "chose_nota": bool(details["chose_nota"])
+        if "chose_nota" in details
         else bool(nota is not None and extracted is not None and extracted.strip().upper() == nota.upper()),
     }
 
@@ -198,7 +241,7 @@ def record_row(rec: RunRecord, run: str = "") -> dict[str, Any]:
         "extracted": rec.verdict.extracted,
         **verdict_facets(rec.verdict, facets["label"], facets["nota_letter"]),
         "response": rec.response.text,
-        "error": rec.error,   # the request's error class, or judge_<class> when its judge call failed
+        "error": rec.error,  # the request's error class, or judge_<class> when its judge call failed
         "latency_s": float(rec.response.latency_s),
         "cached": bool(rec.response.cached),
         "prompt_tokens": rec.response.usage.prompt_tokens,
@@ -246,8 +289,10 @@ def load(run_dir: str | Path | Sequence[str | Path]) -> pd.DataFrame:
     from mmrag.runs.columnar import frame
     from mmrag.runs.store import is_columnar
 
-    frames = [frame(d, run=n) if is_columnar(d) else frame_from_records(read_jsonl_records(d), run=n)
-              for d, n in zip(dirs, names)]
+    frames = [
+        frame(d, run=n) if is_columnar(d) else frame_from_records(read_jsonl_records(d), run=n)
+        for d, n in zip(dirs, names)
+    ]
     if len(frames) == 1:
         return frames[0]
     return pd.concat(frames, ignore_index=True)

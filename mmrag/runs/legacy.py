@@ -43,6 +43,6 @@ def convert(run_dir: str | Path) -> int:
     return len(records)
 
 
-if __name__ == "__main__":   # python -m mmrag.runs.legacy RUN_DIR [RUN_DIR ...]
+if __name__ == "__main__":  # python -m mmrag.runs.legacy RUN_DIR [RUN_DIR ...]
     for d in sys.argv[1:]:
         print(f"{d}: converted {convert(d)} records")

@@ -19,8 +19,21 @@ from pydantic import BaseModel, ConfigDict, Field
 from mmrag.redact import redact as scrub  # the one redaction helper (env secrets, URL userinfo, headers)
 from mmrag.util import atomic_write_json
 
-PACKAGES = ("mmrag", "torch", "transformers", "sentence-transformers", "faiss-cpu", "faiss-gpu",
-            "open_clip_torch", "numpy", "pydantic", "datasets", "httpx", "llama-index-core", "vllm")
+PACKAGES = (
+    "mmrag",
+    "torch",
+    "transformers",
+    "sentence-transformers",
+    "faiss-cpu",
+    "faiss-gpu",
+    "open_clip_torch",
+    "numpy",
+    "pydantic",
+    "datasets",
+    "httpx",
+    "llama-index-core",
+    "vllm",
+)
 
 
 def package_versions() -> dict[str, str]:
@@ -65,11 +78,18 @@ class RunManifest(BaseModel):
     stages: dict[str, float] = Field(default_factory=dict)
 
     @classmethod
-    def start(cls, config: dict[str, Any], argv: list[str] | None = None) -> "RunManifest":
+    def start(cls, config: dict[str, Any], argv: list[str] | None = None) -> RunManifest:
         now = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-        return cls(mmrag_version=package_versions().get("mmrag", "0"), created_at=now, updated_at=now,
-                   argv=list(sys.argv if argv is None else argv), config=config, packages=package_versions(),
-                   python=sys.version.split()[0], git_revision=git_revision())
+        return cls(
+            mmrag_version=package_versions().get("mmrag", "0"),
+            created_at=now,
+            updated_at=now,
+            argv=list(sys.argv if argv is None else argv),
+            config=config,
+            packages=package_versions(),
+            python=sys.version.split()[0],
+            git_revision=git_revision(),
+        )
 
     def write(self, run_dir: str | Path) -> None:
         self.updated_at = time.strftime("%Y-%m-%dT%H:%M:%S%z")
@@ -89,12 +109,13 @@ class RunManifest(BaseModel):
         try:
             self.write(run_dir)
             return
-        except Exception:   # noqa: BLE001 - see the docstring
+        except Exception:  # noqa: BLE001 - see the docstring
             pass
         path = Path(run_dir) / "manifest.json"
         try:
-            data = (json.dumps(scrub(self.model_dump(mode="json")), indent=2, ensure_ascii=False, default=str)
-                    + "\n").encode("utf-8")
+            data = (
+                json.dumps(scrub(self.model_dump(mode="json")), indent=2, ensure_ascii=False, default=str) + "\n"
+            ).encode("utf-8")
             if not path.is_file() or len(data) > path.stat().st_size:
                 return
             with open(path, "r+b") as fh:
@@ -105,6 +126,5 @@ class RunManifest(BaseModel):
                     os.fsync(fh.fileno())
                 except OSError:
                     pass
-        except Exception:   # noqa: BLE001
+        except Exception:  # noqa: BLE001
             pass
-

@@ -58,7 +58,7 @@ class Lane:
     queue: asyncio.Queue = field(default=None)  # type: ignore[assignment]
     calls: int = 0
     in_flight: int = 0
-    busy_s: float = 0.0   # integral of in-flight prompts over time
+    busy_s: float = 0.0  # integral of in-flight prompts over time
 
 
 @dataclass
@@ -89,12 +89,16 @@ class Stats:
 def engine_verdict(r: Response) -> Verdict | None:
     """The verdict of a reply that must not be judged (None: the judge decides)."""
     if r.error is not None:
-        return Verdict(outcome="unparseable", judge_id="engine", reason=f"request failed: {r.error}",
-                       details={"error": r.error})
+        return Verdict(
+            outcome="unparseable", judge_id="engine", reason=f"request failed: {r.error}", details={"error": r.error}
+        )
     if r.incomplete:
-        return Verdict(outcome="unparseable", judge_id="engine",
-                       reason=f"reply incomplete (finish_reason={r.finish_reason}); not scored",
-                       details={"finish_reason": r.finish_reason})
+        return Verdict(
+            outcome="unparseable",
+            judge_id="engine",
+            reason=f"reply incomplete (finish_reason={r.finish_reason}); not scored",
+            details={"finish_reason": r.finish_reason},
+        )
     return None
 
 
@@ -106,10 +110,21 @@ async def call_model(vlm: Any, prompts: list, settings: Any) -> list[Response]:
 
 
 class Pipeline:
-    def __init__(self, cells: list[tuple[Any, list[tuple[Any, Any, list[tuple[Lane, int]]]]]], lanes: list[Lane],
-                 judges: dict[str, Any], store: Any, *, flush_every: int, flush_seconds: float,
-                 max_failed: float, progress: Any = None, task: Any = None, judge_in_thread: bool = False,
-                 rejudge: dict[str, Response] | None = None) -> None:
+    def __init__(
+        self,
+        cells: list[tuple[Any, list[tuple[Any, Any, list[tuple[Lane, int]]]]]],
+        lanes: list[Lane],
+        judges: dict[str, Any],
+        store: Any,
+        *,
+        flush_every: int,
+        flush_seconds: float,
+        max_failed: float,
+        progress: Any = None,
+        task: Any = None,
+        judge_in_thread: bool = False,
+        rejudge: dict[str, Response] | None = None,
+    ) -> None:
         self.cells, self.lanes, self.judges, self.store = cells, lanes, judges, store
         #: cells whose stored reply is judged again (their judge call failed): no model call
         self.rejudge = rejudge or {}
@@ -178,7 +193,7 @@ class Pipeline:
                     for lane, ord_, key in lanes:
                         item = Item(plan, sample, spec, prompt, ord_, dt, key, sid)
                         stored = self.rejudge.get(key)
-                        if stored is not None:   # the reply is on disk: only its judging failed
+                        if stored is not None:  # the reply is on disk: only its judging failed
                             stored = stored.model_copy(update={"prompt_id": prompt.id})
                             await self.judge_q.put((lane, item, stored, 0.0))
                         else:
@@ -232,10 +247,12 @@ class Pipeline:
         except InputError as exc:
             self._stop(exc)
             responses = []
-        except Exception as exc:   # a backend bug must not lose the run: the cells fail, and count
+        except Exception as exc:  # a backend bug must not lose the run: the cells fail, and count
             detail = f"{type(exc).__name__}: {exc}"[:500]
-            responses = [Response(prompt_id=it.prompt.id, model=lane.vlm.fingerprint, error="other",
-                                  error_detail=detail) for it in batch]
+            responses = [
+                Response(prompt_id=it.prompt.id, model=lane.vlm.fingerprint, error="other", error_detail=detail)
+                for it in batch
+            ]
         finally:
             dt = time.monotonic() - t0
             lane.in_flight -= len(batch)
@@ -259,7 +276,7 @@ class Pipeline:
                 except asyncio.QueueEmpty:
                     break
                 if nxt is None:
-                    self.judge_q.put_nowait(None)   # leave the sentinel for this worker's next get
+                    self.judge_q.put_nowait(None)  # leave the sentinel for this worker's next get
                     break
                 batch.append(nxt)
             t0 = time.perf_counter()
@@ -275,7 +292,7 @@ class Pipeline:
     async def _judge(self, batch: list) -> list[tuple[RunRecord, int]]:
         verdicts: list[Verdict | None] = [engine_verdict(r) for _, _, r, _ in batch]
         by_kind: dict[str, list[int]] = {}
-        for i, (_, it, r, _) in enumerate(batch):
+        for i, (_, it, _r, _) in enumerate(batch):
             if verdicts[i] is None:
                 by_kind.setdefault(it.plan.kind, []).append(i)
         for kind, idx in by_kind.items():
@@ -288,12 +305,26 @@ class Pipeline:
             sp = it.spec
             if id(sp) not in dumps:
                 dumps[id(sp)] = sp.model_dump(mode="json")
-            out.append((RunRecord(
-                key=it.key, benchmark=it.plan.ref.name,
-                benchmark_kind=it.plan.kind, scenario_id=it.scenario_id, scenario=dumps[id(sp)],
-                model=lane.label, model_fingerprint=lane.vlm.fingerprint, sample=it.sample, prompt=it.prompt,
-                response=r, verdict=v, mining=dict(it.prompt.metadata.get("mining", {})),
-                timings={"compose_s": it.compose_s, "generate_s": gen_s}), it.ord))
+            out.append(
+                (
+                    RunRecord(
+                        key=it.key,
+                        benchmark=it.plan.ref.name,
+                        benchmark_kind=it.plan.kind,
+                        scenario_id=it.scenario_id,
+                        scenario=dumps[id(sp)],
+                        model=lane.label,
+                        model_fingerprint=lane.vlm.fingerprint,
+                        sample=it.sample,
+                        prompt=it.prompt,
+                        response=r,
+                        verdict=v,
+                        mining=dict(it.prompt.metadata.get("mining", {})),
+                        timings={"compose_s": it.compose_s, "generate_s": gen_s},
+                    ),
+                    it.ord,
+                )
+            )
         return out
 
     async def writer(self) -> None:
@@ -302,8 +333,11 @@ class Pipeline:
         while not done:
             wait = max(0.0, self.flush_seconds - (time.monotonic() - last))
             try:
-                got = await asyncio.wait_for(self.store_q.get(), timeout=wait) if self.store.pending else \
-                    await self.store_q.get()
+                got = (
+                    await asyncio.wait_for(self.store_q.get(), timeout=wait)
+                    if self.store.pending
+                    else await self.store_q.get()
+                )
             except asyncio.TimeoutError:
                 got = False
             if got is None:
@@ -316,17 +350,23 @@ class Pipeline:
                 err = cell_error(rec.response, rec.verdict)
                 if err is not None:
                     self.stats.failed += 1
-                    detail = rec.response.error_detail if rec.response.error is not None else \
-                        str(rec.verdict.details.get("judge_error_detail") or "")
+                    detail = (
+                        rec.response.error_detail
+                        if rec.response.error is not None
+                        else str(rec.verdict.details.get("judge_error_detail") or "")
+                    )
                     self.stats.last_error = f"{err}: {detail[:120]}"
                     if self.stats.failed > self.max_failed and not self.abort.is_set():
-                        self.stats.aborted = (f"stopped after {self.stats.failed} failed cells "
-                                              f"(error budget {int(self.max_failed)}); last: {self.stats.last_error}")
+                        self.stats.aborted = (
+                            f"stopped after {self.stats.failed} failed cells "
+                            f"(error budget {int(self.max_failed)}); last: {self.stats.last_error}"
+                        )
                         self.abort.set()
                 else:
                     self.stats.new += 1
-            if self.store.pending and (done or self.store.pending >= self.flush_every
-                                       or time.monotonic() - last >= self.flush_seconds):
+            if self.store.pending and (
+                done or self.store.pending >= self.flush_every or time.monotonic() - last >= self.flush_seconds
+            ):
                 objs, rows = self.store.take()
                 t0 = time.perf_counter()
                 try:

@@ -11,8 +11,8 @@ from mmrag.benchmarks import get_family, load_benchmark
 from mmrag.errors import InputError
 from mmrag.indices.progress import status
 from mmrag.runs.config import BenchmarkRef, RunConfig
-from mmrag.schema import Prompt, Sample
 from mmrag.scenarios.spec import ScenarioSpec
+from mmrag.schema import Prompt, Sample
 from mmrag.util import mmrag_home
 
 
@@ -101,7 +101,9 @@ def build_miner(docs: list, config: RunConfig, progress: bool | None = None):
         return miner
     retrievers = dict(miner.retrievers)
     for kind, spec in config.retrieval.retrievers.items():
-        status(f"loading the {kind} retriever {spec if isinstance(spec, str) else spec.get('name', '')} over {len(docs):,} documents")
+        status(
+            f"loading the {kind} retriever {spec if isinstance(spec, str) else spec.get('name', '')} over {len(docs):,} documents"
+        )
         retrievers[kind] = create_retriever(spec, documents=docs, store=miner.store)
     return IndexMiner(miner.store, retrievers)
 
@@ -114,7 +116,9 @@ def index_hashes(miner) -> dict[str, str]:
     for kind, r in getattr(miner, "retrievers", {}).items():
         index = getattr(r, "index", None)
         manifest = getattr(index, "manifest", None)
-        out[kind] = stable_id(manifest.model_dump(mode="json")) if manifest is not None else f"retriever:{r.fingerprint}"
+        out[kind] = (
+            stable_id(manifest.model_dump(mode="json")) if manifest is not None else f"retriever:{r.fingerprint}"
+        )
     return out
 
 
@@ -131,6 +135,16 @@ def prepare_benchmarks(config: RunConfig, progress: Any = None) -> list[Benchmar
         if config.limit is not None:
             samples = samples[: config.limit]
         miner, store, hashes = _retrieval_for(bench, fitting, config, progress)
-        plans.append(BenchmarkPlan(ref=ref, kind=bench.kind, samples=samples, specs=fitting,
-                                   fingerprint=bench.fingerprint(), miner=miner, store=store, index_hashes=hashes))
+        plans.append(
+            BenchmarkPlan(
+                ref=ref,
+                kind=bench.kind,
+                samples=samples,
+                specs=fitting,
+                fingerprint=bench.fingerprint(),
+                miner=miner,
+                store=store,
+                index_hashes=hashes,
+            )
+        )
     return plans

@@ -20,7 +20,7 @@ def _retriever_names(spec: Any) -> list[str]:
     if not isinstance(spec, dict):
         return []
     names = [spec["name"]] if isinstance(spec.get("name"), str) else []
-    for sub in spec.get("retrievers") or []:   # hybrid: nested specs
+    for sub in spec.get("retrievers") or []:  # hybrid: nested specs
         names += _retriever_names(sub)
     return names
 
@@ -33,10 +33,10 @@ def check_config(config: Any) -> None:
         check_model_spec(spec, f"models.{i}")
     if getattr(config.judge, "model", None) is not None:
         check_model_spec(config.judge.model, "judge.model")
-    for kind, spec in config.retrieval.retrievers.items():
+    for _kind, spec in config.retrieval.retrievers.items():
         for name in _retriever_names(spec):
-            RETRIEVERS.get(name)   # unknown names and refused dotted paths fail here
-    if config.cache.enabled:   # a damaged response cache: named now, not after the indices
+            RETRIEVERS.get(name)  # unknown names and refused dotted paths fail here
+    if config.cache.enabled:  # a damaged response cache: named now, not after the indices
         from mmrag.models.cache import ResponseCache
 
         cache = ResponseCache(config.cache.path) if config.cache.path else ResponseCache.default()

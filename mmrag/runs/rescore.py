@@ -40,10 +40,13 @@ def rescore(run_dir: str | Path, judge: JudgeConfig) -> dict[str, Any]:
         changed = 0
         rows = []
         for kind in sorted({r.benchmark_kind for r in records}):
-            group = [r for r in records if r.benchmark_kind == kind and r.response.error is None
-                     and not r.response.incomplete]
+            group = [
+                r
+                for r in records
+                if r.benchmark_kind == kind and r.response.error is None and not r.response.incomplete
+            ]
             verdicts = judge_many(make_judge(kind, cfg), [(r.sample, r.prompt, r.response) for r in group])
-            raise_judge_failures(verdicts, f"replies of {kind}")   # before anything is written
+            raise_judge_failures(verdicts, f"replies of {kind}")  # before anything is written
             for rec, verdict in zip(group, verdicts):
                 changed += verdict.outcome != rec.verdict.outcome
                 rec.verdict = verdict

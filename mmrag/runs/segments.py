@@ -137,7 +137,7 @@ def compact(folder: Path, min_files: int = 2) -> bool:
                 writer = pq.ParquetWriter(fh, schema, compression=COMPRESSION)
             pending.append(t.cast(schema))
             rows += t.num_rows
-            if rows >= ROW_GROUP:   # few large row groups: a footer of 1,000 small ones costs more to read
+            if rows >= ROW_GROUP:  # few large row groups: a footer of 1,000 small ones costs more to read
                 writer.write_table(pa.concat_tables(pending), row_group_size=ROW_GROUP)
                 pending, rows = [], 0
         if pending:

@@ -24,8 +24,9 @@ import hashlib
 import json
 import os
 from collections import OrderedDict
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -41,14 +42,30 @@ JUDGE_FAILED = "judge_failed"
 STORE_FORMAT = "mmrag-columnar-1"
 
 #: frame columns derived from the sample alone / the scenario alone: stored once, on its object row
-SAMPLE_FACETS: tuple[str, ...] = ("sample_id", "question_id", "question", "type", "dimension", "domain", "polarity",
-                                  "pair_id")
-SCENARIO_FACETS: tuple[str, ...] = ("scenario", "kind", "n_distractors", "negative_modality", "strictness",
-                                    "stress")
+SAMPLE_FACETS: tuple[str, ...] = (
+    "sample_id",
+    "question_id",
+    "question",
+    "type",
+    "dimension",
+    "domain",
+    "polarity",
+    "pair_id",
+)
+SCENARIO_FACETS: tuple[str, ...] = ("scenario", "kind", "n_distractors", "negative_modality", "strictness", "stress")
 #: frame columns derived from the prompt with its sample and scenario: small, kept on each record row
 #: (a join against half a million prompts would cost more than the bytes)
-ROW_FACETS: tuple[str, ...] = ("positive_modality", "source", "label", "nota_letter", "n_contexts", "n_gold",
-                               "n_negative", "prompt_id", "template_id")
+ROW_FACETS: tuple[str, ...] = (
+    "positive_modality",
+    "source",
+    "label",
+    "nota_letter",
+    "n_contexts",
+    "n_gold",
+    "n_negative",
+    "prompt_id",
+    "template_id",
+)
 PROMPT_FACETS = SAMPLE_FACETS + SCENARIO_FACETS + ROW_FACETS
 _INT_FACETS = ("n_distractors", "n_contexts", "n_gold", "n_negative")
 
@@ -59,21 +76,55 @@ def _facet_type(f: str) -> pa.DataType:
     return pa.int32() if f in _INT_FACETS else _S
 
 
-VERDICT_FIELDS = [("outcome", _S), ("extracted", _S), ("judge_id", _S), ("reason", _S), ("verdict_score", _F),
-                  ("score", _F), ("label_is_nota", _B), ("chose_nota", _B), ("details", _S)]
+VERDICT_FIELDS = [
+    ("outcome", _S),
+    ("extracted", _S),
+    ("judge_id", _S),
+    ("reason", _S),
+    ("verdict_score", _F),
+    ("score", _F),
+    ("label_is_nota", _B),
+    ("chose_nota", _B),
+    ("details", _S),
+]
 #: refs are the first 64 bits of the sha256 of the object's canonical JSON (an int64 joins and
 #: decodes far faster than a hex string; a collision among 10^7 objects has odds of about 3e-6)
-RECORD_SCHEMA = pa.schema([
-    ("key", _S), ("ord", _I), ("attempt", pa.int32()), ("status", _S), ("benchmark", _S), ("benchmark_kind", _S),
-    ("scenario_id", _S), ("model", _S), ("model_fingerprint", _S), ("sample_ref", _I), ("prompt_ref", _I),
-    ("scenario_ref", _I), *[(f, _facet_type(f)) for f in ROW_FACETS],
-    ("response", _S), ("response_model", _S), ("error", _S), ("error_detail", _S),
-    ("finish_reason", _S), ("latency_s", _F), ("cached", _B), ("prompt_tokens", _I), ("completion_tokens", _I),
-    ("cost_usd", _F), *VERDICT_FIELDS, ("mining", _S), ("compose_s", _F), ("generate_s", _F),
-    # the question text on the raw row too, so the records table reads on its own (DuckDB, Arrow)
-    ("question", _S)])
-OBJECT_SCHEMA = pa.schema([("ref", _I), ("obj", _S), ("json", _S),
-                           *[(f, _facet_type(f)) for f in SAMPLE_FACETS + SCENARIO_FACETS]])
+RECORD_SCHEMA = pa.schema(
+    [
+        ("key", _S),
+        ("ord", _I),
+        ("attempt", pa.int32()),
+        ("status", _S),
+        ("benchmark", _S),
+        ("benchmark_kind", _S),
+        ("scenario_id", _S),
+        ("model", _S),
+        ("model_fingerprint", _S),
+        ("sample_ref", _I),
+        ("prompt_ref", _I),
+        ("scenario_ref", _I),
+        *[(f, _facet_type(f)) for f in ROW_FACETS],
+        ("response", _S),
+        ("response_model", _S),
+        ("error", _S),
+        ("error_detail", _S),
+        ("finish_reason", _S),
+        ("latency_s", _F),
+        ("cached", _B),
+        ("prompt_tokens", _I),
+        ("completion_tokens", _I),
+        ("cost_usd", _F),
+        *VERDICT_FIELDS,
+        ("mining", _S),
+        ("compose_s", _F),
+        ("generate_s", _F),
+        # the question text on the raw row too, so the records table reads on its own (DuckDB, Arrow)
+        ("question", _S),
+    ]
+)
+OBJECT_SCHEMA = pa.schema(
+    [("ref", _I), ("obj", _S), ("json", _S), *[(f, _facet_type(f)) for f in SAMPLE_FACETS + SCENARIO_FACETS]]
+)
 VERDICT_SCHEMA = pa.schema([("key", _S), ("generation", pa.int32()), *VERDICT_FIELDS])
 
 
@@ -89,9 +140,17 @@ def _facet(v: Any) -> Any:
 def verdict_columns(rec: RunRecord, row: dict[str, Any]) -> dict[str, Any]:
     """The verdict's columns; ``row`` supplies score / label_is_nota / chose_nota (see frame)."""
     v = rec.verdict
-    return {"outcome": v.outcome, "extracted": v.extracted, "judge_id": v.judge_id, "reason": v.reason,
-            "verdict_score": v.score, "score": row["score"], "label_is_nota": row["label_is_nota"],
-            "chose_nota": row["chose_nota"], "details": canonical_json(v.details) if v.details else None}
+    return {
+        "outcome": v.outcome,
+        "extracted": v.extracted,
+        "judge_id": v.judge_id,
+        "reason": v.reason,
+        "verdict_score": v.score,
+        "score": row["score"],
+        "label_is_nota": row["label_is_nota"],
+        "chose_nota": row["chose_nota"],
+        "details": canonical_json(v.details) if v.details else None,
+    }
 
 
 class RunLock:
@@ -104,7 +163,7 @@ class RunLock:
         self.path = run_dir / "lock"
         self._fh = None
 
-    def acquire(self) -> "RunLock":
+    def acquire(self) -> RunLock:
         fh = open(self.path, "a+")
         try:
             fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -112,8 +171,11 @@ class RunLock:
             fh.seek(0)
             who = fh.read().strip() or "another process"
             fh.close()
-            raise InputError(f"this run directory is in use by another mmrag process ({who}); wait for it to "
-                             "finish, or resume into it afterwards", path=self.path.parent) from None
+            raise InputError(
+                f"this run directory is in use by another mmrag process ({who}); wait for it to "
+                "finish, or resume into it afterwards",
+                path=self.path.parent,
+            ) from None
         fh.seek(0)
         fh.truncate()
         fh.write(f"pid {os.getpid()}\n")
@@ -138,7 +200,7 @@ class RunStore:
     #: more live segments than this in a table when a writer opens it -> compact first
     COMPACT_ON_OPEN = 256
 
-    def __init__(self, run_dir: str | Path, *, lock: "bool | RunLock" = True) -> None:
+    def __init__(self, run_dir: str | Path, *, lock: bool | RunLock = True) -> None:
         """``lock``: True takes the directory's lock (released by :meth:`close`); a held
         :class:`RunLock` says the caller holds it; False opens without one (tests, tools)."""
         self.dir = Path(run_dir)
@@ -148,12 +210,12 @@ class RunStore:
         for t in (RECORDS, OBJECTS, VERDICTS):
             drop_torn(self.dir / t)
             if (held or self.lock is not None) and len(live_segments(self.dir / t)) > self.COMPACT_ON_OPEN:
-                compact(self.dir / t)   # a killed long run left many small segments: merge them once
+                compact(self.dir / t)  # a killed long run left many small segments: merge them once
         keys = read_table(self.dir / RECORDS, ["key", "status", "ord", "attempt"], RECORD_SCHEMA)
         #: the ordinal :meth:`append` gives the next record (the engine passes plan ordinals)
         self.next_ord = (pc.max(keys.column("ord")).as_py() + 1) if keys.num_rows else 0
         self._attempts: dict[str, int] = {}
-        if keys.num_rows and pc.max(keys.column("attempt")).as_py() > 1:   # some cell was retried
+        if keys.num_rows and pc.max(keys.column("attempt")).as_py() > 1:  # some cell was retried
             from mmrag.runs.columnar import last_per_key
 
             keys = last_per_key(keys)
@@ -241,19 +303,38 @@ class RunStore:
             self.judge_failed.add(rec.key)
         else:
             self.judge_failed.discard(rec.key)
-        self._rows.append({
-            "key": rec.key, "ord": ord, "attempt": attempt,
-            "status": JUDGE_FAILED if judge_failed else ("failed" if failed else "ok"),
-            "benchmark": rec.benchmark, "benchmark_kind": rec.benchmark_kind, "scenario_id": rec.scenario_id,
-            "model": rec.model, "model_fingerprint": rec.model_fingerprint, "sample_ref": sample_ref,
-            "prompt_ref": prompt_ref, "scenario_ref": scenario_ref, **facets, "response": r.text, "response_model": r.model,
-            "error": r.error, "error_detail": r.error_detail or None, "finish_reason": r.finish_reason,
-            "latency_s": float(r.latency_s), "cached": bool(r.cached), "prompt_tokens": r.usage.prompt_tokens,
-            "completion_tokens": r.usage.completion_tokens, "cost_usd": r.usage.cost_usd,
-            **verdict_columns(rec, row),
-            "mining": canonical_json(rec.mining) if rec.mining else None,
-            "compose_s": rec.timings.get("compose_s"), "generate_s": rec.timings.get("generate_s"),
-            "question": rec.sample.question})
+        self._rows.append(
+            {
+                "key": rec.key,
+                "ord": ord,
+                "attempt": attempt,
+                "status": JUDGE_FAILED if judge_failed else ("failed" if failed else "ok"),
+                "benchmark": rec.benchmark,
+                "benchmark_kind": rec.benchmark_kind,
+                "scenario_id": rec.scenario_id,
+                "model": rec.model,
+                "model_fingerprint": rec.model_fingerprint,
+                "sample_ref": sample_ref,
+                "prompt_ref": prompt_ref,
+                "scenario_ref": scenario_ref,
+                **facets,
+                "response": r.text,
+                "response_model": r.model,
+                "error": r.error,
+                "error_detail": r.error_detail or None,
+                "finish_reason": r.finish_reason,
+                "latency_s": float(r.latency_s),
+                "cached": bool(r.cached),
+                "prompt_tokens": r.usage.prompt_tokens,
+                "completion_tokens": r.usage.completion_tokens,
+                "cost_usd": r.usage.cost_usd,
+                **verdict_columns(rec, row),
+                "mining": canonical_json(rec.mining) if rec.mining else None,
+                "compose_s": rec.timings.get("compose_s"),
+                "generate_s": rec.timings.get("generate_s"),
+                "question": rec.sample.question,
+            }
+        )
 
     def append(self, records: Iterable[RunRecord]) -> int:
         """Add and flush (convenience for callers outside the streaming engine)."""
@@ -278,11 +359,13 @@ class RunStore:
 
     def write_batch(self, objs: list[dict[str, Any]], rows: list[dict[str, Any]]) -> int:
         if objs:
-            commit_table(self.dir / OBJECTS, pa.Table.from_pylist(objs, schema=OBJECT_SCHEMA),
-                         next_seq(self.dir / OBJECTS))
+            commit_table(
+                self.dir / OBJECTS, pa.Table.from_pylist(objs, schema=OBJECT_SCHEMA), next_seq(self.dir / OBJECTS)
+            )
         if rows:
-            commit_table(self.dir / RECORDS, pa.Table.from_pylist(rows, schema=RECORD_SCHEMA),
-                         next_seq(self.dir / RECORDS))
+            commit_table(
+                self.dir / RECORDS, pa.Table.from_pylist(rows, schema=RECORD_SCHEMA), next_seq(self.dir / RECORDS)
+            )
         return len(rows)
 
     def add_verdicts(self, rows: list[dict[str, Any]]) -> int:
@@ -307,7 +390,7 @@ class RunStore:
             self.lock.release()
             self.lock = None
 
-    def __enter__(self) -> "RunStore":
+    def __enter__(self) -> RunStore:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -322,18 +405,35 @@ def stored_responses(run_dir: str | Path, keys: set[str]) -> dict[str, Any]:
 
     if not keys:
         return {}
-    cols = ["key", "response", "response_model", "finish_reason", "latency_s", "cached", "prompt_tokens",
-            "completion_tokens", "cost_usd", "status"]
+    cols = [
+        "key",
+        "response",
+        "response_model",
+        "finish_reason",
+        "latency_s",
+        "cached",
+        "prompt_tokens",
+        "completion_tokens",
+        "cost_usd",
+        "status",
+    ]
     t = last_per_key(read_table(Path(run_dir) / RECORDS, cols, RECORD_SCHEMA))
     out = {}
     for row in t.filter(pc.equal(t.column("status"), JUDGE_FAILED)).to_pylist():
         if row["key"] in keys:
-            out[row["key"]] = Response(prompt_id="", text=row["response"] or "", model=row["response_model"] or "",
-                                       usage=Usage(prompt_tokens=row["prompt_tokens"] or 0,
-                                                   completion_tokens=row["completion_tokens"] or 0,
-                                                   cost_usd=row["cost_usd"] or 0.0),
-                                       latency_s=row["latency_s"] or 0.0, finish_reason=row["finish_reason"],
-                                       cached=bool(row["cached"]))
+            out[row["key"]] = Response(
+                prompt_id="",
+                text=row["response"] or "",
+                model=row["response_model"] or "",
+                usage=Usage(
+                    prompt_tokens=row["prompt_tokens"] or 0,
+                    completion_tokens=row["completion_tokens"] or 0,
+                    cost_usd=row["cost_usd"] or 0.0,
+                ),
+                latency_s=row["latency_s"] or 0.0,
+                finish_reason=row["finish_reason"],
+                cached=bool(row["cached"]),
+            )
     return out
 
 

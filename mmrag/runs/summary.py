@@ -54,39 +54,69 @@ def build_summary(records: list[RunRecord]) -> dict[str, Any]:
     groups = []
     for (bench, sid, model), all_recs in sorted(group_records(records).items(), key=_paper_order):
         recs = [r for r in all_recs if r.error is None]
-        groups.append({
-            "benchmark": bench, "benchmark_kind": all_recs[0].benchmark_kind, "scenario_id": sid,
-            "scenario": all_recs[0].scenario, "model": model, "n": len(recs), "failed": len(all_recs) - len(recs),
-            "rates": _rates(recs), "metrics": family_metrics(all_recs[0].benchmark_kind, recs) if recs else {},
-        })
+        groups.append(
+            {
+                "benchmark": bench,
+                "benchmark_kind": all_recs[0].benchmark_kind,
+                "scenario_id": sid,
+                "scenario": all_recs[0].scenario,
+                "model": model,
+                "n": len(recs),
+                "failed": len(all_recs) - len(recs),
+                "rates": _rates(recs),
+                "metrics": family_metrics(all_recs[0].benchmark_kind, recs) if recs else {},
+            }
+        )
     errors = Counter(r.response.error for r in records if r.response.error)
     judge_errors = Counter(e for r in records if r.response.error is None and (e := judge_error(r.verdict)))
     failed = Counter(r.model for r in records if r.error)
-    return {"n_records": len(records), "groups": groups, "errors": dict(errors), "judge_errors": dict(judge_errors),
-            "failed_by_model": dict(failed),
-            "incomplete_replies": sum(1 for r in records if r.response.incomplete),
-            "cached_responses": sum(1 for r in records if r.response.cached)}
+    return {
+        "n_records": len(records),
+        "groups": groups,
+        "errors": dict(errors),
+        "judge_errors": dict(judge_errors),
+        "failed_by_model": dict(failed),
+        "incomplete_replies": sum(1 for r in records if r.response.incomplete),
+        "cached_responses": sum(1 for r in records if r.response.cached),
+    }
 
 
 def summary_markdown(summary: dict[str, Any]) -> str:
     from mmrag.metrics.rates import DENOMINATOR, RATES
     from mmrag.scenarios.kinds import scenario_label
 
-    lines = ["# mmrag run summary", "", f"Rates are percentages of {DENOMINATOR} (docs/metrics.md).", "",
-             "| benchmark | scenario | model | n | " + " | ".join(r.header for r in RATES) + " |",
-             "| --- | --- | --- | ---: | " + " | ".join("---:" for _ in RATES) + " |"]
+    lines = [
+        "# mmrag run summary",
+        "",
+        f"Rates are percentages of {DENOMINATOR} (docs/metrics.md).",
+        "",
+        "| benchmark | scenario | model | n | " + " | ".join(r.header for r in RATES) + " |",
+        "| --- | --- | --- | ---: | " + " | ".join("---:" for _ in RATES) + " |",
+    ]
     for g in summary["groups"]:
         r = g["rates"]
-        lines.append(f"| {g['benchmark']} | {scenario_label(g['scenario'])} | {g['model']} | {g['n']} | "
-                     + " | ".join("—" if r[x.id] is None else f"{r[x.id]:.1f}" for x in RATES) + " |")
+        lines.append(
+            f"| {g['benchmark']} | {scenario_label(g['scenario'])} | {g['model']} | {g['n']} | "
+            + " | ".join("—" if r[x.id] is None else f"{r[x.id]:.1f}" for x in RATES)
+            + " |"
+        )
     if summary["errors"]:
-        lines += ["", "Failed requests by class: " + ", ".join(f"{k}={v}" for k, v in sorted(summary["errors"].items()))]
+        lines += [
+            "",
+            "Failed requests by class: " + ", ".join(f"{k}={v}" for k, v in sorted(summary["errors"].items())),
+        ]
     if summary.get("judge_errors"):
-        lines += ["", "Failed judge calls by class (the reply is stored; `mmrag run --resume` judges it again): "
-                  + ", ".join(f"{k}={v}" for k, v in sorted(summary["judge_errors"].items()))]
+        lines += [
+            "",
+            "Failed judge calls by class (the reply is stored; `mmrag run --resume` judges it again): "
+            + ", ".join(f"{k}={v}" for k, v in sorted(summary["judge_errors"].items())),
+        ]
     if summary.get("failed_by_model"):
-        lines += ["", "Models with failed cells (left out of the rates above; `mmrag run --resume` retries them): "
-                  + ", ".join(f"{m} ({n})" for m, n in sorted(summary.get("failed_by_model", {}).items()))]
+        lines += [
+            "",
+            "Models with failed cells (left out of the rates above; `mmrag run --resume` retries them): "
+            + ", ".join(f"{m} ({n})" for m, n in sorted(summary.get("failed_by_model", {}).items())),
+        ]
     from mmrag.labels.summary import corrected_markdown  # judge-corrected rates, when the run has labels
 
     lines += corrected_markdown(summary)

@@ -26,9 +26,11 @@ def capital(i: int) -> str:
 
 def palette(i: int) -> list[tuple[int, int, int]]:
     base = i // 2
-    cols = [((base * 53) % 256, (base * 97 + 40) % 256, (base * 31 + 90) % 256),
-            ((base * 17 + 120) % 256, (base * 71) % 256, (base * 13 + 200) % 256),
-            ((base * 89 + 60) % 256, (base * 29 + 150) % 256, (base * 43) % 256)]
+    cols = [
+        ((base * 53) % 256, (base * 97 + 40) % 256, (base * 31 + 90) % 256),
+        ((base * 17 + 120) % 256, (base * 71) % 256, (base * 13 + 200) % 256),
+        ((base * 89 + 60) % 256, (base * 29 + 150) % 256, (base * 43) % 256),
+    ]
     if i % 2:
         cols[2] = tuple((c + 40) % 256 for c in cols[2])
     return cols
@@ -52,16 +54,39 @@ def make_world(root: Path, n: int = 24) -> tuple[list[Document], list[Sample]]:
         img = root / f"flag_{i}.png"
         draw_flag(i, img)
         docs += [
-            Document(id=f"t{i}a", modality="text", entity_id=e, title=name(i),
-                     text=f"{name(i)} is a small island republic whose capital is {capital(i)}."),
-            Document(id=f"t{i}b", modality="text", entity_id=e, title=name(i),
-                     text=f"The people of {name(i)} grow {['rice', 'figs', 'kelp', 'rye'][i % 4]} and "
-                          f"celebrate a festival every {3 + i % 5} years."),
+            Document(
+                id=f"t{i}a",
+                modality="text",
+                entity_id=e,
+                title=name(i),
+                text=f"{name(i)} is a small island republic whose capital is {capital(i)}.",
+            ),
+            Document(
+                id=f"t{i}b",
+                modality="text",
+                entity_id=e,
+                title=name(i),
+                text=f"The people of {name(i)} grow {['rice', 'figs', 'kelp', 'rye'][i % 4]} and "
+                f"celebrate a festival every {3 + i % 5} years.",
+            ),
             Document(id=f"i{i}", modality="image", entity_id=e, image=ImageRef(path=str(img))),
-            Document(id=f"m{i}", modality="multimodal", entity_id=e, image=ImageRef(path=str(img)),
-                     text=f"The flag of {name(i)}."),
+            Document(
+                id=f"m{i}",
+                modality="multimodal",
+                entity_id=e,
+                image=ImageRef(path=str(img)),
+                text=f"The flag of {name(i)}.",
+            ),
         ]
-        samples.append(Sample(id=f"q{i}", benchmark="test", question=f"What is the capital of {name(i)}?",
-                              answers=[capital(i), f"Port{i}"], gold_doc_ids=[f"t{i}a", f"i{i}"], entity_id=e,
-                              images=[ImageRef(path=str(img))]))
+        samples.append(
+            Sample(
+                id=f"q{i}",
+                benchmark="test",
+                question=f"What is the capital of {name(i)}?",
+                answers=[capital(i), f"Port{i}"],
+                gold_doc_ids=[f"t{i}a", f"i{i}"],
+                entity_id=e,
+                images=[ImageRef(path=str(img))],
+            )
+        )
     return docs, samples

@@ -53,8 +53,10 @@ def png_bytes(img: Image.Image) -> bytes:
 
 
 def _regular_polygon(cx: float, cy: float, r: float, n: int, rot: float = -math.pi / 2) -> list[tuple[int, int]]:
-    return [(round(cx + r * math.cos(rot + 2 * math.pi * i / n)), round(cy + r * math.sin(rot + 2 * math.pi * i / n)))
-            for i in range(n)]
+    return [
+        (round(cx + r * math.cos(rot + 2 * math.pi * i / n)), round(cy + r * math.sin(rot + 2 * math.pi * i / n)))
+        for i in range(n)
+    ]
 
 
 def _star(cx: float, cy: float, r: float) -> list[tuple[int, int]]:
@@ -66,8 +68,9 @@ def _star(cx: float, cy: float, r: float) -> list[tuple[int, int]]:
     return pts
 
 
-def draw_glyph(d: ImageDraw.ImageDraw, kind: str, cx: float, cy: float, r: float, colour: RGB,
-               hole: RGB | None = None) -> None:
+def draw_glyph(
+    d: ImageDraw.ImageDraw, kind: str, cx: float, cy: float, r: float, colour: RGB, hole: RGB | None = None
+) -> None:
     """Draw one simple glyph centred on (cx, cy) with "radius" r in a single colour.
 
     ``hole`` is the colour used to punch the inside of a ring (the colour beneath it)."""
@@ -86,20 +89,39 @@ def draw_glyph(d: ImageDraw.ImageDraw, kind: str, cx: float, cy: float, r: float
     elif kind == "star":
         d.polygon(_star(cx, cy, r * 1.1), fill=colour)
     elif kind == "diamond":
-        d.polygon([(round(cx), round(cy - r)), (round(cx + r * 0.75), round(cy)), (round(cx), round(cy + r)),
-                   (round(cx - r * 0.75), round(cy))], fill=colour)
+        d.polygon(
+            [
+                (round(cx), round(cy - r)),
+                (round(cx + r * 0.75), round(cy)),
+                (round(cx), round(cy + r)),
+                (round(cx - r * 0.75), round(cy)),
+            ],
+            fill=colour,
+        )
     elif kind == "cross":
         w = r * 0.34
         d.rectangle([round(cx - w), round(cy - r), round(cx + w), round(cy + r)], fill=colour)
         d.rectangle([round(cx - r), round(cy - w), round(cx + r), round(cy + w)], fill=colour)
     elif kind == "fish":
         d.ellipse([round(cx - r * 0.75), round(cy - r * 0.5), round(cx + r * 0.75), round(cy + r * 0.5)], fill=colour)
-        d.polygon([(round(cx + r * 0.55), round(cy)), (round(cx + r), round(cy - r * 0.5)),
-                   (round(cx + r), round(cy + r * 0.5))], fill=colour)
+        d.polygon(
+            [
+                (round(cx + r * 0.55), round(cy)),
+                (round(cx + r), round(cy - r * 0.5)),
+                (round(cx + r), round(cy + r * 0.5)),
+            ],
+            fill=colour,
+        )
     elif kind == "house":
         d.rectangle([round(cx - r * 0.7), round(cy - r * 0.1), round(cx + r * 0.7), round(cy + r * 0.9)], fill=colour)
-        d.polygon([(round(cx - r * 0.95), round(cy - r * 0.05)), (round(cx), round(cy - r)),
-                   (round(cx + r * 0.95), round(cy - r * 0.05))], fill=colour)
+        d.polygon(
+            [
+                (round(cx - r * 0.95), round(cy - r * 0.05)),
+                (round(cx), round(cy - r)),
+                (round(cx + r * 0.95), round(cy - r * 0.05)),
+            ],
+            fill=colour,
+        )
     else:  # pragma: no cover - the generator only asks for known kinds
         raise ValueError(f"unknown glyph kind {kind!r}")
 
@@ -107,8 +129,14 @@ def draw_glyph(d: ImageDraw.ImageDraw, kind: str, cx: float, cy: float, r: float
 # ----------------------------------------------------------------------------------------- flags
 
 FLAG_LAYOUTS = ("horizontal_triband", "vertical_triband", "horizontal_biband", "nordic_cross", "canton", "diagonal")
-LAYOUT_COLOURS = {"horizontal_triband": 3, "vertical_triband": 3, "horizontal_biband": 2, "nordic_cross": 2,
-                  "canton": 2, "diagonal": 2}
+LAYOUT_COLOURS = {
+    "horizontal_triband": 3,
+    "vertical_triband": 3,
+    "horizontal_biband": 2,
+    "nordic_cross": 2,
+    "canton": 2,
+    "diagonal": 2,
+}
 CHARGES = ("none", "disc", "star", "diamond", "ring")
 
 
@@ -162,8 +190,7 @@ def draw_flag(flag: dict[str, Any]) -> Image.Image:
         d.polygon([(w, 0), (w, h), (0, h)], fill=c[1])
     if flag["charge"] != "none":
         cx, cy = charge_centre(flag)
-        draw_glyph(d, flag["charge"], cx, cy, 9, PALETTE[flag["charge_colour"]],
-                   hole=PALETTE[flag_centre_colour(flag)])
+        draw_glyph(d, flag["charge"], cx, cy, 9, PALETTE[flag["charge_colour"]], hole=PALETTE[flag_centre_colour(flag)])
     return img
 
 
@@ -171,8 +198,13 @@ def draw_flag(flag: dict[str, Any]) -> Image.Image:
 
 EMBLEM_SHAPES = ("circle", "triangle", "square", "diamond", "pentagon", "hexagon", "octagon")
 EMBLEM_SYMBOLS = ("star", "ring", "cross", "disc", "diamond")
-SYMBOL_POSITIONS = {"centre": (0, 0), "upper part": (0, -1), "lower part": (0, 1), "left side": (-1, 0),
-                    "right side": (1, 0)}
+SYMBOL_POSITIONS = {
+    "centre": (0, 0),
+    "upper part": (0, -1),
+    "lower part": (0, 1),
+    "left side": (-1, 0),
+    "right side": (1, 0),
+}
 
 
 def _emblem_outline(shape: str, cx: float, cy: float, r: float) -> list[tuple[int, int]] | None:
@@ -180,8 +212,12 @@ def _emblem_outline(shape: str, cx: float, cy: float, r: float) -> list[tuple[in
     if shape == "circle":
         return None
     if shape == "diamond":
-        return [(round(cx), round(cy - r)), (round(cx + r * 0.8), round(cy)), (round(cx), round(cy + r)),
-                (round(cx - r * 0.8), round(cy))]
+        return [
+            (round(cx), round(cy - r)),
+            (round(cx + r * 0.8), round(cy)),
+            (round(cx), round(cy + r)),
+            (round(cx - r * 0.8), round(cy)),
+        ]
     rot = -math.pi / 4 if shape == "square" else -math.pi / 2
     if shape == "octagon":
         rot = -math.pi / 2 + math.pi / 8
@@ -219,6 +255,7 @@ def draw_emblem(emblem: dict[str, Any]) -> Image.Image:
 
 
 # ----------------------------------------------------------------------------------------- views
+
 
 def draw_flag_view(flag_img: Image.Image, phase: int) -> Image.Image:
     """The flag "photographed" on a pole against the sky, waving: a query image that is not in the
@@ -264,6 +301,7 @@ def draw_scene(objects: list[dict[str, Any]]) -> Image.Image:
     d = ImageDraw.Draw(img)
     for o in objects:
         cx, cy = cell_centre(o["row"], o["col"])
-        draw_glyph(d, o["kind"], cx + o["jx"], cy + o["jy"], SIZE_RADIUS[o["size"]], PALETTE[o["colour"]],
-                   hole=SCENE_BG)
+        draw_glyph(
+            d, o["kind"], cx + o["jx"], cy + o["jy"], SIZE_RADIUS[o["size"]], PALETTE[o["colour"]], hole=SCENE_BG
+        )
     return img

@@ -13,34 +13,179 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from mmrag.benchmarks.demo.draw import (CHARGES, EMBLEM_SHAPES, EMBLEM_SYMBOLS, FLAG_LAYOUTS, LAYOUT_COLOURS,
-                                        PALETTE, SYMBOL_POSITIONS, flag_centre_colour)
+from mmrag.benchmarks.demo.draw import (
+    CHARGES,
+    EMBLEM_SHAPES,
+    EMBLEM_SYMBOLS,
+    FLAG_LAYOUTS,
+    LAYOUT_COLOURS,
+    PALETTE,
+    SYMBOL_POSITIONS,
+    flag_centre_colour,
+)
 
 KINDS = ("country", "city", "guild")
 KIND_WEIGHTS = (0.5, 0.3, 0.2)
 
-_HEAD = ["Var", "Kel", "Tor", "Bren", "Dras", "Sel", "Mor", "Lun", "Ryn", "Gal", "Zeph", "Hal", "Thal", "Kra", "Vel",
-         "Ost", "Ar", "El", "Or", "Quil", "Fen", "Nor", "Ser", "Ved", "Ul", "Yr", "Cal", "Bel", "Dun", "Ith"]
+_HEAD = [
+    "Var",
+    "Kel",
+    "Tor",
+    "Bren",
+    "Dras",
+    "Sel",
+    "Mor",
+    "Lun",
+    "Ryn",
+    "Gal",
+    "Zeph",
+    "Hal",
+    "Thal",
+    "Kra",
+    "Vel",
+    "Ost",
+    "Ar",
+    "El",
+    "Or",
+    "Quil",
+    "Fen",
+    "Nor",
+    "Ser",
+    "Ved",
+    "Ul",
+    "Yr",
+    "Cal",
+    "Bel",
+    "Dun",
+    "Ith",
+]
 _MID = ["a", "e", "i", "o", "an", "en", "or", "il", "ar", ""]
-_TAIL = ["holt", "mark", "heim", "ara", "oria", "wyn", "grad", "vale", "mere", "ssa", "dor", "ven", "ith", "una",
-         "esk", "orn", "ald", "ys", "avia", "ecca"]
+_TAIL = [
+    "holt",
+    "mark",
+    "heim",
+    "ara",
+    "oria",
+    "wyn",
+    "grad",
+    "vale",
+    "mere",
+    "ssa",
+    "dor",
+    "ven",
+    "ith",
+    "una",
+    "esk",
+    "orn",
+    "ald",
+    "ys",
+    "avia",
+    "ecca",
+]
 _TOWN_TAIL = ["ford", "wick", "stead", "gate", "by", "mouth", "crest", "hollow", "reach", "fall", "moor", "haven"]
 _RIVER_HEAD = ["Ul", "Sa", "Mir", "Tre", "Ob", "Ka", "Lis", "Vo", "Ne", "Dra", "Esk", "Pel", "Ro", "Wy", "Ta", "Ys"]
 _RIVER_TAIL = ["wen", "ar", "isse", "ow", "enne", "ub", "elle", "aro", "ith", "ana", "orre", "uin"]
-_GIVEN = ["Maren", "Tovin", "Aldric", "Isolde", "Corvin", "Brisa", "Edric", "Liane", "Osric", "Talia", "Rurik",
-          "Sabeth", "Halvard", "Yselle", "Dorian", "Mirela", "Fenwick", "Ottilie", "Casimir", "Wenna"]
+_GIVEN = [
+    "Maren",
+    "Tovin",
+    "Aldric",
+    "Isolde",
+    "Corvin",
+    "Brisa",
+    "Edric",
+    "Liane",
+    "Osric",
+    "Talia",
+    "Rurik",
+    "Sabeth",
+    "Halvard",
+    "Yselle",
+    "Dorian",
+    "Mirela",
+    "Fenwick",
+    "Ottilie",
+    "Casimir",
+    "Wenna",
+]
 _SUR_HEAD = ["Ostre", "Varn", "Kallo", "Bries", "Dun", "Heth", "Morro", "Quen", "Sallo", "Tyre", "Vask", "Ember"]
 _SUR_TAIL = ["vel", "ick", "ansk", "mont", "ery", "ow", "ard", "ine", "oth", "esse", "ley", "urn"]
-_GOODS = ["amber glass", "saltfish", "copper bells", "blue wool", "cedar barrels", "rock salt", "tin lanterns",
-          "pressed olives", "slate tiles", "honey wax", "river pearls", "iron nails", "linen sails", "dried figs",
-          "clay pipes", "goat cheese", "silver thread", "peat bricks", "walnut oil", "glass beads", "rope ladders",
-          "woven baskets", "smoked eels", "bronze keys", "felt hats", "rye flour", "quill pens", "lamp oil",
-          "stone mills", "paper kites"]
+_GOODS = [
+    "amber glass",
+    "saltfish",
+    "copper bells",
+    "blue wool",
+    "cedar barrels",
+    "rock salt",
+    "tin lanterns",
+    "pressed olives",
+    "slate tiles",
+    "honey wax",
+    "river pearls",
+    "iron nails",
+    "linen sails",
+    "dried figs",
+    "clay pipes",
+    "goat cheese",
+    "silver thread",
+    "peat bricks",
+    "walnut oil",
+    "glass beads",
+    "rope ladders",
+    "woven baskets",
+    "smoked eels",
+    "bronze keys",
+    "felt hats",
+    "rye flour",
+    "quill pens",
+    "lamp oil",
+    "stone mills",
+    "paper kites",
+]
 _FORMS = ["Hymn", "Song", "March", "Ballad", "Chant"]
-_ADJ = ["Seven", "Silent", "Golden", "Northern", "Distant", "Burning", "Hollow", "Patient", "Crimson", "Wandering",
-        "Quiet", "Ninth", "Frozen", "Open", "Broken", "Lantern", "Iron", "Rising", "Last", "Hidden"]
-_NOUN = ["Lanterns", "Harbours", "Bridges", "Orchards", "Towers", "Rivers", "Gates", "Ravens", "Hills", "Bells",
-         "Meadows", "Anvils", "Tides", "Candles", "Reeds", "Winds", "Oaks", "Stairs", "Wells", "Looms"]
+_ADJ = [
+    "Seven",
+    "Silent",
+    "Golden",
+    "Northern",
+    "Distant",
+    "Burning",
+    "Hollow",
+    "Patient",
+    "Crimson",
+    "Wandering",
+    "Quiet",
+    "Ninth",
+    "Frozen",
+    "Open",
+    "Broken",
+    "Lantern",
+    "Iron",
+    "Rising",
+    "Last",
+    "Hidden",
+]
+_NOUN = [
+    "Lanterns",
+    "Harbours",
+    "Bridges",
+    "Orchards",
+    "Towers",
+    "Rivers",
+    "Gates",
+    "Ravens",
+    "Hills",
+    "Bells",
+    "Meadows",
+    "Anvils",
+    "Tides",
+    "Candles",
+    "Reeds",
+    "Winds",
+    "Oaks",
+    "Stairs",
+    "Wells",
+    "Looms",
+]
 
 #: kind -> the fact slots an entity of that kind has (all carry founder and founded).
 SLOTS: dict[str, tuple[str, ...]] = {
@@ -53,28 +198,58 @@ SLOTS: dict[str, tuple[str, ...]] = {
 #: states a fixed group of slots; ``{ref}`` is how the entity is named in running text.
 PASSAGES: dict[str, list[tuple[str, str, tuple[str, ...]]]] = {
     "country": [
-        ("history", "{ref} was founded in {founded} by {founder}, who became its first ruler. "
-                    "Chroniclers of {ref} date its first charter to that year.", ("founded", "founder")),
-        ("geography", "{ref} is a country whose capital is {capital}. Its longest river is the {river}, "
-                      "and it has a population of {population}.", ("capital", "river", "population")),
-        ("economy", "The chief export of {ref} is {export}. The national anthem of {ref} is \"{anthem}\".",
-         ("export", "anthem")),
+        (
+            "history",
+            "{ref} was founded in {founded} by {founder}, who became its first ruler. "
+            "Chroniclers of {ref} date its first charter to that year.",
+            ("founded", "founder"),
+        ),
+        (
+            "geography",
+            "{ref} is a country whose capital is {capital}. Its longest river is the {river}, "
+            "and it has a population of {population}.",
+            ("capital", "river", "population"),
+        ),
+        (
+            "economy",
+            'The chief export of {ref} is {export}. The national anthem of {ref} is "{anthem}".',
+            ("export", "anthem"),
+        ),
     ],
     "city": [
-        ("history", "The city of {ref} was founded in {founded} by {founder}. Its oldest quarter still "
-                    "bears the founder's name.", ("founded", "founder")),
-        ("geography", "{ref} is a city in {country}, on the banks of the {river}. It has a population of "
-                      "{population}.", ("country", "river", "population")),
-        ("economy", "The chief export of {ref} is {export}. The city song of {ref} is \"{anthem}\".",
-         ("export", "anthem")),
+        (
+            "history",
+            "The city of {ref} was founded in {founded} by {founder}. Its oldest quarter still "
+            "bears the founder's name.",
+            ("founded", "founder"),
+        ),
+        (
+            "geography",
+            "{ref} is a city in {country}, on the banks of the {river}. It has a population of {population}.",
+            ("country", "river", "population"),
+        ),
+        (
+            "economy",
+            'The chief export of {ref} is {export}. The city song of {ref} is "{anthem}".',
+            ("export", "anthem"),
+        ),
     ],
     "guild": [
-        ("history", "The {ref} Guild was founded in {founded} by {founder}. Its first hall was a rented "
-                    "storehouse.", ("founded", "founder")),
-        ("geography", "The {ref} Guild has its seat in the city of {seat}. It counts {members} members.",
-         ("seat", "members")),
-        ("economy", "The {ref} Guild trades in {export}. The motto of the {ref} Guild is \"{anthem}\".",
-         ("export", "anthem")),
+        (
+            "history",
+            "The {ref} Guild was founded in {founded} by {founder}. Its first hall was a rented storehouse.",
+            ("founded", "founder"),
+        ),
+        (
+            "geography",
+            "The {ref} Guild has its seat in the city of {seat}. It counts {members} members.",
+            ("seat", "members"),
+        ),
+        (
+            "economy",
+            'The {ref} Guild trades in {export}. The motto of the {ref} Guild is "{anthem}".',
+            ("export", "anthem"),
+        ),
     ],
 }
 
@@ -124,8 +299,13 @@ def _visuals(rng: random.Random, family: dict[str, Any]) -> tuple[dict[str, Any]
         flag["charge_colour"] = rng.choice([c for c in names if c not in colours])
     fill = rng.choice([c for c in names if c != "white"])
     symbol_colour = rng.choice([c for c in names if c != fill])
-    emblem = {"shape": family["shape"], "fill": fill, "symbol": family["symbol"], "symbol_colour": symbol_colour,
-              "symbol_position": rng.choice(sorted(SYMBOL_POSITIONS))}
+    emblem = {
+        "shape": family["shape"],
+        "fill": fill,
+        "symbol": family["symbol"],
+        "symbol_colour": symbol_colour,
+        "symbol_position": rng.choice(sorted(SYMBOL_POSITIONS)),
+    }
     assert flag["charge"] == "none" or flag["charge_colour"] != flag_centre_colour(flag)
     return flag, emblem
 
@@ -133,8 +313,13 @@ def _visuals(rng: random.Random, family: dict[str, Any]) -> tuple[dict[str, Any]
 def _family(rng: random.Random) -> dict[str, Any]:
     layout = rng.choice(FLAG_LAYOUTS)
     colours = rng.sample(list(PALETTE), LAYOUT_COLOURS[layout])
-    return {"layout": layout, "colours": colours, "charge": rng.choice(CHARGES),
-            "shape": rng.choice(EMBLEM_SHAPES), "symbol": rng.choice(EMBLEM_SYMBOLS)}
+    return {
+        "layout": layout,
+        "colours": colours,
+        "charge": rng.choice(CHARGES),
+        "shape": rng.choice(EMBLEM_SHAPES),
+        "symbol": rng.choice(EMBLEM_SYMBOLS),
+    }
 
 
 def make_entities(seed: int, n: int = 300) -> list[dict[str, Any]]:
@@ -187,8 +372,17 @@ def make_entities(seed: int, n: int = 300) -> list[dict[str, Any]]:
             facts["river"] = _unique(rng, lambda: _river(rng), rivers)
         if kind == "guild":
             facts["members"] = rng.randint(150, 9000)
-        entities.append({"id": f"e{i:04d}", "name": name, "kind": kind, "family": family_id,
-                         "facts": facts, "flag": flag, "emblem": emblem})
+        entities.append(
+            {
+                "id": f"e{i:04d}",
+                "name": name,
+                "kind": kind,
+                "family": family_id,
+                "facts": facts,
+                "flag": flag,
+                "emblem": emblem,
+            }
+        )
     countries = [e["name"] for e in entities if e["kind"] == "country"]
     cities = [e["name"] for e in entities if e["kind"] == "city"]
     for e in entities:

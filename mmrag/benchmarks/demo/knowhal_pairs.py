@@ -30,23 +30,35 @@ from mmrag.benchmarks.demo.draw import EMBLEM_SHAPES, EMBLEM_SYMBOLS, PALETTE, S
 from mmrag.benchmarks.demo.questions import image_path
 
 DOMAINS = {"country": "Nations", "city": "Cities", "guild": "Guilds"}
+
+
 def placed(position: str) -> str:
-    """"in the centre", "in the upper part", "on the left side"..."""
+    """ "in the centre", "in the upper part", "on the left side"..."""
     return f"{'on' if position.endswith('side') else 'in'} the {position}"
 
 
 #: answers to a Relation negative that go along with its false premise (the first one is the
 #: simulated VLM's own going-along reply, see :mod:`mmrag.models.sim_knowhal`)
-RELATION_PREMISE_ANSWERS = ("Placing it there balances the design.", "It leaves room for the outline.",
-                            "It follows the emblem's oldest pattern.", "It keeps the symbol away from the frame.")
+RELATION_PREMISE_ANSWERS = (
+    "Placing it there balances the design.",
+    "It leaves room for the outline.",
+    "It follows the emblem's oldest pattern.",
+    "It keeps the symbol away from the frame.",
+)
 
 SIDES = {"triangle": 3, "square": 4, "diamond": 4, "pentagon": 5, "hexagon": 6, "octagon": 8}
 
 
 def _pair(e: dict[str, Any], dim: str, pos: dict[str, Any], neg: dict[str, Any]) -> list[dict[str, Any]]:
     pair_id = f"{e['id']}-{dim}"
-    common = {"pair_id": pair_id, "entity_id": e["id"], "image": image_path(e["id"], "emblem_view"),
-              "domain": DOMAINS[e["kind"]], "category": f"{e['emblem']['shape']} emblem", "dimension": dim}
+    common = {
+        "pair_id": pair_id,
+        "entity_id": e["id"],
+        "image": image_path(e["id"], "emblem_view"),
+        "domain": DOMAINS[e["kind"]],
+        "category": f"{e['emblem']['shape']} emblem",
+        "dimension": dim,
+    }
     p = {"id": f"{pair_id}-pos", **common, "polarity": "positive", **pos}
     n = {"id": f"{pair_id}-neg", **common, "polarity": "negative", **neg}
     return [p, n]
@@ -61,20 +73,30 @@ def knowhal_records(entities: list[dict[str, Any]], seed: int, every: int = 5) -
         sym, col, place, shape = em["symbol"], em["symbol_colour"], em["symbol_position"], em["shape"]
         # Entity: what symbol is there / an absent symbol presupposed
         absent = rng.choice([s for s in EMBLEM_SYMBOLS if s != sym])
-        rows += _pair(e, "E",
-                      {"question": "What symbol is drawn inside the emblem in this image?",
-                       "answers": [sym, f"a {sym}"]},
-                      {"question": f"What colour is the {absent} drawn inside the emblem in this image?",
-                       "answers": [f"There is no {absent} in the emblem; it shows a {sym}."],
-                       "false_premise": f"The emblem shows a {sym}, not a {absent}.",
-                       "strategy": "object substitution"})
+        rows += _pair(
+            e,
+            "E",
+            {"question": "What symbol is drawn inside the emblem in this image?", "answers": [sym, f"a {sym}"]},
+            {
+                "question": f"What colour is the {absent} drawn inside the emblem in this image?",
+                "answers": [f"There is no {absent} in the emblem; it shows a {sym}."],
+                "false_premise": f"The emblem shows a {sym}, not a {absent}.",
+                "strategy": "object substitution",
+            },
+        )
         # Attribute: the symbol's colour / a wrong colour presupposed
         wrong = rng.choice([c for c in PALETTE if c not in (col, em["fill"])])
-        rows += _pair(e, "A",
-                      {"question": f"What colour is the {sym} inside the emblem in this image?", "answers": [col]},
-                      {"question": f"Why is the {wrong} {sym} inside the emblem drawn so small?",
-                       "answers": [f"The {sym} is {col}, not {wrong}."],
-                       "false_premise": f"The {sym} is {col}, not {wrong}.", "strategy": "attribute variant"})
+        rows += _pair(
+            e,
+            "A",
+            {"question": f"What colour is the {sym} inside the emblem in this image?", "answers": [col]},
+            {
+                "question": f"Why is the {wrong} {sym} inside the emblem drawn so small?",
+                "answers": [f"The {sym} is {col}, not {wrong}."],
+                "false_premise": f"The {sym} is {col}, not {wrong}.",
+                "strategy": "attribute variant",
+            },
+        )
         # Relation (multiple choice): where the symbol sits / another place presupposed
         places = [p for p in sorted(SYMBOL_POSITIONS) if p != place]
         opts = rng.sample(places, 3)
@@ -86,30 +108,48 @@ def knowhal_records(entities: list[dict[str, Any]], seed: int, every: int = 5) -
         nrng = random.Random(f"mmrag-demo:{seed}:knowhal:{e['id']}:relation-negative")
         neg_opts = [reject, RELATION_PREMISE_ANSWERS[0], *nrng.sample(RELATION_PREMISE_ANSWERS[1:], 2)]
         nrng.shuffle(neg_opts)
-        rows += _pair(e, "R",
-                      {"question": f"Where is the {sym} placed within the emblem in this image?",
-                       "options": {letters[i]: placed(o).capitalize() for i, o in enumerate(opts)},
-                       "label": letters[k], "answers": [placed(place).capitalize()]},
-                      {"question": f"Why is the {sym} placed {placed(other)} of the emblem in this image?",
-                       "options": {letters[i]: o for i, o in enumerate(neg_opts)},
-                       "label": letters[neg_opts.index(reject)], "answers": [reject],
-                       "false_premise": f"The {sym} is {placed(place)} of the emblem, not {placed(other)}.",
-                       "strategy": "spatial relation"})
+        rows += _pair(
+            e,
+            "R",
+            {
+                "question": f"Where is the {sym} placed within the emblem in this image?",
+                "options": {letters[i]: placed(o).capitalize() for i, o in enumerate(opts)},
+                "label": letters[k],
+                "answers": [placed(place).capitalize()],
+            },
+            {
+                "question": f"Why is the {sym} placed {placed(other)} of the emblem in this image?",
+                "options": {letters[i]: o for i, o in enumerate(neg_opts)},
+                "label": letters[neg_opts.index(reject)],
+                "answers": [reject],
+                "false_premise": f"The {sym} is {placed(place)} of the emblem, not {placed(other)}.",
+                "strategy": "spatial relation",
+            },
+        )
         # Knowledge: the geometric name of the outline / a fabricated action or a wrong polygon
         if j % 2 == 0:
-            neg = {"question": "What is the person holding up this emblem wearing?",
-                   "answers": ["Nobody is holding the emblem; it hangs alone in a frame on a wall."],
-                   "false_premise": "No person is in the image; the emblem hangs alone in a frame.",
-                   "strategy": "action fabrication"}
+            neg = {
+                "question": "What is the person holding up this emblem wearing?",
+                "answers": ["Nobody is holding the emblem; it hangs alone in a frame on a wall."],
+                "false_premise": "No person is in the image; the emblem hangs alone in a frame.",
+                "strategy": "action fabrication",
+            }
         else:
             fake = rng.choice([s for s in EMBLEM_SHAPES if s not in (shape, "circle")])
-            neg = {"question": f"How many sides does the {fake} that forms this emblem's outline have?",
-                   "answers": [f"The outline is a {shape}, not a {fake}."],
-                   "false_premise": f"The emblem's outline is a {shape}, not a {fake}.",
-                   "strategy": "attribute variant"}
-        rows += _pair(e, "K",
-                      {"question": "What is the geometric name of the outline shape of this emblem?",
-                       "answers": [shape, f"a {shape}"] + (["rhombus", "a rhombus"] if shape == "diamond" else []),
-                       "metadata": {"sides": SIDES.get(shape)}},
-                      neg)
+            neg = {
+                "question": f"How many sides does the {fake} that forms this emblem's outline have?",
+                "answers": [f"The outline is a {shape}, not a {fake}."],
+                "false_premise": f"The emblem's outline is a {shape}, not a {fake}.",
+                "strategy": "attribute variant",
+            }
+        rows += _pair(
+            e,
+            "K",
+            {
+                "question": "What is the geometric name of the outline shape of this emblem?",
+                "answers": [shape, f"a {shape}"] + (["rhombus", "a rhombus"] if shape == "diamond" else []),
+                "metadata": {"sides": SIDES.get(shape)},
+            },
+            neg,
+        )
     return rows

@@ -40,8 +40,9 @@ def demo_benchmark(source: str | None = None, **options: Any) -> DeflectionBench
 def demo_humblebench(source: str | None = None, **options: Any) -> HumbleBenchBenchmark:
     """The demo world's drawn-scene MCQs, read by the real HumbleBench imagefolder loader."""
     opts = take_options("demo-humblebench", options, {"seed": 0})
-    return HumbleBenchBenchmark(_world(source, opts["seed"]) / "humblebench", name="demo-humblebench",
-                                source_tag="demo")
+    return HumbleBenchBenchmark(
+        _world(source, opts["seed"]) / "humblebench", name="demo-humblebench", source_tag="demo"
+    )
 
 
 @BENCHMARKS.register("demo-knowhal")

@@ -26,8 +26,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from mmrag.benchmarks.demo.draw import (draw_emblem, draw_emblem_view, draw_flag, draw_flag_view, draw_scene,
-                                        png_bytes)
+from mmrag.benchmarks.demo.draw import draw_emblem, draw_emblem_view, draw_flag, draw_flag_view, draw_scene, png_bytes
 from mmrag.benchmarks.demo.entities import make_entities
 from mmrag.benchmarks.demo.knowhal_pairs import knowhal_records
 from mmrag.benchmarks.demo.questions import deflection_records, image_path, kb_records
@@ -52,8 +51,9 @@ def _json(obj: Any) -> bytes:
     return (json.dumps(obj, ensure_ascii=False, indent=1, sort_keys=True) + "\n").encode("utf-8")
 
 
-def generate_world(seed: int, out_dir: Path, *, n_entities: int = 300, n_scenes: int = 120,
-                   knowhal_every: int = 5) -> dict[str, Any]:
+def generate_world(
+    seed: int, out_dir: Path, *, n_entities: int = 300, n_scenes: int = 120, knowhal_every: int = 5
+) -> dict[str, Any]:
     """Write a complete world for ``seed`` into ``out_dir`` (which must be empty or absent).
 
     Byte-identical for the same seed and arguments.  Returns the manifest.  Writes in place: use
@@ -69,8 +69,9 @@ def generate_world(seed: int, out_dir: Path, *, n_entities: int = 300, n_scenes:
         files[image_path(e["id"], "flag")] = png_bytes(flag)
         files[image_path(e["id"], "emblem")] = png_bytes(emblem)
         files[image_path(e["id"], "flag_view")] = png_bytes(draw_flag_view(flag, phase=i % 11))
-        files[image_path(e["id"], "emblem_view")] = png_bytes(draw_emblem_view(emblem, dx=(i * 7) % 13 - 6,
-                                                                               dy=(i * 5) % 9 - 4))
+        files[image_path(e["id"], "emblem_view")] = png_bytes(
+            draw_emblem_view(emblem, dx=(i * 7) % 13 - 6, dy=(i * 5) % 9 - 4)
+        )
     kb = kb_records(entities)
     questions = deflection_records(entities, seed)
     pairs = knowhal_records(entities, seed, every=knowhal_every)
@@ -78,12 +79,21 @@ def generate_world(seed: int, out_dir: Path, *, n_entities: int = 300, n_scenes:
     scenes, mcqs = humblebench_items(seed, n_scenes)
     for sc in scenes:
         files[f"humblebench/{sc['file_name']}"] = png_bytes(draw_scene(sc["objects"]))
-    hb_meta = [{"file_name": q["file_name"], "question_id": q["question_id"], "question": q["question"],
-                "label": q["label"], "type": q["type"]} for q in mcqs]
+    hb_meta = [
+        {
+            "file_name": q["file_name"],
+            "question_id": q["question_id"],
+            "question": q["question"],
+            "label": q["label"],
+            "type": q["type"],
+        }
+        for q in mcqs
+    ]
     by_scene: dict[str, list[dict[str, Any]]] = {}
     for q in mcqs:
         by_scene.setdefault(q["scene_id"], []).append(
-            {k: q[k] for k in ("question_id", "type", "stem", "options", "option_truth", "label", "generator")})
+            {k: q[k] for k in ("question_id", "type", "stem", "options", "option_truth", "label", "generator")}
+        )
     scenes_out = [{**sc, "questions": by_scene.get(sc["scene_id"], [])} for sc in scenes]
 
     files["entities.json"] = _json(entities)
@@ -98,11 +108,18 @@ def generate_world(seed: int, out_dir: Path, *, n_entities: int = 300, n_scenes:
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_bytes(data)
     manifest = {
-        "generator_version": GENERATOR_VERSION, "seed": seed,
-        "counts": {"entities": len(entities), "kb_documents": len(kb), "deflection_samples": len(questions),
-                   "deflection_questions": len({q["question_id"] for q in questions}),
-                   "humblebench_questions": len(mcqs), "humblebench_scenes": len(scenes),
-                   "knowhal_records": len(pairs), "knowhal_pairs": len({p["pair_id"] for p in pairs})},
+        "generator_version": GENERATOR_VERSION,
+        "seed": seed,
+        "counts": {
+            "entities": len(entities),
+            "kb_documents": len(kb),
+            "deflection_samples": len(questions),
+            "deflection_questions": len({q["question_id"] for q in questions}),
+            "humblebench_questions": len(mcqs),
+            "humblebench_scenes": len(scenes),
+            "knowhal_records": len(pairs),
+            "knowhal_pairs": len({p["pair_id"] for p in pairs}),
+        },
         "files": {rel: sha256_bytes(data) for rel, data in sorted(files.items())},
     }
     (out_dir / MANIFEST).write_bytes(_json(manifest))

@@ -20,5 +20,13 @@ from mmrag.benchmarks.sources.base import (
     kb_path_for,
 )
 
-__all__ = ["SOURCES", "BuildContext", "BuildStats", "SourceBuilder", "SourceOptions", "build_deflection",
-           "images_dir_for", "kb_path_for"]
+__all__ = [
+    "SOURCES",
+    "BuildContext",
+    "BuildStats",
+    "SourceBuilder",
+    "SourceOptions",
+    "build_deflection",
+    "images_dir_for",
+    "kb_path_for",
+]

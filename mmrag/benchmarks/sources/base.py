@@ -25,8 +25,9 @@ from __future__ import annotations
 import os
 import tempfile
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any, ClassVar, Iterator
+from typing import IO, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -60,8 +61,16 @@ class BuildStats(BaseModel):
 class BuildContext:
     """What a builder sees: its inputs, the image store, and the KB/skip bookkeeping."""
 
-    def __init__(self, source: str, data: Path, kb: Path | None, images: Path | None, limit: int | None,
-                 store: ImageStore, kb_writer: "_AtomicJsonl") -> None:
+    def __init__(
+        self,
+        source: str,
+        data: Path,
+        kb: Path | None,
+        images: Path | None,
+        limit: int | None,
+        store: ImageStore,
+        kb_writer: _AtomicJsonl,
+    ) -> None:
         self.source = source
         self.data = data
         self.kb = kb
@@ -181,9 +190,16 @@ def parse_options(builder: type[SourceBuilder], options: dict[str, Any] | None) 
         raise InputError(pydantic_message(exc), field=f"option {pydantic_field(exc)}") from None
 
 
-def build_deflection(source: str, data: str | Path, out: str | Path, *, kb: str | Path | None = None,
-                     images: str | Path | None = None, limit: int | None = None,
-                     options: dict[str, Any] | None = None) -> BuildStats:
+def build_deflection(
+    source: str,
+    data: str | Path,
+    out: str | Path,
+    *,
+    kb: str | Path | None = None,
+    images: str | Path | None = None,
+    limit: int | None = None,
+    options: dict[str, Any] | None = None,
+) -> BuildStats:
     """Build ``out`` (+ ``<stem>.kb.jsonl`` and ``<stem>.images/``) from one source dataset.
 
     ``limit`` caps the number of *source records* read (an E-VQA question with five images still
@@ -200,8 +216,9 @@ def build_deflection(source: str, data: str | Path, out: str | Path, *, kb: str 
     kb_out, img_dir = kb_path_for(out), images_dir_for(out)
     store = ImageStore(img_dir, out.parent)
     kb_writer, sample_writer = _AtomicJsonl(kb_out), _AtomicJsonl(out)
-    ctx = BuildContext(source, data, Path(kb) if kb else None, Path(images) if images else None, limit,
-                       store, kb_writer)
+    ctx = BuildContext(
+        source, data, Path(kb) if kb else None, Path(images) if images else None, limit, store, kb_writer
+    )
     written = 0
     sample_ids: set[str] = set()
     try:
@@ -218,8 +235,7 @@ def build_deflection(source: str, data: str | Path, out: str | Path, *, kb: str 
             written += 1
         if ctx.read and not written:
             reasons = ", ".join(f"{r}: {n}" for r, n in ctx.skipped.most_common()) or "none"
-            raise InputError(f"no sample could be built from {ctx.read} records (skipped: {reasons})",
-                             path=data)
+            raise InputError(f"no sample could be built from {ctx.read} records (skipped: {reasons})", path=data)
         kb_writer.commit()
         sample_writer.commit()
     except BaseException:
@@ -227,10 +243,19 @@ def build_deflection(source: str, data: str | Path, out: str | Path, *, kb: str 
         sample_writer.abort()
         store.rollback()
         raise
-    return BuildStats(source=source, records_read=ctx.read, samples_written=written,
-                      kb_docs_written=ctx.docs_written, images_written=store.written,
-                      skipped=dict(ctx.skipped), dropped=dict(ctx.dropped), noted=dict(ctx.noted), out=str(out),
-                      kb_out=str(kb_out), images_dir=str(img_dir))
+    return BuildStats(
+        source=source,
+        records_read=ctx.read,
+        samples_written=written,
+        kb_docs_written=ctx.docs_written,
+        images_written=store.written,
+        skipped=dict(ctx.skipped),
+        dropped=dict(ctx.dropped),
+        noted=dict(ctx.noted),
+        out=str(out),
+        kb_out=str(kb_out),
+        images_dir=str(img_dir),
+    )
 
 
 class _AtomicJsonl:

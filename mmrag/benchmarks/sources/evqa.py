@@ -27,8 +27,9 @@ from __future__ import annotations
 
 import csv
 import json
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from mmrag.benchmarks.formats import DeflectionRecord, GoldContext, KBRecord
 from mmrag.benchmarks.sources.base import SOURCES, BuildContext, SourceBuilder, SourceOptions
@@ -37,8 +38,7 @@ from mmrag.errors import InputError
 from mmrag.schema import stable_id
 from mmrag.util import read_json_mapping
 
-REQUIRED_COLUMNS = ("question", "answer", "dataset_image_ids", "question_type", "wikipedia_url",
-                    "evidence_section_id")
+REQUIRED_COLUMNS = ("question", "answer", "dataset_image_ids", "question_type", "wikipedia_url", "evidence_section_id")
 
 
 def parse_answers(answer: str, question_type: str) -> tuple[str, list[str], list[list[str]]]:
@@ -88,8 +88,11 @@ def load_inat_names(path: Path) -> dict[str, str]:
         raise InputError(f"invalid JSON ({exc.msg})", path=path, line=exc.lineno) from None
     images = data.get("images") if isinstance(data, dict) else None
     if not isinstance(images, list):
-        raise InputError("expected the iNaturalist 2021 annotation JSON with an 'images' list of "
-                         "{id, file_name}", path=path, field="images")
+        raise InputError(
+            "expected the iNaturalist 2021 annotation JSON with an 'images' list of {id, file_name}",
+            path=path,
+            field="images",
+        )
     out = {}
     for i, im in enumerate(images):
         if not isinstance(im, dict) or "id" not in im or not im.get("file_name"):
@@ -130,16 +133,29 @@ class EVQABuilder(SourceBuilder):
                 if rel is None:
                     ctx.skip(f"query {why}")
                     continue
-                meta = {"dataset_name": r["dataset_name"], "dataset_image_id": image_id,
-                        "encyclopedic_vqa_split": r["split"], "wikipedia_url": r["raw_url"],
-                        "evidence_section_title": r["section_title"], "line": r["line"]}
+                meta = {
+                    "dataset_name": r["dataset_name"],
+                    "dataset_image_id": image_id,
+                    "encyclopedic_vqa_split": r["split"],
+                    "wikipedia_url": r["raw_url"],
+                    "evidence_section_title": r["section_title"],
+                    "line": r["line"],
+                }
                 if r["parts"]:
                     meta["answer_parts"] = r["parts"]
                 yield DeflectionRecord(
-                    sample_id=f"evqa:{r['qkey']}:{i}", question_id=f"evqa:{r['qkey']}", question=r["question"],
-                    query_images=[rel], answer=r["answer"], aliases=r["aliases"],
-                    gold_contexts=[GoldContext(doc_id=d, modality="text") for d in gold], source="evqa",
-                    question_type=r["question_type"], entity_id=r["urls"][0], metadata=meta)
+                    sample_id=f"evqa:{r['qkey']}:{i}",
+                    question_id=f"evqa:{r['qkey']}",
+                    question=r["question"],
+                    query_images=[rel],
+                    answer=r["answer"],
+                    aliases=r["aliases"],
+                    gold_contexts=[GoldContext(doc_id=d, modality="text") for d in gold],
+                    source="evqa",
+                    question_type=r["question_type"],
+                    entity_id=r["urls"][0],
+                    metadata=meta,
+                )
 
     def _inat(self, rows: list[dict[str, Any]]) -> dict[str, str]:
         path = self.options.inat_annotations  # type: ignore[attr-defined]
@@ -147,9 +163,13 @@ class EVQABuilder(SourceBuilder):
             return load_inat_names(Path(path))
         first = next((r for r in rows if r["inat"]), None)
         if first is not None:
-            raise InputError("iNaturalist rows name images by iNaturalist id, not by file: pass the iNaturalist "
-                             "2021 annotation JSON with --option inat_annotations=PATH", path=first["path"],
-                             line=first["line"], field="dataset_name")
+            raise InputError(
+                "iNaturalist rows name images by iNaturalist id, not by file: pass the iNaturalist "
+                "2021 annotation JSON with --option inat_annotations=PATH",
+                path=first["path"],
+                line=first["line"],
+                field="dataset_name",
+            )
         return {}
 
     @staticmethod
@@ -164,18 +184,31 @@ class EVQABuilder(SourceBuilder):
         except ValueError:
             raise f.error(f"expected integer section ids, got {raw_sec!r}", field="evidence_section_id") from None
         if len(sections) != len(urls):
-            raise f.error(f"{len(sections)} section id(s) for {len(urls)} wikipedia_url(s)",
-                          field="evidence_section_id")
+            raise f.error(
+                f"{len(sections)} section id(s) for {len(urls)} wikipedia_url(s)", field="evidence_section_id"
+            )
         image_ids = [s.strip() for s in f.str("dataset_image_ids").split("|") if s.strip()]
         if not image_ids:
             raise f.error("no image id", field="dataset_image_ids")
         question = f.str("question")
-        return {"question": question, "answer": answer, "aliases": aliases, "parts": parts, "question_type": qtype,
-                "urls": urls, "raw_url": raw_url, "sections": sections, "image_ids": image_ids,
-                "dataset_name": f.str("dataset_name", default=None), "split": f.str("encyclopedic_vqa_split", default=None),
-                "section_title": f.str("evidence_section_title", default=None), "line": f.line, "path": f.path,
-                "inat": (f.str("dataset_name", default="") or "").lower() == "inaturalist",
-                "qkey": stable_id(question, f.str("answer"), raw_url, image_ids, length=12)}
+        return {
+            "question": question,
+            "answer": answer,
+            "aliases": aliases,
+            "parts": parts,
+            "question_type": qtype,
+            "urls": urls,
+            "raw_url": raw_url,
+            "sections": sections,
+            "image_ids": image_ids,
+            "dataset_name": f.str("dataset_name", default=None),
+            "split": f.str("encyclopedic_vqa_split", default=None),
+            "section_title": f.str("evidence_section_title", default=None),
+            "line": f.line,
+            "path": f.path,
+            "inat": (f.str("dataset_name", default="") or "").lower() == "inaturalist",
+            "qkey": stable_id(question, f.str("answer"), raw_url, image_ids, length=12),
+        }
 
     @staticmethod
     def _emit_pages(ctx: BuildContext, r: dict[str, Any], kb: dict[str, Fields]) -> list[str] | None:
@@ -194,8 +227,16 @@ class EVQABuilder(SourceBuilder):
             for i, text in enumerate(texts):
                 if text:
                     sec_title = titles[i] if i < len(titles) else ""
-                    ctx.add_doc(KBRecord(id=page_doc_id(url, i), modality="text", text=text, title=title,
-                                         source="evqa", entity_id=url,
-                                         metadata={"url": url, "section": sec_title, "section_id": i}))
+                    ctx.add_doc(
+                        KBRecord(
+                            id=page_doc_id(url, i),
+                            modality="text",
+                            text=text,
+                            title=title,
+                            source="evqa",
+                            entity_id=url,
+                            metadata={"url": url, "section": sec_title, "section_id": i},
+                        )
+                    )
             gold.append(page_doc_id(url, sec))
         return gold

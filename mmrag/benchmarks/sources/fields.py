@@ -20,8 +20,9 @@ class Fields:
     """A raw record plus where it came from: ``line`` for JSONL/CSV/parquet rows, ``key`` for
     records of a JSON dict."""
 
-    def __init__(self, obj: Any, path: Path | str, *, line: int | None = None, key: str | None = None,
-                 prefix: str = "") -> None:
+    def __init__(
+        self, obj: Any, path: Path | str, *, line: int | None = None, key: str | None = None, prefix: str = ""
+    ) -> None:
         self.path = path
         self.line = line
         self.key = key
@@ -93,7 +94,7 @@ class Fields:
             raise self.error("must hold at least one non-empty string", field=self._f(name))
         return out
 
-    def sub(self, name: str, *, index: int | None = None, value: Any = _MISSING) -> "Fields":
+    def sub(self, name: str, *, index: int | None = None, value: Any = _MISSING) -> Fields:
         """A nested object (``output``, a quote, a fact), keeping the location and a dotted prefix."""
         v = self.raw(name) if value is _MISSING else value
         label = self._f(name) + (f"[{index}]" if index is not None else "")

@@ -23,8 +23,9 @@ import base64
 import binascii
 import io
 import os
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from mmrag.schema import sha256_bytes
 from mmrag.util import atomic_write_bytes

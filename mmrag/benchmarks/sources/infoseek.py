@@ -29,14 +29,15 @@ on it, as the paper's 2,775 samples from 1,246 questions imply.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from mmrag.benchmarks.formats import DeflectionRecord, GoldContext
 from mmrag.benchmarks.sources.base import SOURCES, BuildContext, SourceBuilder, SourceOptions
 from mmrag.benchmarks.sources.fields import Fields, dedupe
-from mmrag.benchmarks.sources.text import GoldPolicy
 from mmrag.benchmarks.sources.images import FolderImages
+from mmrag.benchmarks.sources.text import GoldPolicy
 from mmrag.benchmarks.sources.wiki import emit_page, load_wikidata_kb, page_passages
 from mmrag.errors import InputError
 from mmrag.schema import stable_id
@@ -86,8 +87,10 @@ def parse_answer_eval(f: Fields) -> tuple[list[str], list[tuple[float, float]]]:
         elif isinstance(item, (str, int, float)) and not isinstance(item, bool):
             strings.append(str(item))
         else:
-            raise f.error(f"expected a string or a {{wikidata, range}} object, got {type(item).__name__}",
-                          field=f"answer_eval[{i}]")
+            raise f.error(
+                f"expected a string or a {{wikidata, range}} object, got {type(item).__name__}",
+                field=f"answer_eval[{i}]",
+            )
     return strings, ranges
 
 
@@ -114,9 +117,13 @@ class InfoSeekBuilder(SourceBuilder):
             if not ctx.take():
                 break
             if not rows and "question" not in obj and "entity_id" in obj:
-                raise InputError("this is InfoSeek's with-KB mapping (data_id, entity_id, entity_text), not the "
-                                 "question file: pass --data infoseek_<split>.jsonl (the mapping is found beside it "
-                                 "or given with --option withkb=PATH)", path=ctx.data, line=ln)
+                raise InputError(
+                    "this is InfoSeek's with-KB mapping (data_id, entity_id, entity_text), not the "
+                    "question file: pass --data infoseek_<split>.jsonl (the mapping is found beside it "
+                    "or given with --option withkb=PATH)",
+                    path=ctx.data,
+                    line=ln,
+                )
             f = Fields(obj, ctx.data, line=ln)
             rows.append((f, self._parse(f)))
         entities = self._withkb(ctx.data, opts.withkb, {r["data_id"] for _, r in rows})
@@ -139,18 +146,40 @@ class InfoSeekBuilder(SourceBuilder):
             if not passages:
                 ctx.skip("entity page is empty")
                 continue
-            gold, how = emit_page(ctx, passages, title=page.title, entity_id=page.entity_id, url=page.url,
-                                  answers=[r["answer"], *r["aliases"]], ranges=r["ranges"],
-                                  policy=opts.gold_policy, max_gold=opts.max_gold)
+            gold, how = emit_page(
+                ctx,
+                passages,
+                title=page.title,
+                entity_id=page.entity_id,
+                url=page.url,
+                answers=[r["answer"], *r["aliases"]],
+                ranges=r["ranges"],
+                policy=opts.gold_policy,
+                max_gold=opts.max_gold,
+            )
             qtype = qtypes.get(r["data_id"]) or ("numerical" if r["ranges"] else None)
             qkey = stable_id(" ".join(r["question"].lower().split()), r["entity_id"], length=12)
             yield DeflectionRecord(
-                sample_id=f"infoseek:{r['data_id']}:0", question_id=f"infoseek:q:{qkey}",
-                question=r["question"], query_images=[rel], answer=r["answer"], aliases=r["aliases"],
-                numeric_ranges=r["ranges"], gold_contexts=[GoldContext(doc_id=d, modality="text") for d in gold],
-                source="infoseek", question_type=qtype, entity_id=r["entity_id"],
-                metadata={"data_id": r["data_id"], "image_id": r["image_id"], "data_split": r["data_split"],
-                          "entity_text": r["entity_text"], "gold_match": how, "line": f.line})
+                sample_id=f"infoseek:{r['data_id']}:0",
+                question_id=f"infoseek:q:{qkey}",
+                question=r["question"],
+                query_images=[rel],
+                answer=r["answer"],
+                aliases=r["aliases"],
+                numeric_ranges=r["ranges"],
+                gold_contexts=[GoldContext(doc_id=d, modality="text") for d in gold],
+                source="infoseek",
+                question_type=qtype,
+                entity_id=r["entity_id"],
+                metadata={
+                    "data_id": r["data_id"],
+                    "image_id": r["image_id"],
+                    "data_split": r["data_split"],
+                    "entity_text": r["entity_text"],
+                    "gold_match": how,
+                    "line": f.line,
+                },
+            )
 
     @staticmethod
     def _withkb(data: Path, given: Path | None, wanted: set[str]) -> dict[str, tuple[str, str | None]]:
@@ -160,8 +189,12 @@ class InfoSeekBuilder(SourceBuilder):
             stem = data.name[: -len(".jsonl")] if data.name.endswith(".jsonl") else data.stem
             path = data.with_name(f"{stem}_withkb.jsonl")
             if not path.is_file():
-                raise InputError(f"InfoSeek's with-KB mapping not found beside the question file (looked for "
-                                 f"{path.name}); pass it with --option withkb=PATH", path=data, field="withkb")
+                raise InputError(
+                    f"InfoSeek's with-KB mapping not found beside the question file (looked for "
+                    f"{path.name}); pass it with --option withkb=PATH",
+                    path=data,
+                    field="withkb",
+                )
         elif not path.is_file():
             raise InputError("with-KB mapping not found", path=path, field="option withkb")
         out: dict[str, tuple[str, str | None]] = {}
@@ -178,8 +211,12 @@ class InfoSeekBuilder(SourceBuilder):
         strings, ranges = parse_answer_eval(f)
         canonical = next(a for a in answers if a)
         return {
-            "data_id": f.str("data_id"), "image_id": f.str("image_id"), "question": f.str("question"),
-            "answer": canonical, "aliases": dedupe(answers + strings, exclude=(canonical,)), "ranges": ranges,
+            "data_id": f.str("data_id"),
+            "image_id": f.str("image_id"),
+            "question": f.str("question"),
+            "answer": canonical,
+            "aliases": dedupe(answers + strings, exclude=(canonical,)),
+            "ranges": ranges,
             "data_split": f.str("data_split", default=None),
         }
 

@@ -20,8 +20,9 @@ No ``--kb``: each question carries its own 15 or 20 candidate quotes.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator, Literal
+from typing import Any, Literal
 
 from mmrag.benchmarks.formats import DeflectionRecord, GoldContext, KBRecord
 from mmrag.benchmarks.sources.base import SOURCES, BuildContext, SourceBuilder, SourceOptions
@@ -65,11 +66,22 @@ class MMDocRAGBuilder(SourceBuilder):
                     continue
                 negs.append(ctx.add_doc(doc))
             yield DeflectionRecord(
-                sample_id=f"mmdocrag:{r['q_id']}:0", question_id=f"mmdocrag:{r['q_id']}", question=r["question"],
-                answer=r["answer"], gold_contexts=gold, negative_doc_ids=negs, source="mmdocrag",
+                sample_id=f"mmdocrag:{r['q_id']}:0",
+                question_id=f"mmdocrag:{r['q_id']}",
+                question=r["question"],
+                answer=r["answer"],
+                gold_contexts=gold,
+                negative_doc_ids=negs,
+                source="mmdocrag",
                 question_type=r["question_type"],
-                metadata={"q_id": r["q_id"], "doc_name": r["doc_name"], "domain": r["domain"],
-                          "evidence_modality_type": r["evidence_modality_type"], "line": ln})
+                metadata={
+                    "q_id": r["q_id"],
+                    "doc_name": r["doc_name"],
+                    "domain": r["domain"],
+                    "evidence_modality_type": r["evidence_modality_type"],
+                    "line": ln,
+                },
+            )
 
     @staticmethod
     def _parse(f: Fields) -> dict[str, Any]:
@@ -77,8 +89,12 @@ class MMDocRAGBuilder(SourceBuilder):
         for list_name, kind in (("text_quotes", "text"), ("img_quotes", "image")):
             for i, item in enumerate(f.list(list_name, default=[])):
                 q = f.sub(list_name, index=i, value=item)
-                quote = {"quote_id": q.str("quote_id"), "type": q.str("type", default=kind),
-                         "page_id": q.raw("page_id", default=None), "layout_id": q.raw("layout_id", default=None)}
+                quote = {
+                    "quote_id": q.str("quote_id"),
+                    "type": q.str("type", default=kind),
+                    "page_id": q.raw("page_id", default=None),
+                    "layout_id": q.raw("layout_id", default=None),
+                }
                 if quote["type"] not in ("text", "image"):
                     raise q.error(f"expected 'text' or 'image', got {quote['type']!r}", field=q.prefix + "type")
                 if quote["type"] == "text":
@@ -94,26 +110,40 @@ class MMDocRAGBuilder(SourceBuilder):
         unknown = [g for g in gold if g not in ids]
         if unknown:
             raise f.error(f"names quote(s) not in text_quotes/img_quotes: {', '.join(unknown)}", field="gold_quotes")
-        return {"q_id": f.str("q_id"), "question": f.str("question"), "answer": f.str("answer_short"),
-                "quotes": quotes, "gold": list(dict.fromkeys(gold)), "doc_name": f.str("doc_name", default=None),
-                "domain": f.str("domain", default=None), "question_type": f.str("question_type", default=None),
-                "evidence_modality_type": f.raw("evidence_modality_type", default=None)}
+        return {
+            "q_id": f.str("q_id"),
+            "question": f.str("question"),
+            "answer": f.str("answer_short"),
+            "quotes": quotes,
+            "gold": list(dict.fromkeys(gold)),
+            "doc_name": f.str("doc_name", default=None),
+            "domain": f.str("domain", default=None),
+            "question_type": f.str("question_type", default=None),
+            "evidence_modality_type": f.raw("evidence_modality_type", default=None),
+        }
 
     def _doc(self, ctx: BuildContext, r: dict[str, Any], q: dict[str, Any]) -> KBRecord | None:
         doc_id = f"mmdocrag:{r['q_id']}:{q['quote_id']}"
         meta = {"doc_name": r["doc_name"], "page_id": q["page_id"], "layout_id": q["layout_id"]}
         if q["type"] == "text":
-            return KBRecord(id=doc_id, modality="text", text=q["text"], title=r["doc_name"] or "",
-                            source="mmdocrag", metadata=meta)
+            return KBRecord(
+                id=doc_id, modality="text", text=q["text"], title=r["doc_name"] or "", source="mmdocrag", metadata=meta
+            )
         rel = self._image(ctx, q["img_path"])
         if rel is None:
             return None
         modality = self.options.image_quote_modality  # type: ignore[attr-defined]
         if not q["description"]:
             modality = "image"
-        return KBRecord(id=doc_id, modality=modality, image=rel,
-                        text=q["description"] if modality == "multimodal" else "", title=r["doc_name"] or "",
-                        source="mmdocrag", metadata={**meta, "img_description": q["description"]})
+        return KBRecord(
+            id=doc_id,
+            modality=modality,
+            image=rel,
+            text=q["description"] if modality == "multimodal" else "",
+            title=r["doc_name"] or "",
+            source="mmdocrag",
+            metadata={**meta, "img_description": q["description"]},
+        )
 
     @staticmethod
     def _image(ctx: BuildContext, img_path: str) -> str | None:

@@ -19,7 +19,8 @@ the image columns ``image`` (query), ``gt_images`` and ``retrieved_images`` (lis
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from mmrag.benchmarks.formats import DeflectionRecord, GoldContext, KBRecord
 from mmrag.benchmarks.sources.base import SOURCES, BuildContext, SourceBuilder, SourceOptions
@@ -73,11 +74,20 @@ class MRAGBenchBuilder(SourceBuilder):
                 if ctx.store.sha_of(rel) not in gold_sha:
                     negs.append(self._image_doc(ctx, data, None)[0])
             yield DeflectionRecord(
-                sample_id=f"mragbench:{r['id']}:0", question_id=f"mragbench:{r['id']}", question=r["question"],
-                query_images=[query], answer=r["answer"], options=r["options"], label=r["label"],
+                sample_id=f"mragbench:{r['id']}:0",
+                question_id=f"mragbench:{r['id']}",
+                question=r["question"],
+                query_images=[query],
+                answer=r["answer"],
+                options=r["options"],
+                label=r["label"],
                 gold_contexts=[GoldContext(doc_id=d, modality="image") for d in dict.fromkeys(gold)],
-                negative_doc_ids=list(dict.fromkeys(negs)), source="mragbench", question_type=r["scenario"],
-                entity_id=entity, metadata={"id": r["id"], "aspect": r["aspect"], "scenario": r["scenario"]})
+                negative_doc_ids=list(dict.fromkeys(negs)),
+                source="mragbench",
+                question_type=r["scenario"],
+                entity_id=entity,
+                metadata={"id": r["id"], "aspect": r["aspect"], "scenario": r["scenario"]},
+            )
 
     @staticmethod
     def _parse(f: Fields) -> dict[str, Any]:
@@ -91,9 +101,17 @@ class MRAGBenchBuilder(SourceBuilder):
         if scenario == "Incomplete":
             gt, retrieved = gt[:1], retrieved[:1]
         f.raw("image")
-        return {"id": f.str("id"), "question": f.str("question"), "options": options, "label": label,
-                "answer": f.str("answer", default=options[label]), "scenario": scenario,
-                "aspect": f.str("aspect", default=None), "gt_images": gt, "retrieved": retrieved}
+        return {
+            "id": f.str("id"),
+            "question": f.str("question"),
+            "options": options,
+            "label": label,
+            "answer": f.str("answer", default=options[label]),
+            "scenario": scenario,
+            "aspect": f.str("aspect", default=None),
+            "gt_images": gt,
+            "retrieved": retrieved,
+        }
 
     @staticmethod
     def _bytes(f: Fields, field: str, value: Any, ctx: BuildContext) -> bytes:
@@ -109,6 +127,7 @@ class MRAGBenchBuilder(SourceBuilder):
     def _image_doc(ctx: BuildContext, data: bytes, entity: str | None) -> tuple[str, str]:
         rel = ctx.store.put_bytes(data)
         sha = ctx.store.sha_of(rel)
-        doc_id = ctx.add_doc(KBRecord(id=f"mragbench:img:{sha[:16]}", modality="image", image=rel,
-                                      source="mragbench", entity_id=entity))
+        doc_id = ctx.add_doc(
+            KBRecord(id=f"mragbench:img:{sha[:16]}", modality="image", image=rel, source="mragbench", entity_id=entity)
+        )
         return doc_id, sha

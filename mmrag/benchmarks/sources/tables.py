@@ -15,11 +15,11 @@ number so a bad row is reported as ``file:row``.
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any, Iterator
-
 import gzip
 import zlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 from mmrag.errors import InputError
 from mmrag.util import iter_jsonl, parse_json_line, read_lines
@@ -49,8 +49,9 @@ def iter_table(path: Path, *, split: str | None = None, batch_size: int = 256) -
         if split is not None:
             files = [f for f in files if f.name.startswith(split) or f.parent.name == split] or files
         if not files:
-            raise InputError("folder holds neither a saved Hugging Face dataset, parquet nor JSONL(.gz) files",
-                             path=path)
+            raise InputError(
+                "folder holds neither a saved Hugging Face dataset, parquet nor JSONL(.gz) files", path=path
+            )
         for f in files:
             yield from _iter_parquet(f, batch_size)
     elif path.suffix in (".jsonl", ".json", ".gz"):
@@ -76,7 +77,7 @@ def iter_jsonl_any(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     lineno = 0
     try:
         with gzip.open(path, "rb") as fh:
-            for lineno, raw in read_lines(fh, path):   # bounded: a gzip bomb is one line too long
+            for lineno, raw in read_lines(fh, path):  # bounded: a gzip bomb is one line too long
                 if raw.strip():
                     yield lineno, parse_json_line(raw, path, lineno)
     except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
@@ -111,8 +112,9 @@ def _iter_saved(path: Path, split: str | None, batch_size: int) -> Iterator[Row]
         if split is None and len(names) == 1:
             split = names[0]
         if split not in ds:
-            raise InputError(f"choose a split with --split; this dataset has: {', '.join(names)}",
-                             path=path, field="split")
+            raise InputError(
+                f"choose a split with --split; this dataset has: {', '.join(names)}", path=path, field="split"
+            )
         ds = ds[split]
     n = 0
     for table in ds.with_format("arrow").iter(batch_size=batch_size):

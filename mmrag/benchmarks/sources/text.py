@@ -63,7 +63,7 @@ def split_passages(text: str, max_words: int) -> list[str]:
                 passages.append(" ".join(cur))
                 cur, n = [], 0
             for i in range(0, len(words), max_words):
-                passages.append(" ".join(words[i:i + max_words]))
+                passages.append(" ".join(words[i : i + max_words]))
             continue
         if n + len(words) > max_words and cur:
             passages.append(" ".join(cur))
@@ -88,8 +88,9 @@ def passage_matches(passage: str, answers: list[str], ranges: list[tuple[float, 
     return False
 
 
-def select_gold(passages: list[str], answers: list[str], ranges: list[tuple[float, float]],
-                policy: GoldPolicy, max_gold: int) -> tuple[list[int], str]:
+def select_gold(
+    passages: list[str], answers: list[str], ranges: list[tuple[float, float]], policy: GoldPolicy, max_gold: int
+) -> tuple[list[int], str]:
     """Indices of the gold passages and how they were chosen (``answer`` | ``lead`` | ``page``)."""
     if not passages:
         return [], "none"

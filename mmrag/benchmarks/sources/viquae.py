@@ -32,7 +32,8 @@ article has ``kilt_id`` (= ``wikipedia_id``), ``wikipedia_title``, ``text.paragr
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from mmrag.benchmarks.formats import DeflectionRecord, GoldContext
 from mmrag.benchmarks.sources.base import SOURCES, BuildContext, SourceBuilder, SourceOptions
@@ -55,7 +56,7 @@ def _kilt_passages(kilt_id: str, paragraphs: list[str]) -> list[Passage]:
         if i == 0 or not text:
             continue
         if text.startswith("Section::::"):
-            section = text[len("Section::::"):].rstrip(".").replace(":", " > ")
+            section = text[len("Section::::") :].rstrip(".").replace(":", " > ")
             continue
         out.append(Passage(f"viquae:{kilt_id}:p{i}", text, section))
     return out
@@ -93,16 +94,20 @@ class ViQuAEBuilder(SourceBuilder):
             if not ctx.take():
                 break
             rows.append(self._parse(Fields(obj, path, line=n)))
-        articles = self._load_kb(ctx, {w for r in rows for w, _ in r["provenance"] if w},
-                                 {t for r in rows for _, t in r["provenance"] if t},
-                                 {r["entity_id"] for r in rows if not r["provenance"] and r["entity_id"]})
+        articles = self._load_kb(
+            ctx,
+            {w for r in rows for w, _ in r["provenance"] if w},
+            {t for r in rows for _, t in r["provenance"] if t},
+            {r["entity_id"] for r in rows if not r["provenance"] and r["entity_id"]},
+        )
         ctx.image_folder()
         for r in rows:
             if r["provenance"]:
-                arts = [a for a in (articles.get(("id", w)) or articles.get(("title", t)) for w, t in r["provenance"])
-                        if a]
+                arts = [
+                    a for a in (articles.get(("id", w)) or articles.get(("title", t)) for w, t in r["provenance"]) if a
+                ]
                 match, missing = "provenance", "provenance article not in KB"
-            else:   # ViQuAE's relevant passages: the depicted entity's article, answer-bearing passages
+            else:  # ViQuAE's relevant passages: the depicted entity's article, answer-bearing passages
                 arts = [a for a in [articles.get(("qid", r["entity_id"] or ""))] if a]
                 match, missing = "entity_article", "no provenance and the entity's article is not in KB"
             arts = list({a["kilt_id"]: a for a in arts}.values())
@@ -118,44 +123,78 @@ class ViQuAEBuilder(SourceBuilder):
             for art in arts:
                 passages = _kilt_passages(art["kilt_id"], art["paragraphs"])
                 if passages:
-                    ids, how = emit_page(ctx, passages, title=art["title"], entity_id=art["entity"], url=art["url"],
-                                         answers=answers, ranges=[], policy="answer", max_gold=opts.max_gold)
+                    ids, how = emit_page(
+                        ctx,
+                        passages,
+                        title=art["title"],
+                        entity_id=art["entity"],
+                        url=art["url"],
+                        answers=answers,
+                        ranges=[],
+                        policy="answer",
+                        max_gold=opts.max_gold,
+                    )
                     gold += ids if how == "answer" else []
             if not gold:
-                ctx.skip("no provenance passage contains the answer" if match == "provenance"
-                         else "no passage of the entity's article contains the answer")
+                ctx.skip(
+                    "no provenance passage contains the answer"
+                    if match == "provenance"
+                    else "no passage of the entity's article contains the answer"
+                )
                 continue
             if match == "entity_article":
                 ctx.note("gold from the entity's own article (no provenance)")
             yield DeflectionRecord(
-                sample_id=f"viquae:{r['id']}:0", question_id=f"viquae:{r['id']}", question=r["question"],
-                query_images=[rel], answer=r["answer"], aliases=r["aliases"],
+                sample_id=f"viquae:{r['id']}:0",
+                question_id=f"viquae:{r['id']}",
+                question=r["question"],
+                query_images=[rel],
+                answer=r["answer"],
+                aliases=r["aliases"],
                 gold_contexts=[GoldContext(doc_id=d, modality="text") for d in gold[: opts.max_gold]],
-                source="viquae", entity_id=r["entity_id"] or arts[0]["entity"],
-                metadata={"id": r["id"], "kilt_id": r["kilt_id"], "image": r["image"], "gold_match": match,
-                          "provenance_articles": [a["kilt_id"] for a in arts],
-                          "original_question": r["original_question"]})
+                source="viquae",
+                entity_id=r["entity_id"] or arts[0]["entity"],
+                metadata={
+                    "id": r["id"],
+                    "kilt_id": r["kilt_id"],
+                    "image": r["image"],
+                    "gold_match": match,
+                    "provenance_articles": [a["kilt_id"] for a in arts],
+                    "original_question": r["original_question"],
+                },
+            )
 
     @staticmethod
     def _parse(f: Fields) -> dict[str, Any]:
         raw_out = f.raw("output")
         if isinstance(raw_out, list):  # KILT's list of outputs -> the dict-of-lists form
-            raw_out = {"answer": [o.get("answer", "") for o in raw_out if isinstance(o, dict)],
-                       "original_answer": next((o["original_answer"] for o in raw_out
-                                                if isinstance(o, dict) and o.get("original_answer")), None),
-                       "provenance": [o.get("provenance", []) for o in raw_out if isinstance(o, dict)]}
+            raw_out = {
+                "answer": [o.get("answer", "") for o in raw_out if isinstance(o, dict)],
+                "original_answer": next(
+                    (o["original_answer"] for o in raw_out if isinstance(o, dict) and o.get("original_answer")), None
+                ),
+                "provenance": [o.get("provenance", []) for o in raw_out if isinstance(o, dict)],
+            }
         out = f.sub("output", value=raw_out)
         aliases = [a for a in out.str_list("answer", default=[]) if a]
         original = _first(out.obj.get("original_answer")) or next(iter(aliases), None)
         if not original:
             raise out.error("needs 'original_answer' or a non-empty 'answer' list", field="output.original_answer")
-        return {"id": f.str("id"), "question": f.str("input"), "image": f.str("image"), "answer": original,
-                "aliases": dedupe(aliases, exclude=(original,)), "entity_id": f.str("wikidata_id", default=None),
-                "kilt_id": f.str("kilt_id", default=None), "provenance": _provenance(out),
-                "original_question": f.str("original_question", default=None)}
+        return {
+            "id": f.str("id"),
+            "question": f.str("input"),
+            "image": f.str("image"),
+            "answer": original,
+            "aliases": dedupe(aliases, exclude=(original,)),
+            "entity_id": f.str("wikidata_id", default=None),
+            "kilt_id": f.str("kilt_id", default=None),
+            "provenance": _provenance(out),
+            "original_question": f.str("original_question", default=None),
+        }
 
-    def _load_kb(self, ctx: BuildContext, ids: set[str], titles: set[str],
-                 qids: set[str] = frozenset()) -> dict[tuple[str, str], dict]:
+    def _load_kb(
+        self, ctx: BuildContext, ids: set[str], titles: set[str], qids: set[str] = frozenset()
+    ) -> dict[tuple[str, str], dict]:
         """The KB articles named by kilt id, title or (for questions without provenance) Wikidata id."""
         opts: ViQuAEOptions = self.options  # type: ignore[assignment]
         found: dict[tuple[str, str], dict] = {}
@@ -169,8 +208,13 @@ class ViQuAEBuilder(SourceBuilder):
             f = Fields(obj, path, line=n)
             if not kid:
                 raise f.error("missing required field", field="kilt_id")
-            art = {"kilt_id": kid, "entity": qid or f"kilt:{kid}", "title": title, "url": f.str("url", default=""),
-                   "paragraphs": f.sub("text").str_list("paragraph")}
+            art = {
+                "kilt_id": kid,
+                "entity": qid or f"kilt:{kid}",
+                "title": title,
+                "url": f.str("url", default=""),
+                "paragraphs": f.sub("text").str_list("paragraph"),
+            }
             found[("id", kid)] = art
             if qid:
                 found.setdefault(("qid", qid), art)

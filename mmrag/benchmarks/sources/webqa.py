@@ -23,8 +23,9 @@ carries its own candidate pool.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator, Literal
+from typing import Any, Literal
 
 from mmrag.benchmarks.formats import DeflectionRecord, GoldContext, KBRecord
 from mmrag.benchmarks.sources.base import SOURCES, BuildContext, SourceBuilder, SourceOptions
@@ -81,10 +82,17 @@ class WebQABuilder(SourceBuilder):
                     ctx.drop("negative image not found")
             gold_ids = {g.doc_id for g in gold}
             yield DeflectionRecord(
-                sample_id=f"webqa:{r['guid']}:0", question_id=f"webqa:{r['guid']}", question=r["question"],
-                answer=r["answer"], aliases=r["aliases"], gold_contexts=gold,
-                negative_doc_ids=dedupe([n for n in negs if n not in gold_ids]), source="webqa",
-                question_type=r["qcate"], metadata={"guid": r["guid"], "split": r["split"], "topic": r["topic"]})
+                sample_id=f"webqa:{r['guid']}:0",
+                question_id=f"webqa:{r['guid']}",
+                question=r["question"],
+                answer=r["answer"],
+                aliases=r["aliases"],
+                gold_contexts=gold,
+                negative_doc_ids=dedupe([n for n in negs if n not in gold_ids]),
+                source="webqa",
+                question_type=r["qcate"],
+                metadata={"guid": r["guid"], "split": r["split"], "topic": r["topic"]},
+            )
 
     @staticmethod
     def _parse(f: Fields, guid: str) -> dict[str, Any]:
@@ -92,9 +100,18 @@ class WebQABuilder(SourceBuilder):
             out = []
             for i, item in enumerate(f.list(name, default=[])):
                 sub = f.sub(name, index=i, value=item)
-                text = sub.str(text_field) if name.startswith("txt") else sub.str(text_field, default="", allow_empty=True)
-                out.append({"id": sub.str(id_field), "image_id": sub.str(id_field), "title": sub.str("title", default=""),
-                            "text": text, "url": sub.str("url", default="")})
+                text = (
+                    sub.str(text_field) if name.startswith("txt") else sub.str(text_field, default="", allow_empty=True)
+                )
+                out.append(
+                    {
+                        "id": sub.str(id_field),
+                        "image_id": sub.str(id_field),
+                        "title": sub.str("title", default=""),
+                        "text": text,
+                        "url": sub.str("url", default=""),
+                    }
+                )
             return out
 
         txt_pos, img_pos = facts("txt_posFacts", "snippet_id", "fact"), facts("img_posFacts", "image_id", "caption")
@@ -103,24 +120,46 @@ class WebQABuilder(SourceBuilder):
         answers = [a for a in (unquote(a) for a in f.str_list("A", nonempty=True)) if a]
         if not answers:
             raise f.error("every answer is empty", field="A")
-        return {"guid": guid, "question": unquote(f.str("Q")), "answer": answers[0],
-                "aliases": dedupe(answers[1:], exclude=(answers[0],)), "qcate": f.str("Qcate", default=None),
-                "split": f.str("split", default=None), "topic": f.str("topic", default=None),
-                "txt_pos": txt_pos, "txt_neg": facts("txt_negFacts", "snippet_id", "fact"),
-                "img_pos": img_pos, "img_neg": facts("img_negFacts", "image_id", "caption")}
+        return {
+            "guid": guid,
+            "question": unquote(f.str("Q")),
+            "answer": answers[0],
+            "aliases": dedupe(answers[1:], exclude=(answers[0],)),
+            "qcate": f.str("Qcate", default=None),
+            "split": f.str("split", default=None),
+            "topic": f.str("topic", default=None),
+            "txt_pos": txt_pos,
+            "txt_neg": facts("txt_negFacts", "snippet_id", "fact"),
+            "img_pos": img_pos,
+            "img_neg": facts("img_negFacts", "image_id", "caption"),
+        }
 
     @staticmethod
     def _txt(ctx: BuildContext, fact: dict[str, str]) -> str:
-        return ctx.add_doc(KBRecord(id=f"webqa:txt:{fact['id']}", modality="text", text=fact["text"],
-                                    title=fact["title"], source="webqa", metadata={"url": fact["url"]}))
+        return ctx.add_doc(
+            KBRecord(
+                id=f"webqa:txt:{fact['id']}",
+                modality="text",
+                text=fact["text"],
+                title=fact["title"],
+                source="webqa",
+                metadata={"url": fact["url"]},
+            )
+        )
 
     def _img(self, ctx: BuildContext, fact: dict[str, str], images: dict[str, str]) -> tuple[str, str]:
         modality = self.options.image_fact_modality  # type: ignore[attr-defined]
         if not fact["text"]:
             modality = "image"
-        doc = KBRecord(id=f"webqa:img:{fact['image_id']}", modality=modality, image=images[fact["image_id"]],
-                       text=fact["text"] if modality == "multimodal" else "", title=fact["title"], source="webqa",
-                       metadata={"url": fact["url"], "caption": fact["text"]})
+        doc = KBRecord(
+            id=f"webqa:img:{fact['image_id']}",
+            modality=modality,
+            image=images[fact["image_id"]],
+            text=fact["text"] if modality == "multimodal" else "",
+            title=fact["title"],
+            source="webqa",
+            metadata={"url": fact["url"], "caption": fact["text"]},
+        )
         return ctx.add_doc(doc), modality
 
     @staticmethod

@@ -17,9 +17,9 @@ Accepted InfoSeek KB formats (see docs/sources.md):
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
 
 from mmrag.benchmarks.formats import KBRecord
 from mmrag.benchmarks.sources.base import BuildContext
@@ -55,16 +55,34 @@ def page_passages(prefix: str, page: WikiPage, max_words: int) -> list[Passage]:
     return out
 
 
-def emit_page(ctx: BuildContext, passages: list[Passage], *, title: str, entity_id: str, url: str,
-              answers: list[str], ranges: list[tuple[float, float]], policy: GoldPolicy,
-              max_gold: int) -> tuple[list[str], str]:
+def emit_page(
+    ctx: BuildContext,
+    passages: list[Passage],
+    *,
+    title: str,
+    entity_id: str,
+    url: str,
+    answers: list[str],
+    ranges: list[tuple[float, float]],
+    policy: GoldPolicy,
+    max_gold: int,
+) -> tuple[list[str], str]:
     """Write every passage as a text document and return (gold doc ids, how they were chosen)."""
     for p in passages:
         meta = {"section": p.section} if p.section else {}
         if url:
             meta["url"] = url
-        ctx.add_doc(KBRecord(id=p.doc_id, modality="text", text=p.text, title=title, source=ctx.source,
-                             entity_id=entity_id, metadata=meta))
+        ctx.add_doc(
+            KBRecord(
+                id=p.doc_id,
+                modality="text",
+                text=p.text,
+                title=title,
+                source=ctx.source,
+                entity_id=entity_id,
+                metadata=meta,
+            )
+        )
     idx, how = select_gold([p.text for p in passages], answers, ranges, policy, max_gold)
     return [passages[i].doc_id for i in idx], how
 

@@ -15,9 +15,10 @@ Nothing dispatches on paper or artifact names: the papers register themselves be
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pandas as pd
 
@@ -61,7 +62,7 @@ class Artifact:
     (``why_not`` says why); ``needs`` returns a reason when the inputs at hand cannot make it."""
 
     id: str
-    kind: str               # "table" | "figure"
+    kind: str  # "table" | "figure"
     title: str
     build: Callable[[Context], Built] | None = None
     presets: tuple[str, ...] = ()
@@ -87,11 +88,11 @@ class Paper:
     name: str
     title: str
     citation: str
-    family: str               # the benchmark family whose runs it reads
+    family: str  # the benchmark family whose runs it reads
     artifacts: tuple[Artifact, ...]
-    data_file: str            # published numbers, in mmrag/reports/paper_data/
-    demo_benchmark: str = "demo"   # the benchmark ``mmrag reproduce`` reads without --benchmark
-    curates: bool = False          # its tables need a curation (``--gating-model``)
+    data_file: str  # published numbers, in mmrag/reports/paper_data/
+    demo_benchmark: str = "demo"  # the benchmark ``mmrag reproduce`` reads without --benchmark
+    curates: bool = False  # its tables need a curation (``--gating-model``)
 
     @property
     def presets(self) -> tuple[str, ...]:
@@ -125,16 +126,30 @@ def _load_builtin() -> None:
         importlib.import_module(f"mmrag.reports.paper.{mod}")
 
 
-def write_paper(name: str, df: pd.DataFrame, out: str | Path, *, opts: CIOptions = CIOptions(),
-                curation: str | Path | None = None, run_dirs: tuple[Path, ...] = (),
-                paper_model: str | None = None, model: str | None = None) -> dict[str, Any]:
+def write_paper(
+    name: str,
+    df: pd.DataFrame,
+    out: str | Path,
+    *,
+    opts: CIOptions = CIOptions(),
+    curation: str | Path | None = None,
+    run_dirs: tuple[Path, ...] = (),
+    paper_model: str | None = None,
+    model: str | None = None,
+) -> dict[str, Any]:
     """Write every makeable artifact of paper ``name`` into ``out`` and the ``paper.md`` index;
     returns ``{artifact id: {"made": bool, "files": [...], "why": str}}``."""
     from mmrag.reports.paper.write import write_all
 
-    return write_all(get_paper(name), Context(df=df, opts=opts, curation=Path(curation) if curation else None,
-                                              run_dirs=tuple(Path(d) for d in run_dirs)),
-                     Path(out), paper_model=paper_model, model=model)
+    return write_all(
+        get_paper(name),
+        Context(
+            df=df, opts=opts, curation=Path(curation) if curation else None, run_dirs=tuple(Path(d) for d in run_dirs)
+        ),
+        Path(out),
+        paper_model=paper_model,
+        model=model,
+    )
 
 
 __all__ = ["Artifact", "Context", "PAPERS", "Paper", "get_paper", "paper_names", "register_paper", "write_paper"]

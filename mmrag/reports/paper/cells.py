@@ -8,7 +8,7 @@ question-clustered bootstrap interval in ``<column>_lo`` / ``<column>_hi`` (the 
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 import numpy as np
 import pandas as pd
@@ -31,8 +31,9 @@ def triple(row: dict, prefix: str, g: pd.DataFrame, opts: CIOptions) -> None:
         put(row, f"{prefix}_{short}" if prefix else short, g[col].to_numpy(), clusters, opts)
 
 
-def wide(df: pd.DataFrame, keys: list[str], column: str, levels: Iterable[str], opts: CIOptions,
-         n_col: bool = False) -> pd.DataFrame:
+def wide(
+    df: pd.DataFrame, keys: list[str], column: str, levels: Iterable[str], opts: CIOptions, n_col: bool = False
+) -> pd.DataFrame:
     """One row per value of ``keys``; for each value ``v`` of ``column`` in ``levels``, the triple
     ``{v}_acc`` / ``{v}_defl`` / ``{v}_hall`` (with intervals).  ``n_col`` adds the row's sample
     count ``n`` (distinct samples over the levels)."""
@@ -58,6 +59,7 @@ def rounded(t: pd.DataFrame, digits: int = 1) -> pd.DataFrame:
     """The Markdown view: each value as ``v [lo, hi]`` to ``digits`` decimals; interval columns folded in."""
     out = t.copy()
     for c in value_columns(t):
+
         def cell(r, c=c):
             v, lo, hi = r[c], r[f"{c}_lo"], r[f"{c}_hi"]
             if pd.isna(v):
@@ -65,6 +67,7 @@ def rounded(t: pd.DataFrame, digits: int = 1) -> pd.DataFrame:
             if pd.isna(lo) or pd.isna(hi):
                 return f"{v:.{digits}f}"
             return f"{v:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
+
         out[c] = t.apply(cell, axis=1) if len(t) else t[c]
         out = out.drop(columns=[f"{c}_lo", f"{c}_hi"])
     for c in out.columns:

@@ -44,11 +44,23 @@ def retained_per_source(ctx) -> pd.DataFrame:
     rep = _json(ctx.curation / "report.json")
     rows = []
     for src, r in sorted(rep["per_source"].items(), key=lambda kv: -kv[1].get("stage3_oracle", 0)):
-        rows.append({"source": src, "input": r.get("input", 0), "samples": r.get("stage3_oracle", 0),
-                     "retained_pct": 100.0 * r.get("stage3_oracle", 0) / max(r.get("input", 0), 1)})
+        rows.append(
+            {
+                "source": src,
+                "input": r.get("input", 0),
+                "samples": r.get("stage3_oracle", 0),
+                "retained_pct": 100.0 * r.get("stage3_oracle", 0) / max(r.get("input", 0), 1),
+            }
+        )
     tot = rep["totals"]
-    rows.append({"source": "all", "input": tot.get("input", 0), "samples": tot.get("stage3_oracle", 0),
-                 "retained_pct": 100.0 * tot.get("stage3_oracle", 0) / max(tot.get("input", 0), 1)})
+    rows.append(
+        {
+            "source": "all",
+            "input": tot.get("input", 0),
+            "samples": tot.get("stage3_oracle", 0),
+            "retained_pct": 100.0 * tot.get("stage3_oracle", 0) / max(tot.get("input", 0), 1),
+        }
+    )
     return pd.DataFrame(rows)
 
 
@@ -76,8 +88,9 @@ def category_shift(ctx) -> pd.DataFrame:
     for c in cats:
         b, a = int(before.get(c, 0)), int(after.get(c, 0))
         bp, ap = 100.0 * b / max(len(samples), 1), 100.0 * a / max(len(kept), 1)
-        rows.append({"category": c, "n_before": b, "n_after": a, "before_pct": bp, "after_pct": ap,
-                     "shift_pp": ap - bp})
+        rows.append(
+            {"category": c, "n_before": b, "n_after": a, "before_pct": bp, "after_pct": ap, "shift_pp": ap - bp}
+        )
     return pd.DataFrame(rows)
 
 
@@ -87,14 +100,18 @@ def draw_category_shift(ctx):
         fig = Figure(figsize=(11, 3.6), layout="constrained")
         axes = fig.subplots(1, 3)
         y = range(len(data))
-        for ax, col, title, colour in ((axes[0], "before_pct", "Sources (before curation)", color_of(0)),
-                                       (axes[1], "after_pct", "After curation", color_of(1))):
+        for ax, col, title, colour in (
+            (axes[0], "before_pct", "Sources (before curation)", color_of(0)),
+            (axes[1], "after_pct", "After curation", color_of(1)),
+        ):
             ax.barh(list(y), data[col], color=colour)
             ax.set_yticks(list(y), data["category"])
             ax.invert_yaxis()
             ax.set_title(title)
             ax.set_xlabel("% of samples")
-        axes[2].barh(list(y), data["shift_pp"], color=[color_of(2) if v >= 0 else color_of(1) for v in data["shift_pp"]])
+        axes[2].barh(
+            list(y), data["shift_pp"], color=[color_of(2) if v >= 0 else color_of(1) for v in data["shift_pp"]]
+        )
         axes[2].set_yticks(list(y), data["category"])
         axes[2].invert_yaxis()
         axes[2].axvline(0, color="black", lw=0.8)
@@ -114,9 +131,15 @@ def incremental_gating(ctx) -> pd.DataFrame:
         first = models[:k]
         kept = [r for r in rows if not any(r["outcomes"].get(m) == "correct" for m in first)]
         pairs = [r["outcomes"].get(m) == "correct" for r in kept for m in models]
-        out.append({"k": k, "added_model": models[k - 1] if k else "", "remaining": len(kept),
-                    "removed_pct": 100.0 * (n - len(kept)) / n,
-                    "parametric_accuracy": 100.0 * sum(pairs) / len(pairs) if pairs else float("nan")})
+        out.append(
+            {
+                "k": k,
+                "added_model": models[k - 1] if k else "",
+                "remaining": len(kept),
+                "removed_pct": 100.0 * (n - len(kept)) / n,
+                "parametric_accuracy": 100.0 * sum(pairs) / len(pairs) if pairs else float("nan"),
+            }
+        )
     return pd.DataFrame(out)
 
 
@@ -130,11 +153,17 @@ def draw_incremental_gating(ctx):
     with rc_context(STYLE):
         fig = Figure(figsize=(6.5, 3.6), layout="constrained")
         ax = fig.subplots()
-        ax.plot(data["k"], data["parametric_accuracy"], marker="o", color=color_of(0),
-                label="parametric accuracy of the gating models on what remains (%)")
+        ax.plot(
+            data["k"],
+            data["parametric_accuracy"],
+            marker="o",
+            color=color_of(0),
+            label="parametric accuracy of the gating models on what remains (%)",
+        )
         ax.plot(data["k"], data["removed_pct"], marker="s", ls="--", color=color_of(1), label="samples removed (%)")
-        ax.set_xticks(list(data["k"]), ["none", *[f"+{short_model(m)}" for m in data["added_model"][1:]]],
-                      rotation=20, ha="right")
+        ax.set_xticks(
+            list(data["k"]), ["none", *[f"+{short_model(m)}" for m in data["added_model"][1:]]], rotation=20, ha="right"
+        )
         ax.set_xlabel("gating models in Stage I")
         ax.set_ylim(0, 100)
         ax.set_ylabel("%")

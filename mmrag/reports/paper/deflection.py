@@ -33,11 +33,17 @@ def table_3(ctx: Context) -> pd.DataFrame:
     rows = []
     for src, ss in [*sorted(groups.items()), ("all", list(samples.values()))]:
         images = {im.sha256 or im.path for s in ss for im in s.images}
-        rows.append({"source": src, "total_samples": len(ss), "unique_questions": len({s.question for s in ss}),
-                     "unique_query_images": len(images),
-                     "avg_question_words": sum(len(s.question.split()) for s in ss) / len(ss),
-                     "avg_gold_contexts": sum(len(s.gold_doc_ids) for s in ss) / len(ss),
-                     "avg_negative_contexts": sum(len(s.metadata.get("negative_doc_ids") or []) for s in ss) / len(ss)})
+        rows.append(
+            {
+                "source": src,
+                "total_samples": len(ss),
+                "unique_questions": len({s.question for s in ss}),
+                "unique_query_images": len(images),
+                "avg_question_words": sum(len(s.question.split()) for s in ss) / len(ss),
+                "avg_gold_contexts": sum(len(s.gold_doc_ids) for s in ss) / len(ss),
+                "avg_negative_contexts": sum(len(s.metadata.get("negative_doc_ids") or []) for s in ss) / len(ss),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -55,14 +61,23 @@ def table_5(ctx: Context) -> pd.DataFrame:
     d = ctx.rows(("modality-matrix",))
     rows = []
     for (model, pos, neg), g in d.groupby(["model", "positive_modality", "negative_modality"], sort=True):
-        row = {"model": model, "positive": MODALITY.get(pos, pos), "negative": MODALITY.get(neg, neg),
-               "n": int(g["sample_id"].nunique())}
+        row = {
+            "model": model,
+            "positive": MODALITY.get(pos, pos),
+            "negative": MODALITY.get(neg, neg),
+            "n": int(g["sample_id"].nunique()),
+        }
         triple(row, "", g, ctx.opts)
         rows.append(row)
     t = pd.DataFrame(rows)
     order = {v: i for i, v in enumerate(MODALITY.values())}
-    return t.sort_values(["model", "positive", "negative"], key=lambda c: c.map(order) if c.name != "model" else c,
-                         ignore_index=True) if len(t) else t
+    return (
+        t.sort_values(
+            ["model", "positive", "negative"], key=lambda c: c.map(order) if c.name != "model" else c, ignore_index=True
+        )
+        if len(t)
+        else t
+    )
 
 
 def _severity_table(ctx: Context, preset: str, kinds: tuple[str, ...]) -> pd.DataFrame:
@@ -71,8 +86,9 @@ def _severity_table(ctx: Context, preset: str, kinds: tuple[str, ...]) -> pd.Dat
     if t.empty:
         return t
     rank = {v: i for i, v in enumerate(SEVERITY.values())}
-    return t.sort_values(["model", "severity"], key=lambda c: c.map(rank) if c.name == "severity" else c,
-                         ignore_index=True)
+    return t.sort_values(
+        ["model", "severity"], key=lambda c: c.map(rank) if c.name == "severity" else c, ignore_index=True
+    )
 
 
 def table_6(ctx: Context) -> pd.DataFrame:
@@ -82,7 +98,8 @@ def table_6(ctx: Context) -> pd.DataFrame:
 def table_8(ctx: Context) -> pd.DataFrame:
     d = ctx.rows(("deflectionbench-paper",))
     return wide(d, ["model", "source"], "kind", SCENARIOS, ctx.opts, n_col=True).sort_values(
-        ["model", "n"], ascending=[True, False], ignore_index=True)
+        ["model", "n"], ascending=[True, False], ignore_index=True
+    )
 
 
 def table_9(ctx: Context) -> pd.DataFrame:
@@ -106,43 +123,115 @@ def _needs_curation(ctx: Context) -> str | None:
 NOT_A_MEASUREMENT = "an illustration of the benchmark, not a measurement"
 QUALITATIVE = "qualitative examples of single answers: `mmrag browse DIR/run` shows yours"
 
-register_paper(Paper(
-    name="deflectionbench", title="Benchmarking Deflection and Hallucination in Large Vision-Language Models",
-    citation="Moratelli et al., arXiv 2604.12033 (ACL 2026)", family=DEFLECTION.id,
-    data_file="deflectionbench.yaml", curates=True,
-    artifacts=(
-        Artifact("figure_1", "figure", "Overview of VLM-DeflectionBench", why_not=NOT_A_MEASUREMENT),
-        Artifact("table_1", "table", "Comparison with current KB-VQA benchmarks",
-                 why_not="a comparison of benchmarks' features from the literature, not a measurement"),
-        Artifact("figure_2", "figure", "Pipeline of VLM-DeflectionBench", why_not="a diagram of the curation pipeline "
-                 "(mmrag/curation implements it; Table 2 and Figures 4-5 measure it)"),
-        Artifact("table_2", "table", "Per-source breakdown: retained samples and retained share", retained_per_source,
-                 needs=_needs_curation),
-        Artifact("table_3", "table", "Global statistics (per source and overall)", table_3,
-                 needs=_needs_deflection_records,
-                 note="over the samples the run covered (all of them without --limit); negatives are each "
-                      "sample's curated negatives"),
-        Artifact("table_4", "table", "Performance across evaluation scenarios (2 negatives)", table_4,
-                 presets=("deflectionbench-paper",),
-                 note="strictness moderate, our inference from Tables 6 and 9 (docs/footguns.md)"),
-        Artifact("table_5", "table", "Effect of negative-context modality (realistic)", table_5,
-                 presets=("modality-matrix",)),
-        Artifact("figure_3", "figure", "Effect of distractor quantity (realistic; 0 = oracle)", figure_3,
-                 presets=("distractor-curve",)),
-        Artifact("table_6", "table", "Prompt strictness in the realistic and adversarial scenarios", table_6,
-                 presets=("strictness",)),
-        Artifact("figure_4", "figure", "Category distributions before and after curation", draw_category_shift,
-                 needs=_needs_curation, note="category = metadata.category, else the question slot or type"),
-        Artifact("figure_5", "figure", "Parametric accuracy and dataset size as gating models are added",
-                 draw_incremental_gating, needs=_needs_curation,
-                 note="Stage I with the first k gating models, in the order given"),
-        Artifact("table_7", "table", "Human validation of the GPT-4o judgments",
-                 why_not="a human study; `mmrag judge-agreement` measures a judge against your own labels"),
-        Artifact("table_8", "table", "Breakdown per source", table_8, presets=("deflectionbench-paper",)),
-        Artifact("table_9", "table", "Prompt strictness in the parametric and oracle scenarios", table_9,
-                 presets=("strictness-parametric-oracle",)),
-        *[Artifact(f"figure_{i}", "figure", t, why_not="the prompt's text: see mmrag/scenarios/templates/ "
-                   "(the paper's exact wording is not public)")
-          for i, t in ((6, "System prompt"), (7, "Soft prompt"), (8, "Moderate prompt"), (9, "Severe prompt"))],
-        *[Artifact(f"figure_{i}", "figure", "Qualitative example", why_not=QUALITATIVE) for i in range(10, 17)],
-    )))
+register_paper(
+    Paper(
+        name="deflectionbench",
+        title="Benchmarking Deflection and Hallucination in Large Vision-Language Models",
+        citation="Moratelli et al., arXiv 2604.12033 (ACL 2026)",
+        family=DEFLECTION.id,
+        data_file="deflectionbench.yaml",
+        curates=True,
+        artifacts=(
+            Artifact("figure_1", "figure", "Overview of VLM-DeflectionBench", why_not=NOT_A_MEASUREMENT),
+            Artifact(
+                "table_1",
+                "table",
+                "Comparison with current KB-VQA benchmarks",
+                why_not="a comparison of benchmarks' features from the literature, not a measurement",
+            ),
+            Artifact(
+                "figure_2",
+                "figure",
+                "Pipeline of VLM-DeflectionBench",
+                why_not="a diagram of the curation pipeline "
+                "(mmrag/curation implements it; Table 2 and Figures 4-5 measure it)",
+            ),
+            Artifact(
+                "table_2",
+                "table",
+                "Per-source breakdown: retained samples and retained share",
+                retained_per_source,
+                needs=_needs_curation,
+            ),
+            Artifact(
+                "table_3",
+                "table",
+                "Global statistics (per source and overall)",
+                table_3,
+                needs=_needs_deflection_records,
+                note="over the samples the run covered (all of them without --limit); negatives are each "
+                "sample's curated negatives",
+            ),
+            Artifact(
+                "table_4",
+                "table",
+                "Performance across evaluation scenarios (2 negatives)",
+                table_4,
+                presets=("deflectionbench-paper",),
+                note="strictness moderate, our inference from Tables 6 and 9 (docs/footguns.md)",
+            ),
+            Artifact(
+                "table_5",
+                "table",
+                "Effect of negative-context modality (realistic)",
+                table_5,
+                presets=("modality-matrix",),
+            ),
+            Artifact(
+                "figure_3",
+                "figure",
+                "Effect of distractor quantity (realistic; 0 = oracle)",
+                figure_3,
+                presets=("distractor-curve",),
+            ),
+            Artifact(
+                "table_6",
+                "table",
+                "Prompt strictness in the realistic and adversarial scenarios",
+                table_6,
+                presets=("strictness",),
+            ),
+            Artifact(
+                "figure_4",
+                "figure",
+                "Category distributions before and after curation",
+                draw_category_shift,
+                needs=_needs_curation,
+                note="category = metadata.category, else the question slot or type",
+            ),
+            Artifact(
+                "figure_5",
+                "figure",
+                "Parametric accuracy and dataset size as gating models are added",
+                draw_incremental_gating,
+                needs=_needs_curation,
+                note="Stage I with the first k gating models, in the order given",
+            ),
+            Artifact(
+                "table_7",
+                "table",
+                "Human validation of the GPT-4o judgments",
+                why_not="a human study; `mmrag judge-agreement` measures a judge against your own labels",
+            ),
+            Artifact("table_8", "table", "Breakdown per source", table_8, presets=("deflectionbench-paper",)),
+            Artifact(
+                "table_9",
+                "table",
+                "Prompt strictness in the parametric and oracle scenarios",
+                table_9,
+                presets=("strictness-parametric-oracle",),
+            ),
+            *[
+                Artifact(
+                    f"figure_{i}",
+                    "figure",
+                    t,
+                    why_not="the prompt's text: see mmrag/scenarios/templates/ "
+                    "(the paper's exact wording is not public)",
+                )
+                for i, t in ((6, "System prompt"), (7, "Soft prompt"), (8, "Moderate prompt"), (9, "Severe prompt"))
+            ],
+            *[Artifact(f"figure_{i}", "figure", "Qualitative example", why_not=QUALITATIVE) for i in range(10, 17)],
+        ),
+    )
+)

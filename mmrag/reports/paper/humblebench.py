@@ -21,12 +21,16 @@ import pandas as pd
 from mmrag.benchmarks.family import HUMBLEBENCH
 from mmrag.reports.paper import Artifact, Context, Paper, register_paper
 from mmrag.reports.paper.cells import put
-
 from mmrag.scenarios.kinds import STRESS_JOINER
 
-SETTINGS = {"common": "clean", "cautious_prompt": "cautious prompt", "noise_image": "noise image",
-            STRESS_JOINER.join(("noise_image", "forced_grounding_prompt")): "noise image + forced grounding",
-            "nota_only": "NOTA-only", "shuffle_options": "shuffled NOTA position"}
+SETTINGS = {
+    "common": "clean",
+    "cautious_prompt": "cautious prompt",
+    "noise_image": "noise image",
+    STRESS_JOINER.join(("noise_image", "forced_grounding_prompt")): "noise image + forced grounding",
+    "nota_only": "NOTA-only",
+    "shuffle_options": "shuffled NOTA position",
+}
 TYPES = ("Object", "Relation", "Attribute")
 
 
@@ -36,7 +40,9 @@ def _frame(ctx: Context) -> pd.DataFrame:
     d = ctx.rows(("humblebench-paper",))
     if d.empty:
         return d
-    return d.assign(official_correct=[official_is_correct(r or "", lb or "") for r, lb in zip(d["response"], d["label"])])
+    return d.assign(
+        official_correct=[official_is_correct(r or "", lb or "") for r, lb in zip(d["response"], d["label"])]
+    )
 
 
 def _stats(g: pd.DataFrame, ctx: Context, types: bool = False) -> dict:
@@ -46,8 +52,13 @@ def _stats(g: pd.DataFrame, ctx: Context, types: bool = False) -> dict:
     if types:
         for t in TYPES:
             sub = g[g["type"] == t]
-            put(row, f"{t.lower()}_accuracy", sub["official_correct"].to_numpy(dtype=float),
-                sub["question_id"].to_numpy(), ctx.opts)
+            put(
+                row,
+                f"{t.lower()}_accuracy",
+                sub["official_correct"].to_numpy(dtype=float),
+                sub["question_id"].to_numpy(),
+                ctx.opts,
+            )
     for name, sub in (("nota_hit_rate", g[g["label_is_nota"]]), ("non_nota_accuracy", g[~g["label_is_nota"]])):
         put(row, name, sub["official_correct"].to_numpy(dtype=float), sub["question_id"].to_numpy(), ctx.opts)
     put(row, "nota_share", g["chose_nota"].to_numpy(dtype=float), cl, ctx.opts)
@@ -76,27 +87,63 @@ def table_5(ctx: Context) -> pd.DataFrame:
 
 
 def table_6(ctx: Context) -> pd.DataFrame:
-    return _beside_clean(ctx, (STRESS_JOINER.join(("noise_image", "forced_grounding_prompt")), "nota_only",
-                               "shuffle_options"))
+    return _beside_clean(
+        ctx, (STRESS_JOINER.join(("noise_image", "forced_grounding_prompt")), "nota_only", "shuffle_options")
+    )
 
 
 P = ("humblebench-paper",)
-register_paper(Paper(
-    name="humblebench", title="Measuring Epistemic Humility in Multimodal Large Language Models",
-    citation="Tong, Xia, Shang, Zhou, arXiv 2509.09658v2", family=HUMBLEBENCH.id,
-    data_file="humblebench.yaml", demo_benchmark="demo-humblebench",
-    artifacts=(
-        Artifact("table_4", "table", "Results on HumbleBench (original setting)", table_4, presets=P,
-                 note="humility score not computed (formula unpublished); accuracy by the official rule"),
-        Artifact("table_5", "table", "Cautious prompt and noise image beside the clean setting", table_5, presets=P,
-                 note="on the noise image `accuracy` is against the original labels (the paper's accuracy under "
-                      "noise); `nota_share` is the share choosing NOTA"),
-        Artifact("table_6", "table", "Forced grounding, NOTA-only and shuffled NOTA beside the clean setting",
-                 table_6, presets=P),
-        Artifact("table_7", "table", "Comparison with visual hallucination benchmarks",
-                 why_not="a comparison of benchmarks' features from the literature, not a measurement"),
-        Artifact("figure_4", "figure", "Error analysis examples",
-                 why_not="qualitative examples of single answers: `mmrag browse DIR/run` shows yours"),
-        Artifact("table_a1", "table", "Human sanity check of the NOTA-only subset",
-                 why_not="a human study (92 % human accuracy on the NOTA-only subset)"),
-    )))
+register_paper(
+    Paper(
+        name="humblebench",
+        title="Measuring Epistemic Humility in Multimodal Large Language Models",
+        citation="Tong, Xia, Shang, Zhou, arXiv 2509.09658v2",
+        family=HUMBLEBENCH.id,
+        data_file="humblebench.yaml",
+        demo_benchmark="demo-humblebench",
+        artifacts=(
+            Artifact(
+                "table_4",
+                "table",
+                "Results on HumbleBench (original setting)",
+                table_4,
+                presets=P,
+                note="humility score not computed (formula unpublished); accuracy by the official rule",
+            ),
+            Artifact(
+                "table_5",
+                "table",
+                "Cautious prompt and noise image beside the clean setting",
+                table_5,
+                presets=P,
+                note="on the noise image `accuracy` is against the original labels (the paper's accuracy under "
+                "noise); `nota_share` is the share choosing NOTA",
+            ),
+            Artifact(
+                "table_6",
+                "table",
+                "Forced grounding, NOTA-only and shuffled NOTA beside the clean setting",
+                table_6,
+                presets=P,
+            ),
+            Artifact(
+                "table_7",
+                "table",
+                "Comparison with visual hallucination benchmarks",
+                why_not="a comparison of benchmarks' features from the literature, not a measurement",
+            ),
+            Artifact(
+                "figure_4",
+                "figure",
+                "Error analysis examples",
+                why_not="qualitative examples of single answers: `mmrag browse DIR/run` shows yours",
+            ),
+            Artifact(
+                "table_a1",
+                "table",
+                "Human sanity check of the NOTA-only subset",
+                why_not="a human study (92 % human accuracy on the NOTA-only subset)",
+            ),
+        ),
+    )
+)

@@ -51,9 +51,15 @@ def table_2(ctx: Context) -> pd.DataFrame:
 def table_3(ctx: Context) -> pd.DataFrame:
     d = _rows(ctx)
     d = d[d["model"] == d["model"].iloc[0]] if len(d) else d
-    rows = [{"domain": dom, "samples": int(g["pair_id"].str.rsplit("-", n=1).str[0].nunique()),
-             "questions": len(g), **{f"questions_{dim}": int((g["dimension"] == dim).sum()) for dim in DIMS}}
-            for dom, g in d.groupby("domain", sort=True)]
+    rows = [
+        {
+            "domain": dom,
+            "samples": int(g["pair_id"].str.rsplit("-", n=1).str[0].nunique()),
+            "questions": len(g),
+            **{f"questions_{dim}": int((g["dimension"] == dim).sum()) for dim in DIMS},
+        }
+        for dom, g in d.groupby("domain", sort=True)
+    ]
     return pd.DataFrame(rows)
 
 
@@ -79,7 +85,10 @@ def figure_4(ctx: Context):
             for i, m in enumerate(models):
                 s = data[(data["model"] == m) & (data["polarity"] == pol)].set_index("domain").reindex(domains)
                 x = [j + (i - (len(models) - 1) / 2) * width for j in range(len(domains))]
-                err = [(s["accuracy"] - s["accuracy_lo"]).clip(lower=0), (s["accuracy_hi"] - s["accuracy"]).clip(lower=0)]
+                err = [
+                    (s["accuracy"] - s["accuracy_lo"]).clip(lower=0),
+                    (s["accuracy_hi"] - s["accuracy"]).clip(lower=0),
+                ]
                 ax.bar(x, s["accuracy"], width, yerr=err, capsize=2, color=color_of(i), label=m)
             ax.set_xticks(range(len(domains)), domains)
             ax.set_title(f"{pol} questions")
@@ -95,25 +104,64 @@ def _needs_domains(ctx: Context) -> str | None:
     return None if len(d) and d["domain"].notna().any() else "the KnowHal records carry no domain"
 
 
-register_paper(Paper(
-    name="knowhal", title="KnowHal: A Knowledge-Driven Benchmark for Comprehensive Multimodal Hallucination Evaluation",
-    citation="Li et al., arXiv 2608.03782v1", family=KNOWHAL.id, data_file="knowhal.yaml",
-    demo_benchmark="demo-knowhal",
-    artifacts=(
-        Artifact("figure_1", "figure", "Perceptual- and knowledge-level hallucination",
-                 why_not="an illustration, not a measurement"),
-        Artifact("table_1", "table", "Benchmark coverage by hallucination dimension",
-                 why_not="a comparison of benchmarks from the literature, not a measurement"),
-        Artifact("figure_2", "figure", "Overview: domains and example pairs", why_not="an illustration of the data"),
-        Artifact("figure_3", "figure", "Data construction process", why_not="a diagram of the construction pipeline"),
-        Artifact("table_2", "table", "Performance on KnowHal (positive / negative per dimension, Overall, HPS)",
-                 table_2, presets=P, note="Avg = macro mean over the dimensions; HPS without an interval"),
-        Artifact("table_3", "table", "Key statistics (per domain)", table_3, presets=P, needs=_needs_domains),
-        Artifact("figure_4", "figure", "Accuracy per domain, positive and negative questions", figure_4, presets=P,
-                 needs=_needs_domains, note="bars with intervals in place of the paper's radar charts"),
-        Artifact("figure_5", "figure", "Comparative outputs on one sample",
-                 why_not="qualitative examples of single answers: `mmrag browse DIR/run` shows yours"),
-        Artifact("figure_6", "figure", "Dimension-wise accuracy across model scales",
-                 why_not="needs one model family at several sizes: run them and read Table 2"),
-        Artifact("figure_7", "figure", "Scaling trends", why_not="needs one model family at several sizes"),
-    )))
+register_paper(
+    Paper(
+        name="knowhal",
+        title="KnowHal: A Knowledge-Driven Benchmark for Comprehensive Multimodal Hallucination Evaluation",
+        citation="Li et al., arXiv 2608.03782v1",
+        family=KNOWHAL.id,
+        data_file="knowhal.yaml",
+        demo_benchmark="demo-knowhal",
+        artifacts=(
+            Artifact(
+                "figure_1",
+                "figure",
+                "Perceptual- and knowledge-level hallucination",
+                why_not="an illustration, not a measurement",
+            ),
+            Artifact(
+                "table_1",
+                "table",
+                "Benchmark coverage by hallucination dimension",
+                why_not="a comparison of benchmarks from the literature, not a measurement",
+            ),
+            Artifact(
+                "figure_2", "figure", "Overview: domains and example pairs", why_not="an illustration of the data"
+            ),
+            Artifact(
+                "figure_3", "figure", "Data construction process", why_not="a diagram of the construction pipeline"
+            ),
+            Artifact(
+                "table_2",
+                "table",
+                "Performance on KnowHal (positive / negative per dimension, Overall, HPS)",
+                table_2,
+                presets=P,
+                note="Avg = macro mean over the dimensions; HPS without an interval",
+            ),
+            Artifact("table_3", "table", "Key statistics (per domain)", table_3, presets=P, needs=_needs_domains),
+            Artifact(
+                "figure_4",
+                "figure",
+                "Accuracy per domain, positive and negative questions",
+                figure_4,
+                presets=P,
+                needs=_needs_domains,
+                note="bars with intervals in place of the paper's radar charts",
+            ),
+            Artifact(
+                "figure_5",
+                "figure",
+                "Comparative outputs on one sample",
+                why_not="qualitative examples of single answers: `mmrag browse DIR/run` shows yours",
+            ),
+            Artifact(
+                "figure_6",
+                "figure",
+                "Dimension-wise accuracy across model scales",
+                why_not="needs one model family at several sizes: run them and read Table 2",
+            ),
+            Artifact("figure_7", "figure", "Scaling trends", why_not="needs one model family at several sizes"),
+        ),
+    )
+)

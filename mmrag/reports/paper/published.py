@@ -10,7 +10,7 @@ its row.  ``compare`` lines a published model's rows up with ours: published, ou
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 from typing import Any
 
@@ -19,7 +19,7 @@ import pandas as pd
 from mmrag.errors import InputError
 
 
-@lru_cache(maxsize=None)
+@cache
 def published(data_file: str) -> dict[str, Any]:
     """The parsed data file (read as data with a safe loader; never executed)."""
     import yaml
@@ -37,8 +37,9 @@ def table_rows(data_file: str, table: str) -> tuple[list[str], list[dict[str, An
 
 
 def paper_models(data_file: str) -> list[str]:
-    return sorted({r["model"] for t in published(data_file)["tables"].values() for r in t.get("rows") or []
-                   if "model" in r})
+    return sorted(
+        {r["model"] for t in published(data_file)["tables"].values() for r in t.get("rows") or [] if "model" in r}
+    )
 
 
 def compare(data_file: str, table: str, ours: pd.DataFrame, paper_model: str, model: str | None) -> pd.DataFrame:
@@ -47,8 +48,10 @@ def compare(data_file: str, table: str, ours: pd.DataFrame, paper_model: str, mo
     cols = ["paper", "table", "row", "column", "published", "ours", "diff", "ours_lo", "ours_hi", "n"]
     if ours.empty or "model" not in ours.columns:
         return pd.DataFrame(columns=cols)
-    if model is None and ours["model"].nunique() > 1:   # each of our models against the published one
-        parts = [compare(data_file, table, ours, paper_model, m).assign(model=m) for m in sorted(ours["model"].unique())]
+    if model is None and ours["model"].nunique() > 1:  # each of our models against the published one
+        parts = [
+            compare(data_file, table, ours, paper_model, m).assign(model=m) for m in sorted(ours["model"].unique())
+        ]
         return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=cols)
     mine = ours[ours["model"] == model] if model is not None else ours
     paper = published(data_file)["paper"]
@@ -68,9 +71,18 @@ def compare(data_file: str, table: str, ours: pd.DataFrame, paper_model: str, mo
             if col in keys or col not in ours.columns or not isinstance(pub, (int, float)):
                 continue
             val = float(o[col])
-            out.append({"paper": paper, "table": table, "row": label, "column": col, "published": float(pub),
-                        "ours": val, "diff": val - float(pub),
-                        "ours_lo": float(o[f"{col}_lo"]) if f"{col}_lo" in ours.columns else float("nan"),
-                        "ours_hi": float(o[f"{col}_hi"]) if f"{col}_hi" in ours.columns else float("nan"),
-                        "n": int(o["n"]) if "n" in ours.columns and not pd.isna(o["n"]) else None})
+            out.append(
+                {
+                    "paper": paper,
+                    "table": table,
+                    "row": label,
+                    "column": col,
+                    "published": float(pub),
+                    "ours": val,
+                    "diff": val - float(pub),
+                    "ours_lo": float(o[f"{col}_lo"]) if f"{col}_lo" in ours.columns else float("nan"),
+                    "ours_hi": float(o[f"{col}_hi"]) if f"{col}_hi" in ours.columns else float("nan"),
+                    "n": int(o["n"]) if "n" in ours.columns and not pd.isna(o["n"]) else None,
+                }
+            )
     return pd.DataFrame(out, columns=cols)

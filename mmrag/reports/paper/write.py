@@ -22,8 +22,9 @@ def _md(title: str, note: str, t: pd.DataFrame, digits: int = 1) -> str:
     return "\n".join(head + [to_markdown(rounded(t, digits)) if len(t) else "_no rows_", ""])
 
 
-def write_all(paper: Paper, ctx: Context, out: Path, *, paper_model: str | None = None,
-              model: str | None = None) -> dict[str, Any]:
+def write_all(
+    paper: Paper, ctx: Context, out: Path, *, paper_model: str | None = None, model: str | None = None
+) -> dict[str, Any]:
     from mmrag.reports.plotkit import save_figure
 
     try:
@@ -31,8 +32,11 @@ def write_all(paper: Paper, ctx: Context, out: Path, *, paper_model: str | None 
     except OSError as exc:
         raise InputError(f"cannot create the output folder ({exc.strerror})", path=out) from None
     if paper_model is not None and paper_model not in paper_models(paper.data_file):
-        raise InputError(f"'{paper_model}' has no published rows in {paper.name}; models with rows: "
-                         f"{', '.join(paper_models(paper.data_file))}", field="--paper-model")
+        raise InputError(
+            f"'{paper_model}' has no published rows in {paper.name}; models with rows: "
+            f"{', '.join(paper_models(paper.data_file))}",
+            field="--paper-model",
+        )
     index: dict[str, Any] = {}
     for a in paper.artifacts:
         why = a.missing(ctx)
@@ -44,8 +48,9 @@ def write_all(paper: Paper, ctx: Context, out: Path, *, paper_model: str | None 
         if a.kind == "table":
             table = built
             files.append(write_csv(table, out / f"{a.id}.csv"))
-            atomic_write_text(out / f"{a.id}.md", _md(f"{paper.name} {a.id.replace('_', ' ').title()}: {a.title}",
-                                                       a.note, table))
+            atomic_write_text(
+                out / f"{a.id}.md", _md(f"{paper.name} {a.id.replace('_', ' ').title()}: {a.title}", a.note, table)
+            )
             files.append(out / f"{a.id}.md")
         else:
             files += save_figure(built, out, a.id)
@@ -55,11 +60,16 @@ def write_all(paper: Paper, ctx: Context, out: Path, *, paper_model: str | None 
             cmp = compare(paper.data_file, a.id, table, paper_model, model)
             if len(cmp):
                 files.append(write_csv(cmp, out / f"{a.id}_vs_paper.csv"))
-                atomic_write_text(out / f"{a.id}_vs_paper.md",
-                                  _md(f"{a.id}: {paper_model} (published) vs {model or 'ours'}",
-                                      f"published: {cmp['paper'].iloc[0]}, {a.id}; diff = ours - published "
-                                      "(percentage points); ours with its 95% interval",
-                                      cmp.drop(columns=["paper", "table"]), digits=2))
+                atomic_write_text(
+                    out / f"{a.id}_vs_paper.md",
+                    _md(
+                        f"{a.id}: {paper_model} (published) vs {model or 'ours'}",
+                        f"published: {cmp['paper'].iloc[0]}, {a.id}; diff = ours - published "
+                        "(percentage points); ours with its 95% interval",
+                        cmp.drop(columns=["paper", "table"]),
+                        digits=2,
+                    ),
+                )
                 files.append(out / f"{a.id}_vs_paper.md")
         index[a.id] = {"made": True, "files": [p.name for p in files], "why": "", "title": a.title, "kind": a.kind}
     atomic_write_text(out / "paper.md", _index_md(paper, index, paper_model, model))
@@ -69,15 +79,26 @@ def write_all(paper: Paper, ctx: Context, out: Path, *, paper_model: str | None 
 def _index_md(paper: Paper, index: dict[str, Any], paper_model: str | None, model: str | None) -> str:
     made = sum(1 for v in index.values() if v["made"])
     data = published(paper.data_file)
-    lines = [f"# {paper.title}", "", f"{paper.citation}. Every table and figure of the paper, made here or not "
-             f"and why ({made} of {len(index)} made). Numbers are percentages with 95 % question-clustered "
-             "bootstrap intervals in the CSV files (`_lo`, `_hi`); a figure's CSV holds the numbers it draws.", ""]
+    lines = [
+        f"# {paper.title}",
+        "",
+        f"{paper.citation}. Every table and figure of the paper, made here or not "
+        f"and why ({made} of {len(index)} made). Numbers are percentages with 95 % question-clustered "
+        "bootstrap intervals in the CSV files (`_lo`, `_hi`); a figure's CSV holds the numbers it draws.",
+        "",
+    ]
     if paper_model:
-        lines += [f"Published numbers of **{paper_model}** beside {model or 'ours'}: `*_vs_paper.md` "
-                  f"(source: {data['paper']}).", ""]
+        lines += [
+            f"Published numbers of **{paper_model}** beside {model or 'ours'}: `*_vs_paper.md` "
+            f"(source: {data['paper']}).",
+            "",
+        ]
     else:
-        lines += [f"Published rows shipped for: {', '.join(paper_models(paper.data_file))} "
-                  "(`--paper-model NAME` puts them beside yours).", ""]
+        lines += [
+            f"Published rows shipped for: {', '.join(paper_models(paper.data_file))} "
+            "(`--paper-model NAME` puts them beside yours).",
+            "",
+        ]
     lines += ["| item | title | made | files or why not |", "| --- | --- | --- | --- |"]
     for aid, v in index.items():
         what = " · ".join(f"[{f}]({f})" for f in v["files"]) if v["made"] else v["why"]
