@@ -60,7 +60,7 @@ def _console_rows(text: str) -> dict[str, list[float]]:
     rows = {}
     for line in text.splitlines():
         cells = [c.strip() for c in re.split(r"[│|]", line) if c.strip()]
-        if len(cells) == 4 + len(RATES) and cells[0] == "demo":
+        if len(cells) == 5 + len(RATES) and cells[0] == "demo":  # ... rates, then coverage
             rows[cells[1]] = [float(x) for x in cells[4:]]
     return rows
 
@@ -80,6 +80,9 @@ def test_every_surface_shows_the_same_rates(run_dir, capsys, tmp_path):
     console.print(results_table(summary))
     shown = _console_rows(capsys.readouterr().out)
     assert list(shown) == ["parametric", "oracle"]
+    for kind, cells in shown.items():  # coverage = 100 - unparseable, beside the rates
+        unparseable = groups[kind]["rates"]["unparseable"]
+        assert cells[len(RATES)] == pytest.approx(100.0 - unparseable, abs=0.05)
     md = (run_dir / "summary.md").read_text()
     assert "| " + " | ".join(r.header for r in RATES) + " |" in md
     df = load(run_dir)

@@ -106,15 +106,19 @@ def results_table(summary: dict[str, Any], title: str = "Results") -> Renderable
         )
     for rate in RATES:
         t.add_column(rate.header, justify="right", overflow="fold", min_width=5)
+    # coverage: the share of replies the judge put in one of the three classes (docs/judging.md)
+    t.add_column("coverage %", justify="right", overflow="fold", min_width=5)
     for g in summary["groups"]:
         r = g["rates"]
         scen = scenario_label(g["scenario"])
+        unparseable = r.get("unparseable")
         t.add_row(
             g["benchmark"],
             scen,
             labels[str(g["model"])],
             str(g["n"]),
             *("—" if r[x.id] is None else f"{r[x.id]:.1f}" for x in RATES),
+            "—" if unparseable is None else f"{100.0 - unparseable:.1f}",
         )
     return with_legend(t, labels)
 
