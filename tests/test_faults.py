@@ -117,6 +117,37 @@ def test_score_with_a_dead_llm_judge_exits_non_zero_and_writes_nothing(tmp_path,
     assert after == before and (run / "manifest.json").read_text() == manifest
 
 
+def test_judge_command_with_a_dead_llm_judge_exits_non_zero_and_writes_nothing(tmp_path, capsys):
+    records = tmp_path / "in.jsonl"
+    records.write_text(
+        "".join(
+            json.dumps({"id": f"r{i}", "question": "Who designed it?", "answers": ["Gustave Eiffel"], "response": r})
+            + "\n"
+            for i, r in enumerate(["Gustave Eiffel.", "It was Maurice Koechlin."])
+        )
+    )
+    out = tmp_path / "out.jsonl"
+    code = main(
+        [
+            "judge",
+            "--input",
+            str(records),
+            "--output",
+            str(out),
+            "--judge",
+            "llm",
+            "--judge-model",
+            "openai:j",
+            "--judge-base-url",
+            f"http://127.0.0.1:{_free_port()}/v1",
+        ]
+    )
+    assert code != 0
+    line = _stderr_line(capsys, "error")
+    assert "LLM judge failed on 2 of 2 records" in line and "connection" in line
+    assert not out.exists()
+
+
 def test_llm_judge_marks_every_failure_and_never_grades_it():
     from mmrag.judging.llm import LLMJudge, judge_failure
     from mmrag.schema import Response, Sample

@@ -167,6 +167,10 @@ def judge_file(input_path: str | Path, output_path: str | Path, judge) -> dict[s
     if not rows:
         raise InputError("no records to judge", path=input_path)
     verdicts = judge_many(judge, items)
+    # a failed LLM-judge call is not a verdict: the command fails and writes nothing
+    from mmrag.judging.llm import raise_judge_failures
+
+    raise_judge_failures(verdicts, what="records")
     out = []
     for rec, v in zip(rows, verdicts):
         out.append(
