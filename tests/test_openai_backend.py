@@ -110,7 +110,7 @@ def test_retry_after_is_honoured(server):
 def test_retry_after_http_date_and_ms_are_parsed():
     import httpx
 
-    from mmrag.models.openai_compat import parse_retry_after
+    from mmrag.models.retry import parse_retry_after
 
     assert parse_retry_after(httpx.Headers({"retry-after-ms": "250"})) == 0.25
     assert parse_retry_after(httpx.Headers({"retry-after": "3"})) == 3.0
