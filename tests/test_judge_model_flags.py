@@ -40,7 +40,7 @@ def records(run_dir: Path) -> list[dict]:
     return [r.model_dump(mode="json") for r in read_records(run_dir)]
 
 
-def test_judge_command_rule_plus_llm_caches_and_counts_failures(home, tmp_path, key, capsys):
+def test_judge_command_rule_plus_llm_caches_and_fails_on_a_failed_judge_call(home, tmp_path, key, capsys):
     rows = [
         {
             "id": "a",
@@ -108,10 +108,12 @@ def test_judge_command_rule_plus_llm_caches_and_counts_failures(home, tmp_path, 
                     bad.url,
                 ]
             )
-            == 0
+            == 1
         )
-        out = json.loads(capsys.readouterr().out)
-        assert out["judge_failures"] >= 1 and out["counts"].get("unparseable", 0) >= 1
+        # a failed judge call is not a verdict: one line, and no output file
+        err = capsys.readouterr().err
+        assert "LLM judge failed on 1 of 4 records" in err and "bad_response" in err
+        assert not (tmp_path / "o2.jsonl").exists()
     assert main(["judge", "--input", str(f), "--output", str(tmp_path / "o3.jsonl"), "--judge", "llm"]) == 2
 
 
