@@ -456,23 +456,28 @@ def _env(home: Path) -> dict:
     }
 
 
-def test_efbig_is_the_clear_disk_full_line_and_the_manifest_says_failed(tmp_path, module_home):
-    import resource
-    import subprocess
-    import sys
-
-    cfg = _yaml(
+def _flushing_run_config(tmp_path: Path, limit: int) -> Path:
+    """A small uncached run that commits a segment every 4 records, so a write fails mid-run."""
+    return _yaml(
         tmp_path / "run.yaml",
         {
             "benchmarks": [{"name": "demo"}],
             "models": [{"backend": "always-deflect"}],
             "scenarios": [{"kind": "parametric"}],
-            "limit": 200,
+            "limit": limit,
             "flush_every": 4,
             "flush_seconds": 0.01,
             "cache": {"enabled": False},
         },
     )
+
+
+def test_efbig_is_the_clear_disk_full_line_and_the_manifest_says_failed(tmp_path, module_home):
+    import resource
+    import subprocess
+    import sys
+
+    cfg = _flushing_run_config(tmp_path, limit=200)
     run = tmp_path / "run"
     assert main(["run", "--config", str(cfg), "--out", str(tmp_path / "warm")]) == 0  # the demo world, built once
 
@@ -500,18 +505,7 @@ def test_a_full_disk_leaves_the_manifest_failed(tmp_path, capsys, monkeypatch, m
     import errno
     import os
 
-    cfg = _yaml(
-        tmp_path / "run.yaml",
-        {
-            "benchmarks": [{"name": "demo"}],
-            "models": [{"backend": "always-deflect"}],
-            "scenarios": [{"kind": "parametric"}],
-            "limit": 60,
-            "flush_every": 4,
-            "flush_seconds": 0.01,
-            "cache": {"enabled": False},
-        },
-    )
+    cfg = _flushing_run_config(tmp_path, limit=60)
     run = tmp_path / "run"
     calls = {"n": 0}
     real_fsync = os.fsync
