@@ -133,6 +133,7 @@ def clean(text: str) -> str:
     return "\n".join(" ".join(line.split()) for line in t.splitlines() if line.strip())
 
 
+@lru_cache(maxsize=65536)
 def fold(text: str) -> str:
     """Lower-case, accent-fold and straighten quotes."""
     t = unicodedata.normalize("NFKD", text.translate(_QUOTES))
@@ -243,3 +244,8 @@ def vague_words() -> frozenset[str]:
 @lru_cache(maxsize=64)
 def negation_words(lang: str) -> tuple[str, ...]:
     return tuple(fold(w) for w in data()["negation"].get(lang, ()))
+
+
+def negation_languages() -> tuple[str, ...]:
+    """The languages the lexicon has negation words for."""
+    return tuple(data()["negation"])

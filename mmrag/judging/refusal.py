@@ -25,7 +25,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from mmrag.judging.lexicon import STOPWORDS, clauses, clean, fold, negation_words
+from mmrag.judging.lexicon import STOPWORDS, clauses, clean, fold, negation_languages, negation_words
 from mmrag.schema import DEFLECTION_PHRASE
 
 _GAP = r"(?:\S+\s+){0,3}?"  # up to three filler words between the parts of a pattern
@@ -268,6 +268,23 @@ def language_of(text: str) -> str | None:
     return best[0][0] if best and best[0][0] != "en" and best[0][1] >= MIN_PROBABILITY else None
 
 
+@lru_cache(maxsize=1)
+def _all_negations() -> tuple[frozenset[str], tuple[str, ...], tuple[str, ...]]:
+    """Every lexicon language's negation words: (single words, phrases, words of unspaced scripts)."""
+    spaced = {w for lang in negation_languages() if lang not in _UNSPACED for w in negation_words(lang)}
+    unspaced = tuple(w for lang in _UNSPACED for w in negation_words(lang))
+    return frozenset(w for w in spaced if " " not in w), tuple(w for w in spaced if " " in w), unspaced
+
+
+def _may_deny(folded: str, toks: list[str], min_words: int) -> bool:
+    """Whether some language's negation word is in the reply: the cheap test that spares the
+    langdetect call (the slowest step of the judge) for the replies that could never pass it."""
+    words, phrases, unspaced = _all_negations()
+    if any(w in folded for w in unspaced):
+        return True
+    return len(toks) >= min_words and (bool(words.intersection(toks)) or any(p in folded for p in phrases))
+
+
 def foreign_refusal(text: str, min_words: int = 3) -> str | None:
     """The language of a reply that is in another language and denies something, else None.
 
@@ -276,6 +293,8 @@ def foreign_refusal(text: str, min_words: int = 3) -> str | None:
     lexicon, most likely first; English never is."""
     folded = fold(text)
     toks = _WORD.findall(folded)
+    if not _may_deny(folded, toks, min_words):
+        return None  # no language's negation word is there: langdetect could not change that
     for lang, prob in languages_of(text):
         if lang == "en" or prob < MIN_CANDIDATE or not negation_words(lang):
             continue
