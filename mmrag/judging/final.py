@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from mmrag.judging.lexicon import STOPWORDS, clean
+from mmrag.judging.lexicon import STOPWORDS, clean, content_stems, sentences
 
 _THINK_END = re.compile(r"</think>", re.I)
 _TAGS = (
@@ -148,3 +148,25 @@ def cut_off(text: str, finish_reason: str | None = None) -> bool:
         return False
     end = last[-1].lower()
     return end in (",", ":", ";", "(", "-", "–") or (end in _OPEN_ENDS and len(t.split()) >= 3)
+
+
+#: where a cut-off reply's last, unfinished clause begins
+_LAST_CLAUSE = re.compile(
+    r"(?:[,;:]\s+|\s+(?:and|but|while|which|that|who|because|so)(?:\s+|$))"
+    r"(?!.*(?:[,;:]\s|\s(?:and|but|while|which|that|who|because|so)(?:\s|$)))",
+    re.S,
+)
+
+
+def asserted_part(text: str, question: str) -> str:
+    """What a cut-off reply has finished saying about the question: its clauses up to the last
+    complete one, keeping only the sentences that share a content word with the question (a
+    reasoning reply describes the image and its sources before it answers, and a figure or name
+    it mentions on the way is not its answer)."""
+    m = _LAST_CLAUSE.search(text)
+    done = text[: m.start()] if m else ""
+    if not m:  # one unfinished clause: the sentences before it, if any
+        parts = sentences(text)
+        done = " ".join(parts[:-1])
+    asked = set(content_stems(question))
+    return " ".join(x for x in sentences(done) if asked & set(content_stems(x)))

@@ -26,8 +26,8 @@ from typing import Any
 import mmrag.judging.evqa  # noqa: F401  (registers the evqa / vqa / knowhal answer rules)
 import mmrag.judging.webqa  # noqa: F401  (registers the webqa answer rule)
 from mmrag.judging.contradict import conflicts
-from mmrag.judging.final import cut_off, final_answer
-from mmrag.judging.lexicon import content_stems, fold, stems, vague_words, words
+from mmrag.judging.final import asserted_part, cut_off, final_answer
+from mmrag.judging.lexicon import asked_slot, content_stems, fold, stems, vague_words, words
 from mmrag.judging.normalize import Variant, vqa_normalize
 from mmrag.judging.refusal import DEFAULT_DETECTOR, DeflectionDetector, language_of
 from mmrag.judging.rules import AnswerContext, is_sentence, rule_for
@@ -106,6 +106,9 @@ class OpenAnswerJudge:
         analysis = self.detector.analyse(fin.answer)
         s.refusal, s.refusal_patterns = _refusal(analysis), [n for n, _ in analysis.refusals]
         answer = analysis.answer_text if analysis.refusals and analysis.content else fin.answer
+        s.asked = asked_slot(sample.question)
+        if s.cut_off:  # only what it finished saying about the question can be held against it
+            answer = asserted_part(answer, sample.question)
         m = rule_for(rule_name or sample.source).match(ctx, answer) if (refs or ctx.numeric_ranges) else None
         if m is not None:
             s.match, s.match_kind, s.match_certain = m.status, m.kind, m.certain

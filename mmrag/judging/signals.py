@@ -17,6 +17,17 @@ from mmrag.judging.contradict import Conflict
 #: content words a reply may add to a sentence reference's figure or key words and still be
 #: credited (more, and a changed claim may hide among them: "€1,500, payable in cash only")
 NOVEL_LIMIT = 2
+#: a cut-off reply has answered only if it contradicts the slot the question asks for: a figure of
+#: a "how many" question, a name of a "who" question; a page number on the way does not count
+SLOT_CONFLICTS = {
+    "year": ("count", "amount"),
+    "number": ("amount", "count", "swap", "attribution"),
+    "class": ("class",),
+    "polar": ("direction", "order"),
+    "name": ("entity", "rival", "order", "class"),
+}
+#: the answer rules' contradictions that state a rival answer (a missing key phrase does not)
+ASSERTING_MATCHES = ("contains", "range", "yes/no", "category", "name")
 
 
 @dataclass
@@ -24,6 +35,7 @@ class Signals:
     final: str = ""  # the final answer (step 1)
     final_method: str = "whole"  # whole | think | tag | marker | bold line
     cut_off: bool = False  # finish_reason == "length" or stops mid-clause
+    asked: str = "other"  # what the question asks for: year | number | class | polar | name | other
     exact: bool = False  # the final answer equals a reference after normalisation
     refusal: str | None = None  # bare | explained | guess | foreign (step 2)
     refusal_patterns: list[str] = field(default_factory=list)
@@ -48,8 +60,9 @@ def decide(s: Signals) -> tuple[str, str, str | None]:
     if s.exact and not s.cut_off:
         return "correct", "reply equals a reference answer", None
     if s.cut_off:
-        if s.conflicts or (s.match == "contradicts" and s.match_certain):
-            why = s.conflicts[0].detail if s.conflicts else s.match_kind
+        slot = [c for c in s.conflicts if c.kind in SLOT_CONFLICTS.get(s.asked, ())]
+        if slot or (s.match == "contradicts" and s.match_certain and s.match_kind in ASSERTING_MATCHES):
+            why = slot[0].detail if slot else s.match_kind
             return "hallucination", f"cut off after asserting something wrong ({why})", None
         return "deflection", "cut off before an answer (not attempted)", None
     if s.match == "gives":
