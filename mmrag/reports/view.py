@@ -19,6 +19,7 @@ from mmrag.errors import InputError
 from mmrag.reports.tables import CIOptions
 from mmrag.schema import OUTCOMES
 
+
 class Agreement(dict):
     """The judge-agreement result (a dict, keys as :func:`mmrag.labels.agreement` documents);
     printing it gives the text ``mmrag judge-agreement`` prints."""
@@ -154,9 +155,8 @@ class Report:
 
     @property
     def table_names(self) -> list[str]:
-        from mmrag.reports.tables import TABLES
-
         from mmrag.reports.plots import PLOTS
+        from mmrag.reports.tables import TABLES
 
         df = self.frame
         names = [name for name, spec in TABLES.items() if spec.applies(df)]

@@ -68,7 +68,9 @@ def checked(obj: Any, name: str = "") -> Retriever:
         if not ok
     ]
     if missing:
-        raise InputError(f"{type(obj).__name__} is not a retriever: it needs {' and '.join(missing)}", field="retriever")
+        raise InputError(
+            f"{type(obj).__name__} is not a retriever: it needs {' and '.join(missing)}", field="retriever"
+        )
     return CheckedRetriever(obj)
 
 
@@ -135,7 +137,13 @@ class KnowledgeBase:
 
         hits = checked(retriever).retrieve([Query(text=text)], k)[0]
         rows = [
-            {"rank": i + 1, "doc_id": h.doc_id, "score": h.score, "modality": h.modality, "title": self.get(h.doc_id).title}
+            {
+                "rank": i + 1,
+                "doc_id": h.doc_id,
+                "score": h.score,
+                "modality": h.modality,
+                "title": self.get(h.doc_id).title,
+            }
             for i, h in enumerate(hits)
         ]
         return pd.DataFrame(rows, columns=["rank", "doc_id", "score", "modality", "title"])

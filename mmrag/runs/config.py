@@ -77,7 +77,10 @@ class RunConfig(_Cfg):
         ``modality-matrix``, ``strictness`` ...): name -> the scenarios it expands to, as labels."""
         from mmrag.scenarios.sweep import builtin_sweeps, load_sweep
 
-        return {name: ", ".join(s.label for s in load_sweep(path).expand()) for name, path in sorted(builtin_sweeps().items())}
+        return {
+            name: ", ".join(s.label for s in load_sweep(path).expand())
+            for name, path in sorted(builtin_sweeps().items())
+        }
 
     @field_validator("scenarios", mode="before")
     @classmethod
