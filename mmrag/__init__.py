@@ -9,7 +9,8 @@ change between versions::
                              scenarios=[mmrag.ScenarioSpec(kind="oracle")], limit=20)
     result = mmrag.run(config, mmrag.run_dir(config, "demo"))
     df = mmrag.load(result.run_dir)              # one pandas row per sample x scenario x model
-    mmrag.report(result.run_dir)                 # tables with intervals, figures, report.md
+    rep = mmrag.report(result.run_dir)           # tables with intervals, figures, report.md
+    fig = rep.figure("modality_matrix")          # a report figure as a matplotlib Figure
     mmrag.export(result.run_dir, "inspect")      # an Inspect AI eval log (``inspect view``)
 
 =================  ==========================================================================
@@ -17,14 +18,29 @@ change between versions::
 ``RunConfig``      the typed run description (benchmarks x scenarios x models x judge)
 ``ScenarioSpec``   one scenario: kind, distractors, modalities, strictness, stress, seed
 ``run_dir``        a run directory named after the config's content (re-running resumes)
-``load``           a run directory (or several) as a pandas DataFrame
-``report``         write a run's report: tables with confidence intervals, figures, browser
-``judge``          re-judge a saved run with another judge, without calling the model
+``load``           a run directory (or several) as a pandas DataFrame (``contexts=True``: with
+                   the documents each prompt showed)
+``report``         a run's report: written (tables with intervals, figures, browser) and as an
+                   object whose figures, tables, rates, paired tests and human labels a notebook
+                   uses piece by piece (``write=False``: nothing written)
+``judge``          re-judge a saved run, or judge a list of (sample, prompt, reply), without
+                   calling the model
 ``create_model``   a model from ``"BACKEND:MODEL"`` or a ModelSpec, behind the response cache
 ``load_benchmark`` a benchmark by name (``demo``, ``humblebench``, ``hf:PATH`` ...)
+``knowledge_base`` a benchmark's documents with the retrieval tools over them: retrievers (yours,
+                   duck-typed, or built-in), their recall and MRR, negative miners, llama-index
 ``export``         a run in another tool's format (Inspect AI eval log, lmms-eval samples)
 ``__version__``    the installed version
 =================  ==========================================================================
+
+Why ``knowledge_base`` is a name of its own: a retrieval plug-in is judged by what it finds in a
+benchmark's knowledge base, so its author needs the documents, the default dense indices, the
+mining filters and the retrieval metrics together.  The benchmark cannot carry them (``Benchmark``
+is a protocol that plug-in benchmarks implement), and a run only exposes what it composed; one
+object keeps that toolbox behind one name instead of a dozen retrieval classes at the top level.
+Everything else a notebook needs hangs off the objects these names return: ``RunConfig(sweeps=
+[...])`` with ``RunConfig.builtin_sweeps()``, ``ScenarioSpec.compose(sample, miner)``,
+``model.generate(prompts)``, the :class:`~mmrag.reports.view.Report` methods.
 
 Why lazy: ``import mmrag`` must not pull torch, pandas or FAISS in (a CLI's ``--help``, a worker
 process, a notebook's first cell); each name imports its module on first use.
@@ -45,6 +61,7 @@ _EXPORTS = {
     "judge": "mmrag.api:judge",
     "create_model": "mmrag.api:create_model",
     "load_benchmark": "mmrag.benchmarks:load_benchmark",
+    "knowledge_base": "mmrag.api:knowledge_base",
     # the package itself: ``mmrag.export`` is both the sub-package and the function (a callable
     # module), so importing ``mmrag.export.inspect`` cannot replace the function with the package
     "export": "mmrag.export",

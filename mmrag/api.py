@@ -9,7 +9,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # for readers and type checkers only; nothing heavy is imported at run time
+    import pandas as pd
+
     from mmrag.models.base import VLM, ModelSpec
+    from mmrag.reports.view import Report
+    from mmrag.retrieval.kb import KnowledgeBase
     from mmrag.runs.config import RunConfig
     from mmrag.runs.engine import RunResult
 
@@ -73,33 +77,84 @@ def run(
 
 
 def report(
-    run_dirs: str | Path | Sequence[str | Path],
+    run_dirs: str | Path | Sequence[str | Path] | pd.DataFrame,
     out: str | Path | None = None,
     *,
+    write: bool = True,
     level: float = 0.95,
     n_boot: int = 1000,
     seed: int = 0,
     browser: bool = True,
-) -> list[Path]:
-    """Write the report of one run (into ``RUN_DIR/report``) or several (into ``out``): tables with
-    bootstrap intervals, paired tests, figures, ``report.md`` and the HTML sample browser.
-    Returns every file written."""
+) -> Report:
+    """The report of one run (written into ``RUN_DIR/report``) or several (into ``out``): tables
+    with bootstrap intervals, paired tests, figures, ``report.md`` and the HTML sample browser.
+
+    Returns a :class:`~mmrag.reports.view.Report`: ``files`` (every file written), ``frame``,
+    ``figure(name)`` (a matplotlib Figure) and ``save(fig, name, folder)``, ``table(name)``,
+    ``rates(by, frame)`` and ``compare(a, b)`` with the same intervals, and ``labels`` (the human
+    check of the judge).  ``write=False`` writes nothing (a notebook that only wants figures);
+    a DataFrame in :func:`mmrag.load`'s format is accepted then too."""
     from mmrag.reports import CIOptions
+    from mmrag.reports.view import Report
+
+    opts = CIOptions(level=level, n_boot=n_boot, seed=seed)
+    if not write:
+        return Report(run_dirs, opts)
+    import pandas
+
+    if isinstance(run_dirs, pandas.DataFrame):
+        raise TypeError("a frame has no run directory to write a report for: pass write=False")
     from mmrag.reports import report as make_report
 
-    return make_report(run_dirs, out, opts=CIOptions(level=level, n_boot=n_boot, seed=seed), browser=browser)
+    return Report(run_dirs, opts, files=make_report(run_dirs, out, opts=opts, browser=browser))
 
 
-def judge(run_dir: str | Path, mode: str = "rule", model: str | ModelSpec | None = None) -> dict[str, Any]:
-    """Re-judge a saved run with another judge (``rule``, ``llm``, ``rule+llm``; the LLM modes take
-    ``model``, e.g. ``"openai:NAME"``) without calling the evaluated model again, as
-    ``mmrag score RUN_DIR`` does.  The new verdicts become the run's latest; returns its summary
-    (``changed_outcomes`` counts the verdicts that changed)."""
-    from mmrag.runs.config import JudgeConfig
-    from mmrag.runs.rescore import rescore
+def judge(
+    target: str | Path | Sequence[tuple[Any, Any, Any]],
+    mode: str = "rule",
+    model: str | ModelSpec | None = None,
+) -> Any:
+    """Judge replies without calling the evaluated model.
 
-    spec = _spec(model) if model is not None else None
-    return rescore(Path(run_dir), JudgeConfig(mode=mode, model=spec))  # type: ignore[arg-type]
+    ``target`` a run directory: re-judge the saved run with another judge (``rule``, ``llm``,
+    ``rule+llm``; the LLM modes take ``model``, e.g. ``"openai:NAME"``), as ``mmrag score RUN_DIR``
+    does; the new verdicts become the run's latest, and the run's summary is returned
+    (``changed_outcomes`` counts the verdicts that changed).
+
+    ``target`` a list of ``(sample, prompt, reply)``: judge those, where a reply is a model's
+    Response or the plain text of one; returns one Verdict per item (``outcome``, ``reason``,
+    ``extracted``).  ``mode`` is then any registered judge (``mcq`` for multiple choice)."""
+    if isinstance(target, (str, Path)):
+        from mmrag.runs.config import JudgeConfig
+        from mmrag.runs.rescore import rescore
+
+        spec = _spec(model) if model is not None else None
+        return rescore(Path(target), JudgeConfig(mode=mode, model=spec))  # type: ignore[arg-type]
+    from mmrag.judging import judge_many, make_judge
+    from mmrag.models.factory import create_model as build
+    from mmrag.schema import Response
+
+    items = [
+        (sample, prompt, reply if isinstance(reply, Response) else Response(prompt_id=prompt.id, text=str(reply)))
+        for sample, prompt, reply in target
+    ]
+    llm = build(_spec(model)) if model is not None else None
+    return judge_many(make_judge(mode, llm=llm), items)
+
+
+def knowledge_base(benchmark: str | Any, cache_dir: str | Path | None = None, **options: Any) -> KnowledgeBase:
+    """A benchmark's knowledge base with the retrieval tools over it (see
+    :class:`~mmrag.retrieval.kb.KnowledgeBase`): ``retriever(name_or_object)``, ``index(kind)``
+    (the dense indices runs mine with), ``search``, ``evaluate`` (recall@k, MRR), ``miner`` and
+    ``embedding`` (llama-index).  ``benchmark``: a name for :func:`load_benchmark` (with its
+    ``options``) or a loaded benchmark."""
+    from mmrag.retrieval.kb import KnowledgeBase
+
+    if isinstance(benchmark, str):
+        from mmrag.benchmarks import load_benchmark
+
+        benchmark = load_benchmark(benchmark, **options)
+    return KnowledgeBase(benchmark.documents(), cache_dir=cache_dir)
 
 
 def _spec(model: str | ModelSpec | dict) -> ModelSpec:

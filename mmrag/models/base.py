@@ -122,8 +122,8 @@ class VLM(Protocol):
     async def agenerate(self, prompts: Sequence[Prompt], settings: GenerationSettings) -> list[Response]:
         """Responses in the order of ``prompts``."""
 
-    def generate(self, prompts: Sequence[Prompt], settings: GenerationSettings) -> list[Response]:
-        """Synchronous convenience wrapper around :meth:`agenerate`."""
+    def generate(self, prompts: Sequence[Prompt], settings: GenerationSettings | None = None) -> list[Response]:
+        """Synchronous convenience wrapper around :meth:`agenerate` (``settings``: default greedy)."""
 
 
 #: ``MODELS.create(backend_name, spec: ModelSpec) -> VLM``; entry-point group ``mmrag.models``.

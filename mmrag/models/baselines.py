@@ -72,7 +72,8 @@ class Baseline:
     async def agenerate(self, prompts: Sequence[Prompt], settings: GenerationSettings) -> list[Response]:
         return self._respond(prompts, settings)
 
-    def generate(self, prompts: Sequence[Prompt], settings: GenerationSettings) -> list[Response]:
+    def generate(self, prompts: Sequence[Prompt], settings: GenerationSettings | None = None) -> list[Response]:
+        settings = settings if settings is not None else GenerationSettings()
         return run_sync(lambda: self.agenerate(prompts, settings))
 
     def _respond(self, prompts: Sequence[Prompt], settings: GenerationSettings) -> list[Response]:

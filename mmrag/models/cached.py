@@ -51,7 +51,8 @@ class CachedVLM:
         extra_fn = getattr(self.inner, "cache_key_extra", None)
         return cache_key(self.fingerprint, prompt, settings, extra_fn(prompt) if callable(extra_fn) else None)
 
-    def generate(self, prompts: Sequence[Prompt], settings: GenerationSettings) -> list[Response]:
+    def generate(self, prompts: Sequence[Prompt], settings: GenerationSettings | None = None) -> list[Response]:
+        settings = settings if settings is not None else GenerationSettings()
         return generate_then_close(self, prompts, settings)
 
     async def aclose(self) -> None:

@@ -235,7 +235,8 @@ class OpenAICompatible:
         return self.options.max_concurrency
 
     # -- the protocol ----------------------------------------------------------------------------
-    def generate(self, prompts: Sequence[Prompt], settings: GenerationSettings) -> list[Response]:
+    def generate(self, prompts: Sequence[Prompt], settings: GenerationSettings | None = None) -> list[Response]:
+        settings = settings if settings is not None else GenerationSettings()
         return generate_then_close(self, prompts, settings)
 
     async def agenerate(self, prompts: Sequence[Prompt], settings: GenerationSettings) -> list[Response]:

@@ -152,7 +152,8 @@ class TransformersVLM:
         return f"TransformersVLM({self.fingerprint!r})"
 
     # -- the protocol ----------------------------------------------------------------------------
-    def generate(self, prompts: Sequence[Prompt], settings: GenerationSettings) -> list[Response]:
+    def generate(self, prompts: Sequence[Prompt], settings: GenerationSettings | None = None) -> list[Response]:
+        settings = settings if settings is not None else GenerationSettings()
         with self._lock:
             return self._generate_all(list(prompts), settings)
 

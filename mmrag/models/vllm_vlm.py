@@ -103,7 +103,8 @@ class VLLMVLM:
             **settings.extra,
         )  # --gen-kwargs as given
 
-    def generate(self, prompts: Sequence[Prompt], settings: GenerationSettings) -> list[Response]:
+    def generate(self, prompts: Sequence[Prompt], settings: GenerationSettings | None = None) -> list[Response]:
+        settings = settings if settings is not None else GenerationSettings()
         prompts = list(prompts)
         if not prompts:
             return []

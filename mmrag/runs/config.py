@@ -71,6 +71,17 @@ class RunConfig(_Cfg):
     retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
     out: str | None = None
 
+    @staticmethod
+    def builtin_sweeps() -> dict[str, str]:
+        """The ready-made sweeps a config may name in ``sweeps`` (``distractor-curve``,
+        ``modality-matrix``, ``strictness`` ...): name -> the scenarios it expands to, as labels."""
+        from mmrag.scenarios.sweep import builtin_sweeps, load_sweep
+
+        return {
+            name: ", ".join(s.label for s in load_sweep(path).expand())
+            for name, path in sorted(builtin_sweeps().items())
+        }
+
     @field_validator("scenarios", mode="before")
     @classmethod
     def _no_ignored_knobs(cls, value: Any) -> Any:

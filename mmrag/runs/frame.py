@@ -272,12 +272,25 @@ def _run_names(paths: Sequence[Path]) -> list[str]:
     return [str(p) for p in paths]
 
 
-def load(run_dir: str | Path | Sequence[str | Path]) -> pd.DataFrame:
+def context_lists(run_dir: str | Path) -> dict[str, list[dict[str, Any]]]:
+    """record key -> the prompt's contexts in prompt order, each ``{"doc_id", "role", "modality",
+    "title"}``: which documents a model was shown, without the documents' full text."""
+    return {
+        rec.key: [
+            {"doc_id": c.document.id, "role": c.role, "modality": c.document.modality, "title": c.document.title}
+            for c in rec.prompt.contexts
+        ]
+        for rec in read_records(run_dir)
+    }
+
+
+def load(run_dir: str | Path | Sequence[str | Path], *, contexts: bool = False) -> pd.DataFrame:
     """One row per sample x scenario x model of one or several run directories.
 
     Several directories are concatenated; the ``run`` column says where each row came from (the
     directory name, or the full path when two runs share a name).  See the module docstring for
-    how truncated lines and scenario knobs are handled.
+    how truncated lines and scenario knobs are handled.  ``contexts=True`` adds a ``contexts``
+    column (:func:`context_lists`): reading every full record costs more, so it is asked for.
     """
     if isinstance(run_dir, (str, Path)):
         dirs = [Path(run_dir)]
@@ -293,6 +306,9 @@ def load(run_dir: str | Path | Sequence[str | Path]) -> pd.DataFrame:
         frame(d, run=n) if is_columnar(d) else frame_from_records(read_jsonl_records(d), run=n)
         for d, n in zip(dirs, names)
     ]
+    if contexts:
+        for d, f in zip(dirs, frames):
+            f["contexts"] = f["key"].map(context_lists(d))
     if len(frames) == 1:
         return frames[0]
     return pd.concat(frames, ignore_index=True)

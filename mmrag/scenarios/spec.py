@@ -15,7 +15,7 @@ cells it already has.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -184,3 +184,12 @@ class ScenarioSpec(BaseModel):
         name = self.kind_def.name(self)
         # canonicalised again: a spec made by ``model_copy(update=...)`` skipped the validators
         return f"{name}-{stable_id(canonical_fields(self.model_dump(mode='json')), length=8)}"
+
+    def compose(self, sample: Any, miner: Any = None, store: Any = None) -> Any:
+        """The prompt a model sees for ``sample`` under this scenario, as a run builds it
+        (:func:`mmrag.scenarios.compose`: pure and seeded).  Scenarios with negatives need a
+        ``miner`` (``mmrag.knowledge_base(...).miner()``); gold evidence comes from ``store``,
+        default the miner's.  Raises ``ScenarioNotApplicable`` when the sample does not fit."""
+        from mmrag.scenarios.compose import compose
+
+        return compose(sample, self, miner=miner, store=store)
