@@ -100,7 +100,7 @@ class Final:
 
     body: str
     answer: str
-    method: str  # whole | think | tag | marker | correction | bold line
+    method: str  # whole | think | tag | marker | correction | bold line | after table or list
 
 
 def _reasoning_stripped(text: str) -> tuple[str, str]:
@@ -129,7 +129,27 @@ def final_answer(text: str) -> Final:
         answer, method = marked[-1].group(1).strip(), "marker"
     elif bold:
         answer, method = clean(bold.group(1)), "bold line"
+    elif (after := _after_structure(raw)) is not None:
+        answer, method = after, "after table or list"
     return Final(body=body, answer=answer.strip(), method=method)
+
+
+_STRUCTURE = re.compile(r"^\s*(?:\|.*\||[-*•+]\s+\S|\d+[.)]\s+\S)")
+_CONCLUDES = re.compile(r"(?:^|[\s,;:(])(?:so|therefore|thus|hence|→|=>|answer)(?=[\s,:;*]|$)", re.I)
+_PADDING = re.compile(r"\b(?:hope (?:this|that) helps|let me know|feel free|happy to help|any other questions)\b", re.I)
+
+
+def _after_structure(raw: str) -> str | None:
+    """The concluding paragraph after a table or list ("| Britannic | 1916 | ... so it sank in
+    **1916**."): a table lays out candidates, the line after it picks one.  Only a line that
+    concludes (so, therefore, →, answer) counts; courtesy lines do not."""
+    lines = [x for x in raw.splitlines() if x.strip()]
+    last = max((i for i, x in enumerate(lines) if _STRUCTURE.match(x)), default=None)
+    if last is None or last == len(lines) - 1:
+        return None
+    tail = [x for x in lines[last + 1 :] if not _PADDING.search(x)]
+    text = clean(" ".join(tail))
+    return text if text and (_CONCLUDES.search(text) or len(text.split()) <= 12) else None
 
 
 def cut_off(text: str, finish_reason: str | None = None) -> bool:
