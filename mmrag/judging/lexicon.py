@@ -272,7 +272,10 @@ _ASKED = (
         ),
     ),
     ("class", re.compile(r"\b(?:what|which) (?:colou?r|shape|material|month|day|direction|pattern)\b")),
-    ("polar", re.compile(r"^(?:is|are|was|were|do|does|did|can|could|has|have|had|will|would|should)\b|\bor\b.*\?\s*$")),
+    (
+        "polar",
+        re.compile(r"^(?:is|are|was|were|do|does|did|can|could|has|have|had|will|would|should)\b|\bor\b.*\?\s*$"),
+    ),
     ("name", re.compile(r"\b(?:who|whom|whose|where|which|what)\b")),
 )
 
@@ -281,3 +284,9 @@ def asked_slot(question: str) -> str:
     """The kind of answer a question asks for: year | number | class | polar | name | other."""
     q = fold(question).split("\n")[0].strip()
     return next((slot for slot, rx in _ASKED if rx.search(q)), "other")
+
+
+@lru_cache(maxsize=1)
+def relation_nouns() -> tuple[str, ...]:
+    """Nouns of relations that read one way only (teacher / pupil, tributary, subsidiary)."""
+    return tuple(data()["relations"])

@@ -30,6 +30,7 @@ from mmrag.judging.final import asserted_part, cut_off, final_answer
 from mmrag.judging.lexicon import asked_slot, content_stems, fold, stems, vague_words, words
 from mmrag.judging.normalize import Variant, vqa_normalize
 from mmrag.judging.refusal import DEFAULT_DETECTOR, DeflectionDetector, language_of
+from mmrag.judging.relation import relation_conflicts
 from mmrag.judging.rules import AnswerContext, is_sentence, rule_for
 from mmrag.judging.signals import Signals, decide
 from mmrag.schema import Prompt, Response, Sample, Verdict
@@ -116,7 +117,7 @@ class OpenAnswerJudge:
             if m.status == "gives" and s.refusal == "foreign":
                 s.refusal = None  # a reply in another language that names the reference answers
         if refs and (m is None or m.kind not in _OFFICIAL_ONLY) and s.refusal not in ("bare", "explained", "foreign"):
-            s.conflicts = conflicts(refs, answer, sample.question)
+            s.conflicts = conflicts(refs, answer, sample.question) or relation_conflicts(refs, answer, sample.question)
         asked = set(stems(sample.question))
         s.candidate = bool(set(content_stems(answer)) - asked)
         if refs and not any(is_sentence(r) for r in refs):
