@@ -190,3 +190,25 @@ def asserted_part(text: str, question: str) -> str:
         done = " ".join(parts[:-1])
     asked = set(content_stems(question))
     return " ".join(x for x in sentences(done) if asked & set(content_stems(x)))
+
+
+_ROW = re.compile(r"^\s*\|(.*)\|\s*$")
+_RULE_ROW = re.compile(r"^[\s|:-]+$")
+
+
+def table_answer(text: str, question: str) -> str | None:
+    """The rows of a reply that is a bare table which answer the question: the rows whose first
+    cell the question names ("| 2022 | €3.9m |" for "... in 2022?", "| Table | glass |" for "what
+    is the table made of?"), else its only row.  A table lists candidates; the rows that answer
+    are what it asserts."""
+    lines = [x for x in text.splitlines() if x.strip()]
+    rows = [
+        [c.strip(" *") for c in m.group(1).split("|")] for x in lines if (m := _ROW.match(x)) and not _RULE_ROW.match(x)
+    ]
+    if len(rows) < 2 or len(rows) < len(lines) - 1:
+        return None
+    body = rows[1:]
+    asked = set(content_stems(question)) | set(re.findall(r"\d{2,}", question))
+    hits = [r for r in body if r and (set(content_stems(r[0])) | set(re.findall(r"\d{2,}", r[0]))) & asked]
+    chosen = hits or (body if len(body) == 1 else [])
+    return "; ".join(" ".join(c for c in r if c) for r in chosen) or None

@@ -26,7 +26,7 @@ from typing import Any
 import mmrag.judging.evqa  # noqa: F401  (registers the evqa / vqa / knowhal answer rules)
 import mmrag.judging.webqa  # noqa: F401  (registers the webqa answer rule)
 from mmrag.judging.contradict import conflicts
-from mmrag.judging.final import asserted_part, cut_off, final_answer
+from mmrag.judging.final import Final, asserted_part, cut_off, final_answer, table_answer
 from mmrag.judging.lexicon import asked_slot, content_stems, fold, stems, vague_words, words
 from mmrag.judging.normalize import Variant, vqa_normalize
 from mmrag.judging.refusal import DEFAULT_DETECTOR, DeflectionDetector, language_of
@@ -102,6 +102,8 @@ class OpenAnswerJudge:
         ctx = context_of(sample)
         refs = [a for a in ctx.answers if a.strip()]
         fin = final_answer(response.text)
+        if fin.method == "whole" and (rows := table_answer(response.text, sample.question)):
+            fin = Final(body=fin.body, answer=rows, method="table rows")
         s = Signals(final=fin.answer, final_method=fin.method, cut_off=cut_off(response.text, response.finish_reason))
         s.exact = bool(fin.answer) and self.norm(fin.answer) in {self.norm(r) for r in refs}
         analysis = self.detector.analyse(fin.answer)
