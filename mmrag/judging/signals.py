@@ -88,7 +88,10 @@ def decide(s: Signals) -> tuple[str, str, str | None]:
         if s.refusal:
             return "unparseable", "undecided: a refusal that names another candidate", "refusal with candidate"
         return "unparseable", f"undecided: a weak contradiction ({s.match_kind})", "weak contradiction"
-    if s.vague and s.match == "absent":  # SimpleQA's NOT_ATTEMPTED: "in the 1950s" for 1954
+    named = [
+        c for c in s.conflicts if c.kind not in ("count", "amount")
+    ]  # a rough figure is vague, a rival name is not
+    if s.vague and s.match == "absent" and not named:  # SimpleQA's NOT_ATTEMPTED: "in the 1950s" for 1954
         return "deflection", "vaguer than the reference (not attempted)", None
     if s.conflicts:
         c = s.conflicts[0]
