@@ -8,10 +8,10 @@ Public names are re-exported here; judges register in :data:`JUDGES` under their
 * ``mcq``       :class:`MCQJudge` (HumbleBench)
 * ``knowhal``   :class:`KnowHalJudge` (``llm=`` optional: open negatives by LLM when given)
 
-The rule judge (``rule@15``) is a pipeline of small steps: final answer and truncation
+The rule judge (``rule@16``) is a pipeline of small steps: final answer and truncation
 (:mod:`.final`), refusal (:mod:`.refusal`), the source's answer rule (:data:`ANSWER_RULES`:
 ``webqa``, ``evqa``, ``infoseek``, ``knowhal``/``vqa``, ``default``), slot contradictions
-(:mod:`.contradict`) and the decision from typed signals (:mod:`.signals`), which abstains
+(:mod:`.contradict`, and :mod:`.relation` for swapped comparisons and roles) and the decision from typed signals (:mod:`.signals`), which abstains
 (``unparseable``, reason ``undecided: ...``) where the signals cannot settle a reply.  Whole-judge
 sources (KnowHal) are in :data:`SOURCE_JUDGES`.
 

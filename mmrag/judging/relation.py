@@ -31,6 +31,10 @@ def _names(text: str) -> set[str]:
     return {fold(w) for w in re.findall(r"\b[A-Z][\w'-]+", text)} - STOPWORDS - _WH
 
 
+def _content(text: str) -> set[str]:
+    return set(words(text)) - STOPWORDS - _WH
+
+
 def _pivot(tokens: tuple[str, ...], pair: int) -> tuple[int, int] | None:
     """(position, side) of the first word of opposite pair ``pair`` in ``tokens``."""
     for i, t in enumerate(tokens):
@@ -41,7 +45,7 @@ def _pivot(tokens: tuple[str, ...], pair: int) -> tuple[int, int] | None:
 
 
 def _split(text: str, pair: int) -> tuple[set[str], set[str], int] | None:
-    """Name words before and after the comparative of ``pair`` in the clause that holds it."""
+    """Content words before and after the comparative of ``pair`` in the clause that holds it."""
     for clause in re.split(r"[.;!?\n]|,\s*(?:so|but|while|whereas)\b", text):
         toks = words(clause)
         hit = _pivot(toks, pair)
@@ -49,8 +53,8 @@ def _split(text: str, pair: int) -> tuple[set[str], set[str], int] | None:
             continue
         i, side = hit
         spelled = clause.split()
-        cut = len(" ".join(spelled[: i + 1])) if i < len(spelled) else len(clause)
-        return _names(clause[:cut]), _names(clause[cut:]), side
+        cut = len(" ".join(spelled[:i])) if i < len(spelled) else len(clause)
+        return _content(clause[:cut]), _content(clause[cut:]), side
     return None
 
 
@@ -60,6 +64,28 @@ _ANCHORS = ("more", "taller", "before", "above", "first")
 
 def _comparative_pairs() -> set[int]:
     return {p[0] for w in _ANCHORS if (p := polarity(w)) is not None}
+
+
+_ALTERNATIVES = re.compile(r"[,:]\s*([^,?]+?)\s+or\s+([^?]+)\?")
+
+
+def _short_sides(references: list[str], question: str) -> tuple[set[str], set[str]]:
+    """Winner and loser words for a short reference: against the question's two alternatives
+    ("..., the north or the south one?") where it has them, else the reference's names alone."""
+    gold = {w for r in references for w in words(r)} - STOPWORDS
+    m = _ALTERNATIVES.search(question)
+    if m is None:
+        return set().union(*(_names(r) for r in references)) - _names(question.split(",")[0]), set()
+    alts = [set(words(a)) - STOPWORDS for a in m.groups()]
+    refs = [set(words(r)) - STOPWORDS for r in references]
+    named = [any(a and a <= r for r in refs) for a in alts]
+    if named[0] == named[1]:
+        score = [len(a & gold) for a in alts]
+        if score[0] == score[1]:
+            return set(), set()
+        named = [score[0] > score[1], score[1] > score[0]]
+    won, lost = (alts[0], alts[1]) if named[0] else (alts[1], alts[0])
+    return (won - lost) | (gold - lost - set(words(question))), lost - won
 
 
 def comparison(references: list[str], reply: str, question: str) -> Conflict | None:
@@ -80,7 +106,7 @@ def comparison(references: list[str], reply: str, question: str) -> Conflict | N
         win, lose = ref_before - ref_after, ref_after - ref_before
     else:
         ref_side = _pivot(q, pair)[1]  # type: ignore[index]
-        win, lose = set().union(*(_names(r) for r in references)) - _names(question.split(",")[0]), set()
+        win, lose = _short_sides(references, question)
     if not win:
         return None
     if side != ref_side:  # "shorter than" reads the other way round
