@@ -35,7 +35,7 @@ _CORRECTION = re.compile(
     r"(?:\bno,? sorry|\bsorry,? no|\bcorrection:|\bi mean,|\bwait,? (?:no|actually)|\bactually,? no|"
     r"\bon (?:second|closer) (?:thought|look|inspection)|\b(?:sorry,? )?looking (?:again|closer)|"
     r"\bsorry,? i (?:was wrong|misread))[,;:.]?\s+(.+?)\s*$",
-    re.I | re.S
+    re.I | re.S,
 )
 _BOLD_LINE = re.compile(r"\n\s*\*\*([^*\n]{1,120})\*\*[.!]?\s*$")
 #: last words that leave a clause open ("designed by", "is the", "and")

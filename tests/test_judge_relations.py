@@ -1,0 +1,113 @@
+"""The rule judge's newer steps: cut-off replies held to the slot the question asks, the line
+after a table or list, bare tables read by row, swapped comparisons and roles, self-corrections."""
+
+from __future__ import annotations
+
+import pytest
+
+from mmrag.judging import RuleJudge
+from mmrag.judging.final import asserted_part, final_answer, table_answer
+from mmrag.judging.lexicon import asked_slot
+from mmrag.judging.relation import comparison, role
+from mmrag.schema import Prompt, Response, Sample
+
+
+def judge(question, answers, reply, source="viquae", finish_reason=None):
+    s = Sample(id="s", benchmark="t", question=question, answers=list(answers), source=source)
+    p = Prompt(sample_id="s", messages=[])
+    return RuleJudge().judge(s, p, Response(prompt_id=p.id, text=reply, finish_reason=finish_reason))
+
+
+@pytest.mark.parametrize(
+    "question,slot",
+    [
+        ("How many arches does the bridge have?", "number"),
+        ("What is the length of this ship in metres?", "number"),
+        ("When was this university founded?", "year"),
+        ("What colour is the hull?", "class"),
+        ("Is the Hoover Dam in Nevada or Arizona?", "polar"),
+        ("Who designed this building?", "name"),
+        ("What were the main reasons for the decline?", "other"),
+        ("How do you reset the router?", "other"),
+    ],
+)
+def test_asked_slot(question, slot):
+    assert asked_slot(question) == slot
+
+
+def test_asserted_part_keeps_finished_clauses_about_the_question():
+    q = "In which city did this jazz singer die?"
+    text = "This is Billie Holiday. She died in 1959 in Baltimore, the city where she grew up, after a long"
+    assert asserted_part(text, q) == "She died in 1959 in Baltimore, the city where she grew up"
+    assert asserted_part("The commissioning milestone falls in", "When is the commissioning?") == ""
+
+
+def test_cut_off_reasoning_with_an_incidental_figure_is_a_deflection():
+    v = judge(
+        "What is the name of this satellite?",
+        ["Sputnik 1"],
+        "This appears to be a model of a satellite, a polished sphere with four long antennas. The satellite is",
+        finish_reason="length",
+    )
+    assert v.outcome == "deflection"
+
+
+def test_cut_off_after_a_wrong_answer_to_the_slot_is_a_hallucination():
+    v = judge(
+        "How many wheels does the locomotive have?", ["4"], "The locomotive has two driving wheels and", "infoseek"
+    )
+    assert v.outcome == "hallucination"
+
+
+def test_closing_line_after_a_table_is_the_final_answer():
+    reply = "| Vessel | Sank |\n|---|---|\n| Titanic | 1912 |\n| Britannic | 1916 |\n\nThe ship is Britannic, so it sank in 1916."
+    assert final_answer(reply).method == "after table or list"
+    assert judge("In which year did this ship sink?", ["1912"], reply, "infoseek").outcome == "hallucination"
+
+
+def test_bare_table_is_read_by_the_row_the_question_names():
+    reply = "| Object | Material |\n|---|---|\n| Table | glass |\n| Chair | wood |"
+    assert table_answer(reply, "What material is the table made of?") == "Table glass"
+    assert judge("What material is the table made of?", ["wood"], reply, "mragbench").outcome != "correct"
+    single = "| Composer | Opera |\n|---|---|\n| Georges Bizet | Carmen |"
+    assert judge("What is this person's most famous opera?", ["Carmen"], single).outcome == "correct"
+
+
+@pytest.mark.parametrize(
+    "refs,reply,wrong",
+    [
+        (["this tower", "the Tokyo Skytree"], "The Eiffel Tower is taller than the Tokyo Skytree.", True),
+        (["this tower", "the Tokyo Skytree"], "The Tokyo Skytree is taller than the Eiffel Tower.", False),
+        (["this tower", "the Tokyo Skytree"], "The Eiffel Tower is shorter than the Tokyo Skytree.", False),
+    ],
+)
+def test_comparison_with_a_short_reference(refs, reply, wrong):
+    assert (comparison(refs, reply, "Which is taller, this tower or the Eiffel Tower?") is not None) is wrong
+
+
+def test_comparison_with_a_sentence_reference():
+    ref = ["The Empire State Building has more floors than the Chrysler Building."]
+    q = "Which has more floors, the Chrysler Building or the Empire State Building?"
+    assert comparison(ref, "The Chrysler Building has more floors.", q) is not None
+    assert comparison(ref, "The Empire State Building has more floors.", q) is None
+    assert comparison(["1996"], "Her first gold medal came in 1996.", "When did she win her first gold?") is None
+
+
+@pytest.mark.parametrize(
+    "question,refs,reply,wrong",
+    [
+        ("Who was the teacher of this painter?", ["Verrocchio"], "Leonardo was the teacher of Verrocchio.", True),
+        ("Who was the teacher of this painter?", ["Verrocchio"], "The teacher of Leonardo was Verrocchio.", False),
+        ("Who was this aviator's navigator?", ["Fred Noonan"], "She served as navigator for pilot Fred Noonan.", True),
+        ("Which river is this river a tributary of?", ["Danube"], "The Danube is a tributary of the Inn.", True),
+        ("Which river is this river a tributary of?", ["Danube"], "The Inn is a tributary of the Danube.", False),
+        ("Which country's coat of arms shows this bird?", ["Sudan"], "It is on the coat of arms of Sudan.", False),
+    ],
+)
+def test_role(question, refs, reply, wrong):
+    assert (role(refs, reply, question) is not None) is wrong
+
+
+def test_self_correction_looking_again_is_the_final_answer():
+    fin = final_answer("The hull is black and the funnel red... sorry, looking again the hull is dark red")
+    assert fin.method == "correction" and fin.answer == "the hull is dark red"
