@@ -128,7 +128,10 @@ def test_text_index_over_documents_with_minilm(world, minilm, tmp_path):
     m = build_index(docs, minilm, "text", out=tmp_path / "text")
     assert m.count == 32 + 16  # two passages + one caption per entity
     assert m.encoder_fingerprint == minilm.fingerprint and m.kb_content_hash == kb_content_hash(docs)
-    assert m.encoder_spec == {"name": "sentence-transformers", "kwargs": {"name_or_path": None}}
+    assert m.encoder_spec == {
+        "name": "sentence-transformers",
+        "kwargs": {"name_or_path": None, "precision": minilm.precision},
+    }
     idx = load_index(tmp_path / "text", minilm, kb_hash=kb_content_hash(reversed(docs)))  # order-independent
     _, rows = idx.search(minilm.encode_text([samples[4].question]), 1)
     assert idx.doc_ids[rows[0, 0]] == "t4a"

