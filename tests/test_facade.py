@@ -255,8 +255,5 @@ def test_runconfig_names_its_builtin_sweeps():
 
 
 def test_python_dash_m_mmrag_runs_the_command_line():
-    import subprocess
-    import sys
-
     out = subprocess.run([sys.executable, "-m", "mmrag", "--help"], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and "Usage: python -m mmrag" in out.stdout
