@@ -4,18 +4,11 @@ after a table or list, bare tables read by row, swapped comparisons and roles, s
 from __future__ import annotations
 
 import pytest
+from judgeitems import judge
 
-from mmrag.judging import RuleJudge
 from mmrag.judging.final import asserted_part, final_answer, table_answer
 from mmrag.judging.lexicon import asked_slot
 from mmrag.judging.relation import comparison, role
-from mmrag.schema import Prompt, Response, Sample
-
-
-def judge(question, answers, reply, source="viquae", finish_reason=None):
-    s = Sample(id="s", benchmark="t", question=question, answers=list(answers), source=source)
-    p = Prompt(sample_id="s", messages=[])
-    return RuleJudge().judge(s, p, Response(prompt_id=p.id, text=reply, finish_reason=finish_reason))
 
 
 @pytest.mark.parametrize(

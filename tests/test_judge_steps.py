@@ -4,6 +4,7 @@ contradictions, the decision from typed signals, and the kinds of reply the judg
 from __future__ import annotations
 
 import pytest
+from judgeitems import judge
 
 from mmrag.judging import RuleJudge, Signals, decide
 from mmrag.judging.contradict import conflicts
@@ -11,13 +12,6 @@ from mmrag.judging.final import cut_off, final_answer
 from mmrag.judging.lexicon import clean, closed_class, direction, names, sentences, words
 from mmrag.judging.quantity import compare, quantities
 from mmrag.judging.refusal import DEFAULT_DETECTOR
-from mmrag.schema import Prompt, Response, Sample
-
-
-def judge(question, answers, reply, source="viquae", finish_reason=None):
-    s = Sample(id="s", benchmark="t", question=question, answers=list(answers), source=source)
-    p = Prompt(sample_id="s", messages=[])
-    return RuleJudge().judge(s, p, Response(prompt_id=p.id, text=reply, finish_reason=finish_reason))
 
 
 # -- step 1: final answer and truncation ------------------------------------------------------------
