@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from mmrag.judging.mcq import official_extract, official_is_correct, official_tokenize
+from mmrag.judging.mcq_official import official_extract, official_is_correct, official_tokenize
 from mmrag.metrics import official_humblebench_metrics, score_humblebench_predictions
 
 STATUS = Path(sys.prefix) / "mmrag-peers" / "STATUS"

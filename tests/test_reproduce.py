@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from mmrag.cli import main
-from mmrag.judging.mcq import official_is_correct
+from mmrag.judging.mcq_official import official_is_correct
 from mmrag.reports.paper import get_paper
 from mmrag.runs.frame import load
 from mmrag.scenarios import load_sweep

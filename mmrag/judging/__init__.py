@@ -9,11 +9,15 @@ Public names are re-exported here; judges register in :data:`JUDGES` under their
 * ``knowhal``   :class:`KnowHalJudge` (``llm=`` optional: open negatives by LLM when given)
 
 The rule judge (``rule@16``) is a pipeline of small steps: final answer and truncation
-(:mod:`.final`), refusal (:mod:`.refusal`), the source's answer rule (:data:`ANSWER_RULES`:
-``webqa``, ``evqa``, ``infoseek``, ``knowhal``/``vqa``, ``default``), slot contradictions
-(:mod:`.contradict`, and :mod:`.relation` for swapped comparisons and roles) and the decision from typed signals (:mod:`.signals`), which abstains
-(``unparseable``, reason ``undecided: ...``) where the signals cannot settle a reply.  Whole-judge
-sources (KnowHal) are in :data:`SOURCE_JUDGES`.
+(:mod:`.final`), refusal (:mod:`.refusal`, other languages in :mod:`.language`), the source's
+answer rule (:data:`ANSWER_RULES` in :mod:`.rules`: ``webqa``, ``evqa``, ``infoseek``,
+``knowhal``/``vqa``, ``default``; the key phrase of sentence references in :mod:`.keyphrase`), slot
+contradictions (:mod:`.contradict`, :mod:`.number_checks` for the numbers, :mod:`.relation` for
+swapped comparisons and roles) and the decision from typed signals (:mod:`.signals`), which
+abstains (``unparseable``, reason ``undecided: ...``) where the signals cannot settle a reply.  The
+types the steps pass on are in :mod:`.base`.  Whole-judge sources (KnowHal) are in
+:data:`SOURCE_JUDGES`.  Multiple choice: the robust extractor in :mod:`.mcq`, HumbleBench's
+official rule in :mod:`.mcq_official`.
 
 ``make_judge(mode, llm=None)`` builds one by name; unknown names raise an InputError listing the
 known ones.
@@ -25,15 +29,8 @@ from mmrag.errors import InputError
 from mmrag.judging.base import JUDGES, Judge
 from mmrag.judging.knowhal import KnowHalJudge
 from mmrag.judging.llm import LLMJudge, parse_grade
-from mmrag.judging.mcq import (
-    MCQJudge,
-    extract_choice,
-    nota_letter,
-    official_extract,
-    official_is_correct,
-    official_tokenize,
-    parse_inline_options,
-)
+from mmrag.judging.mcq import MCQJudge, extract_choice, nota_letter, parse_inline_options
+from mmrag.judging.mcq_official import official_extract, official_is_correct, official_tokenize
 from mmrag.judging.modes import JUDGE_ID, SOURCE_JUDGES, RuleJudge, RuleThenLLMJudge, judge_many, undecided
 from mmrag.judging.normalize import vqa_normalize, vqa_soft_accuracy
 from mmrag.judging.numeric import numeric_match

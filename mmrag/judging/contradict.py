@@ -4,13 +4,7 @@ A reply may carry the reference's words and still change one of its claims.  Eac
 one kind of slot and returns a :class:`Conflict` (kind, what it saw) or None; the decide step turns
 any conflict into ``hallucination``.  Words and numbers the question already holds never count.
 
-* ``amount`` — an amount of a unit dimension the reference states that none of the reference's
-  amounts is, after pint conversion ("1,200 feet" for 1,200 metres, "18.4 %" for 14.8 %);
-* ``count`` — a bare number (digits or words, years included) where the reference has others and
-  none of the reply's agrees ("three arches" for five; "1902" for 1887);
-* ``swap`` — two of the reference's numbers bound to each other's nouns ("60 % women, 40 % men");
-* ``attribution`` — the reference's value given to another quantity ("$2 billion in dividends"
-  where the $2 billion is buybacks);
+* ``amount``, ``count``, ``swap``, ``attribution`` — the numbers (:mod:`.number_checks`);
 * ``direction`` — the other side of an opposite pair (rose / fell, taller / shorter, before /
   after, ...);
 * ``class`` — another member of a closed class (colour, month, weekday, compass direction, ...);
@@ -18,15 +12,16 @@ any conflict into ``hallucination``.  Words and numbers the question already hol
   same name, a sister species, "Lund University" for Uppsala University), unless an alias phrase
   introduces it ("travertine, also called tufa");
 * ``order`` — two of the reference's names in the reverse order around its relation word ("B
-  owns A" for "A owns B").
+  owns A" for "A owns B"), or two of its words trading places;
+* ``rival`` — a second candidate of the reference's kind beside a short reference.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from difflib import SequenceMatcher
 
+from mmrag.judging.base import Conflict
 from mmrag.judging.lexicon import (
     ALIAS,
     NEGATORS,
@@ -40,90 +35,11 @@ from mmrag.judging.lexicon import (
     stems,
     words,
 )
-from mmrag.judging.numwords import digits_for_words
-from mmrag.judging.quantity import Quantity, close, quantities
+from mmrag.judging.number_checks import numbers
 
 _RUN = re.compile(
     r"\b(?:[A-Z][\w'-]*|[MDCLXVI]+\b)(?:\s+(?:(?:of|de|la|the|von|van|del)\s+)?(?:[A-Z][\w'-]*|[MDCLXVI]+\b))*"
 )
-
-
-@dataclass(frozen=True)
-class Conflict:
-    kind: str  # amount | count | swap | attribution | direction | class | entity | order
-    detail: str
-
-
-def _new(qs: list[Quantity], question: str) -> list[Quantity]:
-    asked = quantities(question)
-    return [q for q in qs if not any(q.dim == a.dim and q.number == a.number for a in asked)]
-
-
-def _bound(text: str) -> dict[float, set[str]]:
-    """Each number's nouns: the content stems within three words after it (before the next number)."""
-    toks, out = words(text), {}
-    for i, t in enumerate(toks):
-        if t[:1].isdigit():
-            try:
-                value = float(t)
-            except ValueError:
-                continue
-            nouns = set()
-            for w in toks[i + 1 : i + 4]:
-                if w[:1].isdigit():
-                    break
-                if w not in STOPWORDS and w not in NEGATORS and len(w) > 2:
-                    nouns.add(stem(w))
-            out.setdefault(value, set()).update(nouns)
-    return out
-
-
-_APPROX = re.compile(
-    r"\b(?:about|around|roughly|nearly|almost|approximately|approx|some|over|under|up to|by)\s*\W*$", re.I
-)
-
-
-def numbers(reference: str, reply: str, question: str) -> Conflict | None:
-    ref = quantities(reference)
-    said = _new(list(quantities(reply)), question)
-    text = digits_for_words(reply)
-    for q in said:  # an amount of a dimension the reference states, which none of its numbers is
-        same = [r for r in ref if r.dim == q.dim]
-        if q.dim == "count" or (
-            _APPROX.search(text[max(0, q.start - 12) : q.start]) and any(close(r, q, 0.15) for r in same)
-        ):  # "about 8,850" restated roughly
-            continue
-        if (
-            same
-            and not any(close(r, q) for r in same)
-            and not any(r.number == q.number and r.dim != q.dim for r in ref)
-        ):
-            return Conflict(
-                "amount", f"{q.number:g} ({q.dim}) where the reference has " + ", ".join(f"{r.number:g}" for r in same)
-            )
-    ref_counts = {r.number for r in ref if r.dim == "count"}
-    said_counts = {q.number for q in said if q.dim == "count"}
-    ref_all = {r.number for r in ref}
-    if ref_counts and said_counts and not said_counts & ref_all:
-        return Conflict(
-            "count",
-            f"{', '.join(f'{n:g}' for n in sorted(said_counts))} where the reference has "
-            + ", ".join(f"{n:g}" for n in sorted(ref_counts)),
-        )
-    rb, pb = _bound(reference), _bound(reply)
-    shared = [v for v in pb if v in rb]
-    for v in shared:
-        for w in shared:
-            if v != w and pb[v] & rb[w] and rb[v] & pb[w] and not pb[v] & rb[v]:
-                return Conflict("swap", f"{v:g} and {w:g} exchanged")
-    for v in shared:  # the reply gives v the noun the reference binds to another of its numbers
-        ours = pb[v] - rb[v]
-        elsewhere = [w for w in rb if w != v and ours & rb[w]]
-        if ours and elsewhere and not pb[v] & rb[v] and rb[v] and not rb[v] & set(stems(reply)):
-            return Conflict(
-                "attribution", f"{v:g} given to {'/'.join(sorted(ours))}, the reference's is {'/'.join(sorted(rb[v]))}"
-            )
-    return None
 
 
 _NEGATED_FORM = re.compile(r"^(?:non-?|un|in|dis|il|ir|im)(\w{4,})$")
@@ -148,11 +64,8 @@ def direction(reference: str, reply: str, question: str) -> Conflict | None:
 def closed_member(reference: str, reply: str, question: str) -> Conflict | None:
     q = {canonical(t) for t in words(question)}
     ref = {canonical(t) for t in words(reference)} - q
-    said = [
-        canonical(t)
-        for i, t in enumerate(words(reply))
-        if not any(n in NEGATORS for n in words(reply)[max(0, i - 2) : i])
-    ]
+    toks = words(reply)
+    said = [canonical(t) for i, t in enumerate(toks) if not any(n in NEGATORS for n in toks[max(0, i - 2) : i])]
     for cls in sorted({closed_class(t) for t in ref} - {None}):
         gold = {t for t in ref if closed_class(t) == cls}
         other = {t for t in said if closed_class(t) == cls and t not in q} - gold
@@ -202,20 +115,16 @@ def entity(reference: str, reply: str, question: str) -> Conflict | None:
 
 
 def order(reference: str, reply: str, question: str) -> Conflict | None:
-    ref_names = [r for r in _runs(reference) if len(r) >= 1]
-    said = words(reply)
+    rw, said = words(reference), words(reply)
     pos = {}
-    for r in ref_names:
+    for r in _runs(reference):
         for i in range(len(said)):
             if tuple(said[i : i + len(r)]) == r:
                 pos[r] = i
                 break
     if len(pos) != 2:
         return None
-    (a, ia), (b, ib) = sorted(
-        pos.items(), key=lambda kv: words(reference).index(kv[0][0]) if kv[0][0] in words(reference) else 0
-    )
-    rw = words(reference)
+    (a, ia), (b, ib) = sorted(pos.items(), key=lambda kv: rw.index(kv[0][0]) if kv[0][0] in rw else 0)
     try:
         ra, rb = rw.index(a[0]), rw.index(b[0])
     except ValueError:

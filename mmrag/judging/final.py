@@ -20,8 +20,9 @@ from dataclasses import dataclass
 
 from mmrag.judging.lexicon import STOPWORDS, clean, content_stems, sentences
 
-_THINK_END = re.compile(r"</think>", re.I)
-_TAGS = (
+THINK_END = re.compile(r"</think>", re.I)
+#: the tags a reasoning model wraps its answer in (HumbleBench's ``<answer>``, ``<CONCLUSION>``)
+REASONING_TAGS = (
     re.compile(r"<answer>(.*?)(?:</answer>|$)", re.I | re.S),
     re.compile(r"<conclusion>(.*?)(?:</conclusion>|$)", re.I | re.S),
 )
@@ -41,58 +42,13 @@ _BOLD_LINE = re.compile(r"\n\s*\*\*([^*\n]{1,120})\*\*[.!]?\s*$")
 #: last words that leave a clause open ("designed by", "is the", "and")
 _OPEN_ENDS = (
     STOPWORDS
-    - {
-        "it",
-        "them",
-        "this",
-        "that",
-        "these",
-        "those",
-        "there",
-        "here",
-        "too",
-        "all",
-        "both",
-        "either",
-        "neither",
-        "each",
-        "some",
-        "any",
-        "one's",
-        "s",
-        "'s",
-        "yes",
-        "why",
-        "how",
-        "what",
-        "who",
-        "where",
-        "when",
-        "which",
-        "whom",
-        "then",
-        "also",
-        "known",
-        "called",
-        "named",
-        "done",
-        "been",
-        "had",
-        "have",
-        "has",
-        "do",
-        "does",
-        "did",
-        "me",
-        "us",
-        "you",
-        "him",
-        "her",
-        "his",
-        "theirs",
-        "our",
-        "i",
-    }
+    - frozenset(
+        """
+it them this that these those there here too all both either neither each some any one's s 's yes why how
+what who where when which whom then also known called named done been had have has do does did me us
+you him her his theirs our i
+""".split()
+    )
 ) | {"approximately", "about", "around"}
 _CLOSED = re.compile(r"[.!?)\]}\"'*`»」。！？%°]\s*$")
 
@@ -107,12 +63,9 @@ class Final:
 
 
 def _reasoning_stripped(text: str) -> tuple[str, str]:
-    parts = _THINK_END.split(text)
-    method = "whole"
-    t = parts[-1] if len(parts) > 1 else text
-    if len(parts) > 1:
-        method = "think"
-    for rx in _TAGS:
+    parts = THINK_END.split(text)
+    t, method = parts[-1], "think" if len(parts) > 1 else "whole"
+    for rx in REASONING_TAGS:
         found = rx.findall(t)
         if found and found[-1].strip():
             t, method = found[-1], "tag"
@@ -162,7 +115,7 @@ def cut_off(text: str, finish_reason: str | None = None) -> bool:
     t = text.strip()
     if not t:
         return False
-    if re.search(r"<think>", t, re.I) and not _THINK_END.search(t):
+    if re.search(r"<think>", t, re.I) and not THINK_END.search(t):
         return True
     if _CLOSED.search(t):
         return False

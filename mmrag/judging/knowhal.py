@@ -26,7 +26,6 @@ from collections.abc import Sequence
 from mmrag.judging.final import cut_off, final_answer
 from mmrag.judging.llm import LLMJudge
 from mmrag.judging.mcq import MCQJudge, effective_choices
-from mmrag.judging.normalize import accuracy_from_matches, contains_phrase, vqa_normalize
 from mmrag.judging.open_answer import OpenAnswerJudge, error_verdict
 from mmrag.judging.premise import DEFAULT_PREMISE_DETECTOR, PremiseRejectionDetector
 from mmrag.schema import Prompt, Response, Sample, Verdict
@@ -39,14 +38,6 @@ def polarity(sample: Sample) -> str:
     if p not in ("positive", "negative"):
         raise ValueError(f"KnowHal sample {sample.id}: metadata.polarity must be 'positive' or 'negative', got {p!r}")
     return p
-
-
-def knowhal_soft_score(reply: str, references: Sequence[str]) -> tuple[float, float]:
-    """(soft score with whole-word containment, exact-equality VQA score) of one reply."""
-    pred = vqa_normalize(reply)
-    refs = [vqa_normalize(r) for r in references]
-    soft = accuracy_from_matches([r == pred or contains_phrase(pred, r) for r in refs])
-    return soft, accuracy_from_matches([r == pred for r in refs])
 
 
 class KnowHalJudge:
@@ -70,10 +61,7 @@ class KnowHalJudge:
 
     def judge_many(self, items: Sequence[tuple[Sample, Prompt, Response]]) -> list[Verdict]:
         out: list[Verdict] = [self._rules(*it) for it in items]
-        to_llm: list[int] = []
-        for i, v in enumerate(out):
-            if self.llm is not None and v.details.get("llm_eligible"):
-                to_llm.append(i)
+        to_llm = [i for i, v in enumerate(out) if self.llm is not None and v.details.get("llm_eligible")]
         if to_llm:
             llm_verdicts = self.llm.judge_many([items[i] for i in to_llm])
             for i, lv in zip(to_llm, llm_verdicts):

@@ -35,35 +35,10 @@ called named known one's s 's
 )
 #: words that negate what follows ("yes"/"no" are answers, read by the matchers)
 NEGATORS = frozenset(
-    {
-        "not",
-        "no",
-        "never",
-        "neither",
-        "nor",
-        "none",
-        "isn't",
-        "aren't",
-        "wasn't",
-        "weren't",
-        "doesn't",
-        "don't",
-        "didn't",
-        "hasn't",
-        "haven't",
-        "cannot",
-        "can't",
-        "isnt",
-        "arent",
-        "wasnt",
-        "werent",
-        "doesnt",
-        "dont",
-        "didnt",
-        "nothing",
-        "nowhere",
-        "without",
-    }
+    """
+not no never neither nor none isn't aren't wasn't weren't doesn't don't didn't hasn't haven't cannot can't
+isnt arent wasnt werent doesnt dont didnt nothing nowhere without
+""".split()
 )
 #: words that hedge a claim or offer it as one of several
 HEDGES = frozenset(
@@ -89,8 +64,6 @@ YES_NO = {
     "true": "yes",
     "false": "no",
 }
-#: words that join alternatives or further items ("X and Y", "X or Y", "X, also Y")
-JOINERS = frozenset("and or also plus as well".split())
 #: phrases that introduce another name of the same thing (an alias is not a rival answer)
 ALIAS = re.compile(
     r"\b(?:also (?:called|known as|named|spelled|spelt|written)|a\.?k\.?a\.?|otherwise known as|"

@@ -1,11 +1,5 @@
-"""Multiple-choice judging: HumbleBench's official rule beside a robust extractor.
-
-The official rule (``HumbleBench/utils/metrics.py``) works on the lower-cased *set* of ``\\b\\w+\\b``
-tokens of the raw reply: it is correct when the gold letter is one of them and no other option
-letter (A-E) is; ``extract_answer`` returns the single letter token present, else ``'NA'``.
-Consequences the official numbers carry: "B, a dog" is wrong (the article "a" reads as A), and the
-option's text alone is wrong.  :func:`official_is_correct` and :func:`official_extract` reproduce it
-exactly; ``tests/test_humblebench_parity.py`` checks them against the package itself.
+"""Multiple-choice judging: a robust extractor for the verdict, HumbleBench's official rule
+(:mod:`.mcq_official`) beside it in the details.
 
 The robust extractor (:func:`extract_choice`) reads what a human would: the text after a closing
 ``</think>``, inside ``<answer>``, after "Answer:"/"the answer is", a leading "B." or "(B)", a lone
@@ -21,46 +15,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from mmrag.judging.final import REASONING_TAGS, THINK_END
+from mmrag.judging.mcq_official import OFFICIAL_CHOICES, official_extract, official_is_correct
 from mmrag.judging.refusal import DEFAULT_DETECTOR, DeflectionDetector
 from mmrag.schema import Choice, Prompt, Response, Sample, Verdict, is_nota_text
 
-OFFICIAL_CHOICES: tuple[str, ...] = ("A", "B", "C", "D", "E")
-_TOKEN = re.compile(r"\b\w+\b")
-
-
-def official_tokenize(text: str) -> frozenset[str]:
-    """The official tokeniser: the set of lower-cased ``\\b\\w+\\b`` matches."""
-    return frozenset(_TOKEN.findall(text.lower()))
-
-
-def official_is_correct(prediction: str, label: str, choices: Sequence[str] = OFFICIAL_CHOICES) -> bool:
-    """HumbleBench's correctness rule, reproduced (see the module docstring)."""
-    pred = official_tokenize(prediction)
-    gold = official_tokenize(label)
-    if not pred:
-        return False
-    has_gold = gold <= pred
-    if not choices:
-        return has_gold
-    others: set[str] = set()
-    for c in choices:
-        ct = official_tokenize(c)
-        if ct != gold:
-            others |= ct - gold
-    return has_gold and pred.isdisjoint(others)
-
-
-def official_extract(prediction: str, choices: Sequence[str] = ("a", "b", "c", "d", "e")) -> str:
-    """HumbleBench's ``extract_answer``: the single option letter among the tokens, else 'NA'."""
-    found = official_tokenize(prediction) & set(choices)
-    return next(iter(found)).upper() if len(found) == 1 else "NA"
-
-
-# -- robust extraction -------------------------------------------------------------------------
-
-_THINK_END = re.compile(r"</think>", re.I)
-_ANSWER_TAG = re.compile(r"<answer>(.*?)(?:</answer>|$)", re.I | re.S)
-_CONCLUSION = re.compile(r"<conclusion>(.*?)(?:</conclusion>|$)", re.I | re.S)
 _LETTER_AFTER = r"\s*(?:is|would be|should be|:|=|-)?\s*[:\-]?\s*[(\[]?\s*([A-Za-z])(?=([)\].:,;!\s]|$))"
 _STRONG_MARKER = re.compile(
     r"(?:final answer|correct answer|correct option|correct choice|the answer|"
@@ -89,9 +48,8 @@ class ChoiceExtraction:
 def strip_reasoning(text: str) -> str:
     """The final part of a reasoning model's reply: after the last ``</think>``, inside the last
     ``<answer>`` or ``<CONCLUSION>``."""
-    parts = _THINK_END.split(text)
-    t = parts[-1] if len(parts) > 1 else text
-    for rx in (_ANSWER_TAG, _CONCLUSION):
+    t = THINK_END.split(text)[-1]
+    for rx in REASONING_TAGS:
         found = rx.findall(t)
         if found:
             t = found[-1]
@@ -169,10 +127,9 @@ def extract_choice(text: str, choices: Sequence[Choice] | Sequence[str] = OFFICI
         rest_hits = _option_text_letter(flat[2:], opts)
         if rest_hits == [flat[0]]:
             return ChoiceExtraction(flat[0], "leading letter + option text", rest_hits)
-    for rx, method in ((_PAREN, "parenthesised letter"),):
-        got = decide(rx.findall(flat), method)
-        if got:
-            return got
+    got = decide(_PAREN.findall(flat), "parenthesised letter")
+    if got:
+        return got
     capitals = [
         c for c in _CAPITAL.findall(flat) if not (c == "A" and re.search(r"(?<![\w'])A\s+(?!or\b|and\b)[a-z]", flat))
     ]
@@ -182,7 +139,7 @@ def extract_choice(text: str, choices: Sequence[Choice] | Sequence[str] = OFFICI
     got = decide(_option_text_letter(flat, opts), "option text")
     if got:
         return got
-    nota = next((c.letter for c in opts if c.is_nota or is_nota_text(c.text)), None)
+    nota = nota_letter(opts)
     if nota and _NOTA_PHRASE.search(flat):  # "None of the listed animals." is the NOTA option
         return ChoiceExtraction(nota, "none-of phrase", [nota])
     return ChoiceExtraction(None, "no option found")

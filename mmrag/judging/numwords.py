@@ -15,23 +15,6 @@ from functools import lru_cache
 
 from word2number import w2n
 
-#: the months in order: one table for the judge's date readings (a numeric date names its month for
-#: the key phrase; "14 March 2025" is the numbers 14/3/2025 for the slot signals)
-MONTH_NAMES = (
-    "january",
-    "february",
-    "march",
-    "april",
-    "may",
-    "june",
-    "july",
-    "august",
-    "september",
-    "october",
-    "november",
-    "december",
-)
-
 _VOCAB = frozenset(w2n.american_number_system)
 
 

@@ -27,11 +27,13 @@ import mmrag.judging.evqa  # noqa: F401  (registers the evqa / vqa / knowhal ans
 import mmrag.judging.webqa  # noqa: F401  (registers the webqa answer rule)
 from mmrag.judging.contradict import conflicts
 from mmrag.judging.final import Final, asserted_part, cut_off, final_answer, table_answer
+from mmrag.judging.keyphrase import is_sentence
+from mmrag.judging.language import language_of
 from mmrag.judging.lexicon import asked_slot, content_stems, fold, stems, vague_words, words
 from mmrag.judging.normalize import Variant, vqa_normalize
-from mmrag.judging.refusal import DEFAULT_DETECTOR, DeflectionDetector, language_of
+from mmrag.judging.refusal import DEFAULT_DETECTOR, DeflectionDetector
 from mmrag.judging.relation import relation_conflicts
-from mmrag.judging.rules import AnswerContext, is_sentence, rule_for
+from mmrag.judging.rules import AnswerContext, rule_for
 from mmrag.judging.signals import Signals, decide
 from mmrag.schema import Prompt, Response, Sample, Verdict
 

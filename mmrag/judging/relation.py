@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-from mmrag.judging.contradict import Conflict
+from mmrag.judging.base import Conflict
 from mmrag.judging.lexicon import STOPWORDS, fold, polarity, relation_nouns, words
 
 _VERB = r"(?:is|was|were|are|has|had|served as|acted as|became)"

@@ -14,29 +14,19 @@ if/elif on names).  A rule returns a :class:`Match`:
 yes/no, a short name tail); the decide step abstains on those.  The ``default`` rule: InfoSeek
 numeric ranges (the official first-one-or-two-numbers rule), amounts with units (pint), whole-word
 containment (accents folded, number words as digits), yes/no, and the **key phrase** of a sentence
-reference (its content words minus the question's; recall >= :data:`KEY_RECALL`).
+reference (its content words minus the question's, :mod:`.keyphrase`).  The types a rule sees and
+returns are in :mod:`.base`.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from functools import lru_cache
-from typing import Any, Protocol
+from typing import Protocol
 
-from mmrag.judging.lexicon import (
-    NEGATORS,
-    REPORTING,
-    YES_NO,
-    content_stems,
-    fold,
-    names,
-    negated_at,
-    stem,
-    stems,
-    words,
-)
+from mmrag.judging.base import AnswerContext, Match
+from mmrag.judging.keyphrase import is_sentence, key_phrase_match
+from mmrag.judging.lexicon import NEGATORS, YES_NO, fold, names, negated_at, stem, stems, words
 from mmrag.judging.normalize import phrase_positions, vqa_normalize
 from mmrag.judging.numeric import as_number, find_numbers, in_numeric_range, numeric_match
 from mmrag.judging.numwords import digits_for_words
@@ -44,30 +34,7 @@ from mmrag.judging.quantity import compare as compare_quantities
 from mmrag.judging.quantity import in_asked_unit, unit_alternatives, with_units
 from mmrag.registry import Registry
 
-#: share of a sentence reference's key phrase a reply must carry (WebQA scores by keyword recall)
-KEY_RECALL = 0.6
 _CANDIDATE_MARKERS = frozenset({"or", "either"})
-
-
-@dataclass
-class AnswerContext:
-    """What a rule may look at besides the reply."""
-
-    question: str
-    answers: list[str]
-    numeric_ranges: list[tuple[float, float]] = field(default_factory=list)
-    question_type: str | None = None
-    metadata: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class Match:
-    status: str  # gives | contradicts | absent
-    extracted: str | None = None
-    reason: str = ""
-    certain: bool = True
-    kind: str = ""  # exact | range | quantity | contains | yes/no | key phrase | list | category | name
-    details: dict[str, Any] = field(default_factory=dict)
 
 
 class AnswerRule(Protocol):
@@ -82,21 +49,6 @@ ANSWER_RULES: Registry[AnswerRule] = Registry("answer rule", group="mmrag.answer
 def rule_for(source: str | None) -> AnswerRule:
     """The rule registered for a source tag, else the default rule."""
     return ANSWER_RULES.get(source) if source and source in ANSWER_RULES else ANSWER_RULES.get("default")
-
-
-def is_sentence(reference: str) -> bool:
-    """A reference of four or more words is a sentence to take the key phrase of, not a name."""
-    return len(words(reference)) >= 4
-
-
-@lru_cache(maxsize=16384)
-def key_phrase(question: str, reference: str) -> tuple[str, ...]:
-    """Stems the reference adds to the question (order kept), reporting verbs left out when
-    anything else is left; all its content words when the question holds every one."""
-    q = set(stems(question))
-    seen = list(dict.fromkeys(s for s in content_stems(reference) if s not in q))
-    said = [s for s in seen if s not in REPORTING]
-    return tuple(said or seen or dict.fromkeys(content_stems(reference)))
 
 
 def norm_tokens(text: str) -> list[str]:
@@ -240,69 +192,6 @@ class GenericRule:
             "gives" if said == gold else "contradicts", said, f"reply says {said!r}, reference {gold!r}", kind="yes/no"
         )
 
-    def key_phrase_rule(self, ctx: AnswerContext, refs: list[str], reply: str) -> Match | None:
-        sentences = [r for r in refs if is_sentence(r)]
-        reply_toks = stems(reply)
-        best, best_ref, best_key = -1.0, "", ()
-        for ref in sentences:
-            key = key_phrase(ctx.question, ref)
-            if key:
-                recall = sum(k in reply_toks for k in key) / len(key)
-                if recall > best:
-                    best, best_ref, best_key = recall, ref, key
-        if best < 0:
-            return None
-        details = {"key_phrase": list(best_key), "key_recall": round(best, 3)}
-        key_numbers = {k for k in best_key if k[:1].isdigit()}
-        if key_numbers:  # a number in the key phrase is the answer: it must be the reply's number
-            q = set(words(ctx.question))
-            said = {t for t in reply_toks if t[:1].isdigit() and t not in q}
-            if key_numbers <= said and len(words(reply)) <= 3:  # "Two." for "a two-bladed rotor"
-                return Match(
-                    "gives",
-                    " ".join(sorted(key_numbers)),
-                    "reply states the reference's number",
-                    kind="key phrase",
-                    details=details,
-                )
-            if said and not key_numbers & said:
-                return Match(
-                    "contradicts",
-                    " ".join(sorted(said)),
-                    "reply gives another number than the reference",
-                    kind="key phrase",
-                    details=details,
-                )
-            if not key_numbers <= said:
-                best = min(best, (len(best_key) - len(key_numbers - said)) / len(best_key) * 0.99)
-        if best >= KEY_RECALL:
-            idx = [i for i, t in enumerate(reply_toks) if t in best_key]
-            if idx and all(negated_at(reply_toks, i) for i in idx):
-                return Match(
-                    "contradicts",
-                    reply,
-                    "reply negates the key phrase",
-                    kind="key phrase",
-                    certain=False,
-                    details=details,
-                )
-            return Match(
-                "gives",
-                " ".join(best_key),
-                f"reply carries the key phrase of {best_ref!r}",
-                kind="key phrase",
-                certain=best >= 0.75 or len(best_key) <= 3,
-                details=details,
-            )
-        return Match(
-            "absent",
-            None,
-            "reply carries too little of the key phrase",
-            kind="key phrase",
-            certain=best == 0,
-            details=details,
-        )
-
     def match(self, ctx: AnswerContext, reply: str) -> Match:
         refs = [a for a in ctx.answers if a and a.strip()]
         for step in (
@@ -310,7 +199,7 @@ class GenericRule:
             lambda: self.quantity(refs, reply),
             lambda: self.containment(ctx, refs, reply),
             lambda: self.yes_no_rule(refs, reply),
-            lambda: self.key_phrase_rule(ctx, refs, reply),
+            lambda: key_phrase_match(ctx.question, refs, reply),
         ):
             m = step()
             if m is not None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from mmrag.judging.contradict import Conflict
+from mmrag.judging.base import Conflict
 
 #: content words a reply may add to a sentence reference's figure or key words and still be
 #: credited (more, and a changed claim may hide among them: "€1,500, payable in cash only")

@@ -24,8 +24,9 @@ from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
 
+from mmrag.judging.keyphrase import key_phrase
 from mmrag.judging.lexicon import NEGATORS, STOPWORDS, direction, stem, words
-from mmrag.judging.rules import ANSWER_RULES, AnswerContext, GenericRule, Match, key_phrase
+from mmrag.judging.rules import ANSWER_RULES, AnswerContext, GenericRule, Match
 
 VOCAB_PATH = Path(__file__).parent / "data" / "webqa_vocab.json"
 _NUM = re.compile(r"^\d+(?:\.\d+)?$")

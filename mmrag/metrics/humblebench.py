@@ -81,7 +81,7 @@ def official_humblebench_metrics(
     correct = masks == label_correct_mask
     generic = [i for i, lb in enumerate(label_codes) if _label_rule_mask(lb) < 0]
     if generic:  # labels that are not a single letter: fall back to the literal rule
-        from mmrag.judging.mcq import official_is_correct
+        from mmrag.judging.mcq_official import official_is_correct
 
         rows = np.flatnonzero(np.isin(lab_idx, generic))
         correct[rows] = [official_is_correct(predictions[i], labels[i]) for i in rows.tolist()]
@@ -155,7 +155,7 @@ def official_nota_measures(
 ) -> dict[str, float | None]:
     """The paper's NOTA hit rate and non-NOTA accuracy by the official correctness rule (the rule
     of ``Overall_accuracy``), split by whether the gold option is NOTA; ``None`` for an empty side."""
-    from mmrag.judging.mcq import official_is_correct
+    from mmrag.judging.mcq_official import official_is_correct
 
     gold = np.asarray(gold_is_nota, dtype=bool)
     ok = np.array([official_is_correct(p, lb) for p, lb in zip(predictions, labels)], dtype=bool)

@@ -41,7 +41,7 @@ from mmrag.reports.tables import CIOptions, order_key, rate_ci
 
 def humblebench_panel(df: pd.DataFrame, opts: CIOptions = CIOptions()) -> pd.DataFrame:
     """One row per (benchmark, model, stress) of the HumbleBench rows of ``df``."""
-    from mmrag.judging.mcq import official_is_correct
+    from mmrag.judging.mcq_official import official_is_correct
 
     hb = df[df["benchmark_kind"] == HUMBLEBENCH.id]
     if not hb.empty:

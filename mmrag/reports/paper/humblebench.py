@@ -35,7 +35,7 @@ TYPES = ("Object", "Relation", "Attribute")
 
 
 def _frame(ctx: Context) -> pd.DataFrame:
-    from mmrag.judging.mcq import official_is_correct
+    from mmrag.judging.mcq_official import official_is_correct
 
     d = ctx.rows(("humblebench-paper",))
     if d.empty:
