@@ -8,7 +8,7 @@ from judgeitems import judge
 
 from mmrag.judging.final import asserted_part, final_answer, table_answer
 from mmrag.judging.lexicon import asked_slot
-from mmrag.judging.relation import comparison, role
+from mmrag.judging.relation import comparison, relation_conflicts, role
 
 
 @pytest.mark.parametrize(
@@ -104,3 +104,61 @@ def test_role(question, refs, reply, wrong):
 def test_self_correction_looking_again_is_the_final_answer():
     fin = final_answer("The hull is black and the funnel red... sorry, looking again the hull is dark red")
     assert fin.method == "correction" and fin.answer == "the hull is dark red"
+
+
+def test_cut_off_after_giving_the_reference_is_correct():
+    v = judge(
+        "Who designed this bridge?",
+        ["Gustave Eiffel"],
+        "It was designed by Gustave Eiffel, whose firm also",
+        "infoseek",
+    )
+    assert v.outcome == "correct"
+
+
+def test_a_vague_reply_that_names_a_rival_is_a_hallucination_not_a_deflection():
+    q = "In which city is this stadium located?"
+    assert judge(q, ["Rio de Janeiro"], "A large stadium somewhere in South America.").outcome == "deflection"
+    assert (
+        judge(q, ["Rio de Janeiro"], "The large oval stadium is located in São Paulo, Brazil.").outcome
+        == "hallucination"
+    )
+
+
+def test_a_second_candidate_beside_the_reference_is_a_hallucination():
+    q = "Which river does the Charles Bridge cross?"
+    assert judge(q, ["Vltava"], "The Vltava, or possibly the Elbe.").outcome == "hallucination"
+    assert (
+        judge(q, ["634"], "It stands at 634 m, though some sources say 450 m.", "infoseek").outcome == "hallucination"
+    )
+
+
+@pytest.mark.parametrize(
+    "text,answer",
+    [
+        ("He lived in France, although he was Dutch. Final: Netherlands.", "Netherlands."),
+        ("He played for United. Wait - counting caps, the team was Wales", "counting caps, the team was Wales"),
+    ],
+)
+def test_final_and_wait_markers(text, answer):
+    assert final_answer(text).answer == answer
+
+
+@pytest.mark.parametrize(
+    "question,refs,reply,wrong",
+    [
+        ("For whom was this building built?", ["Mumtaz Mahal"], "It was built by Mumtaz Mahal for her husband.", True),
+        ("For whom was this building built?", ["Mumtaz Mahal"], "Shah Jahan built it for Mumtaz Mahal.", False),
+        ("Which lake does this river flow out of?", ["Lake Ladoga"], "The Neva flows into Lake Ladoga.", True),
+        ("Which lake does this river flow out of?", ["Lake Ladoga"], "It flows out of Lake Ladoga.", False),
+        (
+            "Which country borders the lake to the north?",
+            ["Uganda"],
+            "Tanzania to the north, Uganda to the south.",
+            True,
+        ),
+        ("Who was the teacher of this philosopher?", ["Plato"], "Aristotle was Plato's teacher.", True),
+    ],
+)
+def test_preposition_and_possessive_ends(question, refs, reply, wrong):
+    assert (relation_conflicts(refs, reply, question) != []) is wrong

@@ -27,13 +27,13 @@ REASONING_TAGS = (
     re.compile(r"<conclusion>(.*?)(?:</conclusion>|$)", re.I | re.S),
 )
 _MARKER = re.compile(
-    r"(?:^|(?<=[.!?:\n])|(?<=\s))(?:\**\s*)(?:final answer|short answer|(?:so |thus |hence |therefore,? )?"
+    r"(?:^|(?<=[.!?:\n])|(?<=\s))(?:\**\s*)(?:final answer|short answer|final(?=\s*:)|(?:so |thus |hence |therefore,? )?"
     r"(?:the |my )?(?:final |correct )?answer(?: is|:| -| would be)|so the answer is)\s*[:\-]?\s*\**\s*(.+?)\s*$",
     re.I | re.S,
 )
 #: a reply that corrects itself ("1953 - no, sorry, that was the second ascent; the first was 1952")
 _CORRECTION = re.compile(
-    r"(?:\bno,? sorry|\bsorry,? no|\bcorrection:|\bi mean,|\bwait,? (?:no|actually)|\bactually,? no|"
+    r"(?:\bno,? sorry|\bsorry,? no|\bcorrection:|\bi mean,|\bwait,? (?:no|actually)|\bwait\s*[—–-]|\bactually,? no|"
     r"\bon (?:second|closer) (?:thought|look|inspection)|\b(?:sorry,? )?looking (?:again|closer)|"
     r"\bsorry,? i (?:was wrong|misread))[,;:.]?\s+(.+?)\s*$",
     re.I | re.S,

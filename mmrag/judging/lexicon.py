@@ -64,6 +64,13 @@ YES_NO = {
     "true": "yes",
     "false": "no",
 }
+#: a second candidate offered beside the first ("the Vltava, or possibly the Elbe")
+ALTERNATIVE = re.compile(
+    r"\bor\s+(?:possibly|perhaps|maybe|probably)\b|\bor it (?:could|might|may) (?:also )?be\b|"
+    r"\bor (?:else )?(?:it'?s|it is) (?:possibly|perhaps|maybe)\b|"
+    r"\b(?:al)?though (?:some|other|many) (?:sources|references|accounts) (?:say|give|list|put|credit|state)\b",
+    re.I,
+)
 #: phrases that introduce another name of the same thing (an alias is not a rival answer)
 ALIAS = re.compile(
     r"\b(?:also (?:called|known as|named|spelled|spelt|written)|a\.?k\.?a\.?|otherwise known as|"
@@ -155,6 +162,23 @@ def clauses(text: str) -> list[str]:
 def names(text: str) -> set[str]:
     """Capitalised words not opening a sentence: the candidate names a reply mentions."""
     return {m.group(1) for m in _NAME.finditer(text.strip())}
+
+
+_MODIFIER = re.compile(r"(?:\b(?:in|of|from|near|across|around)\s+(?:the\s+)?)$")
+
+
+def head_names(text: str) -> set[str]:
+    """The names a reply offers as its answer, not as a place or a kind that qualifies a vaguer
+    one: "a waterfall in North America", "some Japanese martial art" and "a Scottish sea stack"
+    name no candidate; "Lake Bled", "Louis XV" and "São Paulo, Brazil" do."""
+    t = text.strip()
+    out = set()
+    for m in _NAME.finditer(t):
+        before, after = t[: m.start()], t[m.end() :]
+        if _MODIFIER.search(before) or re.match(r"\s+[a-z]", after) or re.search(r"[A-Z][\w'-]*\s+$", before):
+            continue
+        out.add(m.group(1))
+    return out
 
 
 def negated_at(tokens, index: int, window: int = 3) -> bool:

@@ -29,7 +29,17 @@ from mmrag.judging.contradict import conflicts
 from mmrag.judging.final import Final, asserted_part, cut_off, final_answer, table_answer
 from mmrag.judging.keyphrase import is_sentence
 from mmrag.judging.language import language_of
-from mmrag.judging.lexicon import asked_slot, content_stems, fold, stems, vague_words, words
+from mmrag.judging.lexicon import (
+    ALTERNATIVE,
+    asked_slot,
+    content_stems,
+    fold,
+    head_names,
+    names,
+    stems,
+    vague_words,
+    words,
+)
 from mmrag.judging.normalize import Variant, vqa_normalize
 from mmrag.judging.refusal import DEFAULT_DETECTOR, DeflectionDetector
 from mmrag.judging.relation import relation_conflicts
@@ -133,13 +143,20 @@ class OpenAnswerJudge:
         if refs and any(is_sentence(r) for r in refs):
             told = asked | {t for r in refs for t in stems(r)}
             s.novel = len({w for w in content_stems(answer) if w not in told and not w[:1].isdigit() and len(w) > 2})
+        s.alternative = bool(ALTERNATIVE.search(answer))
         s.hedged = bool(set(words(answer)) & {"or", "maybe", "perhaps", "probably", "possibly", "might"})
         said = words(answer)
         figure_only = any(c.isdigit() for r in refs for c in r) and not any(w[:1].isdigit() for w in said)
-        s.vague = s.match != "gives" and (
-            bool(set(said) & vague_words())
-            or (figure_only and len(said) <= 5)
-            or bool(re.search(r"\b\d{2,4}s\b|\bcentur(?:y|ies)\b", answer))
+        known = {fold(n) for t in [sample.question, *refs] for n in names(t)}
+        s.named = bool({fold(n) for n in head_names(answer)} - known)
+        s.vague = (
+            s.match != "gives"
+            and not s.named
+            and (
+                bool(set(said) & vague_words())
+                or (figure_only and len(said) <= 5)
+                or bool(re.search(r"\b\d{2,4}s\b|\bcentur(?:y|ies)\b", answer))
+            )
         )
         s.foreign = len(words(fin.answer)) >= 5 and language_of(fin.answer) is not None
         return s, m

@@ -142,7 +142,9 @@ def role(references: list[str], reply: str, question: str) -> Conflict | None:
             if not g:
                 continue
             gap = rf"(?:(?!{_VERB}\b)[\w'.-]+\s+){{0,3}}?"
-            tail = re.search(rf"\b{rel}\w*\s+(?:of|for|to)\s+{gap}{re.escape(g[0])}\b", text)
+            tail = re.search(rf"\b{rel}\w*\s+(?:of|for|to)\s+{gap}{re.escape(g[0])}\b", text) or re.search(
+                rf"\b{re.escape(g[-1])}'s\s+(?:\w+\s+)?{rel}", text
+            )
             head = re.search(
                 rf"\b{re.escape(g[-1])}\s+{_VERB}\s+(?:(?:a|an|the|his|her|its|their)\s+)?(?:\w+\s+)?{rel}", text
             )
@@ -153,7 +155,53 @@ def role(references: list[str], reply: str, question: str) -> Conflict | None:
     return None
 
 
-CHECKS = (comparison, role)
+#: words that mark opposite ends of a relation when they stand next to the gold: "built by" /
+#: "built for", "flows into" / "flows out of", "to the north" / "to the south"
+_CONTRASTS = (
+    (("by",), ("for",)),
+    (("into", "to"), ("out of", "from")),
+    (("north",), ("south",)),
+    (("east",), ("west",)),
+)
+
+
+def _marker(text: str, start: int, end: int) -> set[str]:
+    """The contrast words ending the two words before ``text[start:end]`` (and, for directions,
+    the three after it: "Uganda to the south")."""
+    before = " ".join(text[:start].split()[-2:])
+    after = " ".join(re.split(r"[,;.]", text[end:], maxsplit=1)[0].split()[:3])
+    found = set()
+    for i, pair in enumerate(_CONTRASTS):
+        for side in pair:  # a preposition binds what follows it; a direction may follow its name
+            found |= {w for w in side if re.search(rf"\b{w}$", before) or (i >= 2 and re.search(rf"\b{w}$", after))}
+    return found
+
+
+def preposition(references: list[str], reply: str, question: str) -> Conflict | None:
+    """The gold next to the other end's word: "built by Mumtaz Mahal" for "for whom was this
+    built?", "flows into Lake Ladoga" for "which lake does it flow out of?", "Uganda to the
+    south" for "which country borders it to the north?"."""
+    q = fold(question)
+    text = fold(reply)
+    for pair in _CONTRASTS:
+        asked = [i for i, side in enumerate(pair) if any(re.search(rf"\b{w}\b", q) for w in side)]
+        if len(asked) != 1:
+            continue
+        want, other = set(pair[asked[0]]), set(pair[1 - asked[0]])
+        for gold in references:
+            g = fold(gold).strip()
+            if not g or len(g.split()) > 4:
+                continue
+            for m in re.finditer(rf"\b{re.escape(g)}\b", text):
+                near = _marker(text, m.start(), m.end())
+                if near & other and not near & want:
+                    return Conflict(
+                        "order", f"{gold!r} beside {'/'.join(sorted(near & other))!r}, not {'/'.join(sorted(want))!r}"
+                    )
+    return None
+
+
+CHECKS = (comparison, role, preposition)
 
 
 def relation_conflicts(references: list[str], reply: str, question: str) -> list[Conflict]:

@@ -46,7 +46,9 @@ class Signals:
     conflicts: list[Conflict] = field(default_factory=list)  # step 4
     candidate: bool = False  # the answer offers content the question does not hold
     hedged: bool = False  # hedge words in the answer
-    vague: bool = False  # vaguer-than-gold words (regions, bounds, rough amounts)
+    alternative: bool = False  # a second candidate offered beside the first ("or possibly")
+    vague: bool = False  # vaguer-than-gold words (regions, bounds, rough amounts) and no new name
+    named: bool = False  # the answer names something neither the question nor the reference does
     foreign: bool = False  # the reply is in another language
     novel: int = 0  # content words of the answer neither reference nor question holds
     overlap: bool = False  # a short reference's word (or its first five letters) in the answer
@@ -64,8 +66,12 @@ def decide(s: Signals) -> tuple[str, str, str | None]:
         if slot or (s.match == "contradicts" and s.match_certain and s.match_kind in ASSERTING_MATCHES):
             why = slot[0].detail if slot else s.match_kind
             return "hallucination", f"cut off after asserting something wrong ({why})", None
+        if s.match == "gives" and s.match_certain and not s.conflicts and not s.refusal:
+            return "correct", f"cut off after giving the reference ({s.match_kind})", None
         return "deflection", "cut off before an answer (not attempted)", None
     if s.match == "gives":
+        if s.alternative:
+            return "hallucination", "offers a second candidate beside the reference", None
         if s.conflicts:
             c = s.conflicts[0]
             return "hallucination", f"carries the reference but contradicts it: {c.kind}: {c.detail}", None
