@@ -134,7 +134,8 @@ def test_decide_reads_only_typed_signals():
     assert out == "unparseable" and reason.startswith("undecided:") and why == "weak match"
     assert decide(Signals(match="absent", candidate=True))[0] == "hallucination"
     assert decide(Signals(match="absent", refusal="bare"))[0] == "deflection"
-    assert decide(Signals(match="gives", cut_off=True))[0] == "deflection"
+    assert decide(Signals(match="absent", cut_off=True, candidate=True))[0] == "deflection"
+    assert decide(Signals(match="gives", cut_off=True))[0] == "correct"  # cut off after the answer
 
 
 def test_final_answer_wins_other_language_matches_and_surname_only_is_undecided():

@@ -7,7 +7,8 @@ wrappers); after the last "final answer:" / "answer:" / "so the answer is" / "th
 answer is"; a closing bold line after other lines ("... \\n**Danube**").  Without any of these the
 whole reply is the answer.
 
-A reply cut off at the token limit is not attempted (SimpleQA's NOT_ATTEMPTED), never correct.
+A reply cut off at the token limit is judged on what it finished saying about the question
+(:func:`asserted_part`): cut before its answer it is not attempted (SimpleQA's NOT_ATTEMPTED).
 The backend says so with ``finish_reason == "length"``; without it, :func:`cut_off` reads a reply
 that stops mid-clause: an unclosed ``<think>``, or a last word that cannot end an English clause
 ("The bridge was designed by") with no closing punctuation.

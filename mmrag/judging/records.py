@@ -9,7 +9,7 @@ Input records (one JSON object per line):
 * optional: ``id``, ``question_id``, ``choices`` (a list of ``{"letter", "text"}``, a list of
   "A. text" strings, or a ``{"A": "text"}`` mapping), ``numeric_ranges`` ([[lo, hi], ...]),
   ``error`` (the error class of a failed request), ``finish_reason`` (``length`` marks a reply cut
-  off at the token limit: never correct), ``source`` (routes the record to that source's
+  off at the token limit: judged on what it finished saying), ``source`` (routes the record to that source's
   answer rule: ``webqa``, ``evqa``, ``infoseek``, ``viquae``, ``mmdocrag``, ``mragbench``,
   ``knowhal``, ``humblebench``), ``question_type`` (WebQA's ``Qcate``, E-VQA's question type,
   KnowHal's dimension ``Entity|Attribute|Relation|Knowledge``), ``metadata`` (KnowHal:
