@@ -210,9 +210,13 @@ CHECKS = (numbers, direction, closed_member, entity, order, exchanged)
 
 def conflicts(references: list[str], reply: str, question: str) -> list[Conflict]:
     """The first conflict of each check against the reference the reply agrees with best (the one
-    that leaves the fewest conflicts): a reply need only agree with one accepted answer."""
+    that leaves the fewest conflicts): a reply need only agree with one accepted answer.  Only the
+    references the reply shares a word with compete (when there are any): "Louis XV" agrees with
+    no alias of Louis XIV merely because it shares nothing with "the Sun King"."""
+    said = set(content_stems(reply))
+    shared = [ref for ref in references if said & set(content_stems(ref))]
     best: list[Conflict] | None = None
-    for ref in references:
+    for ref in shared or references:
         found = [c for check in CHECKS if (c := check(ref, reply, question)) is not None]
         if best is None or len(found) < len(best):
             best = found

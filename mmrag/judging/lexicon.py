@@ -64,6 +64,18 @@ YES_NO = {
     "true": "yes",
     "false": "no",
 }
+#: words that point at the evidence, not at the world ("according to the balance sheet in image3"):
+#: a reply that cites where it read the reference's figure adds no claim
+EVIDENCE_WORDS = frozenset(
+    (
+        "according based report reports reported document documents passage passages text image images "
+        "table tables page pages source sources figure chart note notes section shows show states stated "
+        "lists listed provided context excerpt excerpts quote quotes caption retrieved summary mentioned "
+        "indicates indicated says say given gives"
+    ).split()
+)
+#: words that restate or total a figure without changing the claim ("exactly", "in total", "each")
+MINOR_WORDS = frozenset("exactly plus incl including whole total totalling overall each every respectively".split())
 #: a second candidate offered beside the first ("the Vltava, or possibly the Elbe")
 ALTERNATIVE = re.compile(
     r"\bor\s+(?:possibly|perhaps|maybe|probably)\b|\bor it (?:could|might|may) (?:also )?be\b|"
@@ -287,3 +299,13 @@ def asked_slot(question: str) -> str:
 def relation_nouns() -> tuple[str, ...]:
     """Nouns of relations that read one way only (teacher / pupil, tributary, subsidiary)."""
     return tuple(data()["relations"])
+
+
+@lru_cache(maxsize=1)
+def evidence_stems() -> frozenset[str]:
+    return frozenset(stem(w) for w in EVIDENCE_WORDS)
+
+
+@lru_cache(maxsize=1)
+def minor_words() -> frozenset[str]:
+    return frozenset(stem(w) for w in MINOR_WORDS)

@@ -33,8 +33,10 @@ from mmrag.judging.lexicon import (
     ALTERNATIVE,
     asked_slot,
     content_stems,
+    evidence_stems,
     fold,
     head_names,
+    minor_words,
     names,
     stems,
     vague_words,
@@ -142,7 +144,17 @@ class OpenAnswerJudge:
             )
         if refs and any(is_sentence(r) for r in refs):
             told = asked | {t for r in refs for t in stems(r)}
-            s.novel = len({w for w in content_stems(answer) if w not in told and not w[:1].isdigit() and len(w) > 2})
+            s.novel = len(
+                {
+                    w
+                    for w in content_stems(answer)
+                    if w not in told
+                    and w not in evidence_stems()
+                    and w not in minor_words()
+                    and not w[:1].isdigit()
+                    and len(w) > 2
+                }
+            )
         s.alternative = bool(ALTERNATIVE.search(answer))
         s.hedged = bool(set(words(answer)) & {"or", "maybe", "perhaps", "probably", "possibly", "might"})
         said = words(answer)

@@ -51,9 +51,14 @@ def rule_for(source: str | None) -> AnswerRule:
     return ANSWER_RULES.get(source) if source and source in ANSWER_RULES else ANSWER_RULES.get("default")
 
 
+#: characters of scripts written without spaces (CJK, kana, hangul): each is its own token, so
+#: "于1937年" holds the number 1937
+_UNSPACED = re.compile(r"[\u3000-\u303f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uff00-\uffef]")
+
+
 def norm_tokens(text: str) -> list[str]:
     out: list[str] = []
-    for x in fold(vqa_normalize(digits_for_words(text))).split():
+    for x in fold(vqa_normalize(digits_for_words(_UNSPACED.sub(r" \g<0> ", text)))).split():
         x = x.strip("'\":;!?,")
         if x in ("'s", "s") and out:  # "queen 's" = "queens": possessives written without the apostrophe
             out[-1] += "s"
