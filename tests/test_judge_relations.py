@@ -162,3 +162,26 @@ def test_final_and_wait_markers(text, answer):
 )
 def test_preposition_and_possessive_ends(question, refs, reply, wrong):
     assert (relation_conflicts(refs, reply, question) != []) is wrong
+
+
+def test_an_alias_the_reference_does_not_list_is_undecided():
+    q = "Which landmark is shown in the image?"
+    v = judge(q, ["Golden Gate Bridge"], "The Golden Gate Bridge, also known as the Bay Bridge, in San Francisco.")
+    assert v.outcome == "unparseable" and v.details["undecided"] == "unlisted alias"
+    assert judge(q, ["Golden Gate Bridge"], "The Golden Gate Bridge in San Francisco.").outcome == "correct"
+
+
+def test_the_concluding_clause_of_the_last_sentence_is_the_answer():
+    q = "How old was this composer when he died?"
+    reply = 'The passage reads: "Mozart died in 1791 at the age of 35." The composer therefore died at the age of 41.'
+    assert judge(q, ["35"], reply).outcome == "hallucination"
+    assert judge(q, ["35"], "This is Mozart. He died in Vienna, so he died at the age of 35.").outcome == "correct"
+
+
+def test_a_number_inside_cjk_text_is_read():
+    assert judge("When did the bridge open?", ["1937"], "这座桥是金门大桥，于1937年正式通车。").outcome == "correct"
+
+
+def test_only_references_the_reply_shares_a_word_with_compete():
+    refs = ["Louis XIV", "Louis-Dieudonné", "the Sun King"]
+    assert judge("Which king is depicted in this portrait?", refs, "This is Louis XV.").outcome == "hallucination"

@@ -124,7 +124,12 @@ def test_conflicts(ref, reply, kind):
 
 def test_aliases_are_not_rival_answers():
     assert conflicts(["travertine"], "The dome is made of travertine, also called tufa.", "What is it made of?") == []
-    assert judge("What is the dome made of?", ["travertine"], "Travertine, also called tufa.").outcome == "correct"
+    assert (
+        judge("What is the dome made of?", ["travertine", "tufa"], "Travertine, also called tufa.").outcome == "correct"
+    )
+    # an alias no reference lists cannot be checked offline: undecided, not credited
+    v = judge("What is the dome made of?", ["travertine"], "Travertine, also called tufa.")
+    assert v.outcome == "unparseable" and v.details["undecided"] == "unlisted alias"
 
 
 # -- step 5: decide or abstain ----------------------------------------------------------------------

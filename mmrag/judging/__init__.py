@@ -8,7 +8,7 @@ Public names are re-exported here; judges register in :data:`JUDGES` under their
 * ``mcq``       :class:`MCQJudge` (HumbleBench)
 * ``knowhal``   :class:`KnowHalJudge` (``llm=`` optional: open negatives by LLM when given)
 
-The rule judge (``rule@17``) is a pipeline of small steps: final answer and truncation
+The rule judge (``rule@18``) is a pipeline of small steps: final answer and truncation
 (:mod:`.final`), refusal (:mod:`.refusal`, other languages in :mod:`.language`), the source's
 answer rule (:data:`ANSWER_RULES` in :mod:`.rules`: ``webqa``, ``evqa``, ``infoseek``,
 ``knowhal``/``vqa``, ``default``; the key phrase of sentence references in :mod:`.keyphrase`), slot

@@ -83,10 +83,15 @@ def _runs(text: str) -> list[tuple[str, ...]]:
     return out
 
 
+_ROMAN = re.compile(r"[mdclxvi]+")
+
+
 def _abbreviates(a: str, b: str) -> bool:
     """ "ltd" / "limited", "st" / "saint": the shorter's letters in order in the longer, same first letter."""
     short, long_ = sorted((a, b), key=len)
     if len(short) < 2 or short[0] != long_[0] or len(short) == len(long_):
+        return False
+    if _ROMAN.fullmatch(a) and _ROMAN.fullmatch(b):  # "xv" is no abbreviation of "xiv"
         return False
     it = iter(long_)
     return all(c in it for c in short)
@@ -209,16 +214,20 @@ CHECKS = (numbers, direction, closed_member, entity, order, exchanged)
 
 
 def conflicts(references: list[str], reply: str, question: str) -> list[Conflict]:
-    """The first conflict of each check against the reference the reply agrees with best (the one
-    that leaves the fewest conflicts): a reply need only agree with one accepted answer.  Only the
-    references the reply shares a word with compete (when there are any): "Louis XV" agrees with
-    no alias of Louis XIV merely because it shares nothing with "the Sun King"."""
+    """The first conflict of each check against the reference the reply agrees with best: among
+    the references whose words the reply all holds, the one that leaves the fewest conflicts (a
+    reply need only agree with one accepted answer).  A reply that holds none agrees with none,
+    so every conflict with a reference it shares a word with counts: "Louis XV" is not excused
+    by sharing nothing with "the Sun King"."""
     said = set(content_stems(reply))
+    given = [ref for ref in references if set(content_stems(ref)) and set(content_stems(ref)) <= said]
     shared = [ref for ref in references if said & set(content_stems(ref))]
     best: list[Conflict] | None = None
-    for ref in shared or references:
+    for ref in given or shared or references:
         found = [c for check in CHECKS if (c := check(ref, reply, question)) is not None]
-        if best is None or len(found) < len(best):
+        if best is None or (given and len(found) < len(best)):
             best = found
+        elif not given:  # agreeing with none of them, every conflict counts
+            best += [c for c in found if c not in best]
     two = rival(references, reply, question)
     return (best or []) + ([two] if two else [])

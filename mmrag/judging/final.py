@@ -169,3 +169,25 @@ def table_answer(text: str, question: str) -> str | None:
     hits = [r for r in body if r and (set(content_stems(r[0])) | set(re.findall(r"\d{2,}", r[0]))) & asked]
     chosen = hits or (body if len(body) == 1 else [])
     return "; ".join(" ".join(c for c in r if c) for r in chosen) or None
+
+
+_CONCLUSION = re.compile(
+    r"(?:^|[,;:]\s*|\s)(?:so|therefore|thus|hence|which means)\b,?\s+(?!far\b|much\b|many\b|that\b)(.+?)\s*$",
+    re.I | re.S,
+)
+
+
+_AFTER_QUOTE = re.compile(r"(?<=[.!?][\"\u201d')])\s+")
+
+
+def concluding_clause(body: str, question: str) -> str | None:
+    """The clause after "so" / "therefore" in the last sentence of a reply of several sentences,
+    when it speaks of what the question asks ("... the closer relative is the leopard, so the
+    parent taxon is Panthera pardus."): what the reply concludes is its answer."""
+    parts = [x for x in _AFTER_QUOTE.split(body) for x in sentences(x)]
+    if len(parts) < 2:
+        return None
+    m = _CONCLUSION.search(parts[-1])
+    if m is None or not set(content_stems(m.group(1))) & set(content_stems(question)):
+        return None
+    return m.group(1)

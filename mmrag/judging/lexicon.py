@@ -309,3 +309,14 @@ def evidence_stems() -> frozenset[str]:
 @lru_cache(maxsize=1)
 def minor_words() -> frozenset[str]:
     return frozenset(stem(w) for w in MINOR_WORDS)
+
+
+def unlisted_alias(answer: str, references: list[str]) -> bool:
+    """Whether the answer gives another name for its answer ("…, also known as the Bay Bridge")
+    that no reference lists: an alias the judge cannot check, which may be a second answer."""
+    for m in ALIAS.finditer(answer):
+        tail = re.split(r"[,;.)\n]", answer[m.end() : m.end() + 60])[0]
+        said = set(content_stems(tail))
+        if said and not any(said <= set(content_stems(alt)) for r in references for alt in r.split("|")):
+            return True
+    return False

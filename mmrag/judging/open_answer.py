@@ -26,7 +26,7 @@ from typing import Any
 import mmrag.judging.evqa  # noqa: F401  (registers the evqa / vqa / knowhal answer rules)
 import mmrag.judging.webqa  # noqa: F401  (registers the webqa answer rule)
 from mmrag.judging.contradict import conflicts
-from mmrag.judging.final import Final, asserted_part, cut_off, final_answer, table_answer
+from mmrag.judging.final import Final, asserted_part, concluding_clause, cut_off, final_answer, table_answer
 from mmrag.judging.keyphrase import is_sentence
 from mmrag.judging.language import language_of
 from mmrag.judging.lexicon import (
@@ -39,6 +39,7 @@ from mmrag.judging.lexicon import (
     minor_words,
     names,
     stems,
+    unlisted_alias,
     vague_words,
     words,
 )
@@ -118,6 +119,8 @@ class OpenAnswerJudge:
         fin = final_answer(response.text)
         if fin.method == "whole" and (rows := table_answer(response.text, sample.question)):
             fin = Final(body=fin.body, answer=rows, method="table rows")
+        elif fin.method == "whole" and (concluded := concluding_clause(fin.body, sample.question)):
+            fin = Final(body=fin.body, answer=concluded, method="conclusion")
         s = Signals(final=fin.answer, final_method=fin.method, cut_off=cut_off(response.text, response.finish_reason))
         s.exact = bool(fin.answer) and self.norm(fin.answer) in {self.norm(r) for r in refs}
         analysis = self.detector.analyse(fin.answer)
@@ -156,6 +159,7 @@ class OpenAnswerJudge:
                 }
             )
         s.alternative = bool(ALTERNATIVE.search(answer))
+        s.unlisted_alias = unlisted_alias(answer, refs)
         s.hedged = bool(set(words(answer)) & {"or", "maybe", "perhaps", "probably", "possibly", "might"})
         said = words(answer)
         figure_only = any(c.isdigit() for r in refs for c in r) and not any(w[:1].isdigit() for w in said)

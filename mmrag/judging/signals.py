@@ -47,6 +47,7 @@ class Signals:
     candidate: bool = False  # the answer offers content the question does not hold
     hedged: bool = False  # hedge words in the answer
     alternative: bool = False  # a second candidate offered beside the first ("or possibly")
+    unlisted_alias: bool = False  # "also known as Y" where no reference lists Y
     vague: bool = False  # vaguer-than-gold words (regions, bounds, rough amounts) and no new name
     named: bool = False  # the answer names something neither the question nor the reference does
     foreign: bool = False  # the reply is in another language
@@ -79,6 +80,12 @@ def decide(s: Signals) -> tuple[str, str, str | None]:
             return "unparseable", "undecided: declines beside the reference", "refusal beside reference"
         if not s.match_certain:
             return "unparseable", f"undecided: weak {s.match_kind or 'match'} of the reference", "weak match"
+        if s.unlisted_alias:
+            return (
+                "unparseable",
+                "undecided: another name for the answer that the reference does not list",
+                "unlisted alias",
+            )
         if s.novel >= NOVEL_LIMIT and s.match_kind in ("quantity", "key phrase"):
             return (
                 "unparseable",
