@@ -7,7 +7,7 @@ import pytest
 from judgeitems import judge
 
 from mmrag.judging.final import asserted_part, final_answer, table_answer
-from mmrag.judging.lexicon import asked_slot
+from mmrag.judging.question import asked_slot
 from mmrag.judging.relation import comparison, relation_conflicts, role
 
 

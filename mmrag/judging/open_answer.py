@@ -31,7 +31,6 @@ from mmrag.judging.keyphrase import is_sentence
 from mmrag.judging.language import language_of
 from mmrag.judging.lexicon import (
     ALTERNATIVE,
-    asked_slot,
     content_stems,
     evidence_stems,
     fold,
@@ -44,6 +43,7 @@ from mmrag.judging.lexicon import (
     words,
 )
 from mmrag.judging.normalize import Variant, vqa_normalize
+from mmrag.judging.question import asked_slot
 from mmrag.judging.refusal import DEFAULT_DETECTOR, DeflectionDetector
 from mmrag.judging.relation import relation_conflicts
 from mmrag.judging.rules import AnswerContext, rule_for
