@@ -19,7 +19,7 @@ spec.loader.exec_module(golden)
 
 def test_every_labelled_file_is_in_the_manifest_and_has_a_snapshot():
     listed = {p.name for p in golden.files()}
-    assert listed == {p.name for p in golden.LABELS.glob("*.jsonl")} and len(listed) == 35
+    assert listed == {p.name for p in golden.LABELS.glob("*.jsonl")} and len(listed) == 38
     assert listed == {p.name for p in golden.GOLDEN.glob("*.jsonl")}
 
 
