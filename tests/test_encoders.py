@@ -166,3 +166,12 @@ def test_query_embedding_drops_parts_the_encoder_cannot_embed(minilm, tmp_path):
     q = encode_queries(fused, ["a dog", None], [[], [red]])
     assert np.allclose(q[0, 384:], 0) and np.allclose(q[1, :384], 0)
     np.testing.assert_allclose(np.linalg.norm(q, axis=1), 1.0, atol=1e-5)
+
+
+def test_preloaded_minilm_is_the_model_the_encoder_then_uses():
+    from mmrag.indices import encoders
+
+    encoders.preload_minilm().join(timeout=120)
+    enc = encoders.SentenceTransformerEncoder()
+    loaded = encoders._MODELS[(str(Path(enc._folder).resolve()), enc.device)]  # the thread loaded it
+    assert enc._model is None and enc.model is loaded  # and the encoder takes that instance

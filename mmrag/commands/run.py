@@ -492,7 +492,10 @@ def demo(
     seed: int = typer.Option(0, "--seed", help="seed of the demo world and of the scenario composer"),
 ) -> None:
     """The embedded default: the generated demo world, four DeflectionBench scenarios, two baselines."""
+    from mmrag.indices.encoders import preload_minilm
     from mmrag.models import parse_model_arg
+
+    preload_minilm()  # its import and load overlap the demo world's generation
 
     specs = specs_from_flags(list(DEFLECTION.scenario_kinds), [distractors], ["text"], "any", ["none"], seed)
     cfg = RunConfig(

@@ -33,6 +33,25 @@ _MODELS: dict[tuple[str, str], Any] = {}
 _MODELS_LOCK = threading.Lock()
 
 
+def preload_minilm() -> threading.Thread:
+    """Load the packaged MiniLM (``SentenceTransformerEncoder()``'s model) in a background thread.
+
+    Why: importing sentence-transformers and loading the model take seconds of a cold run that
+    otherwise wait for the work before them (the demo world's generation); whoever asks for the
+    model later blocks on :func:`shared_sentence_transformer`'s lock until this load is done, so
+    the model is still loaded once.  A failure here is not reported: the later, real load raises it."""
+
+    def load() -> None:
+        try:
+            _ = SentenceTransformerEncoder().model
+        except Exception:  # noqa: BLE001 - the caller's own load reports the error
+            pass
+
+    t = threading.Thread(target=load, name="mmrag-preload-minilm", daemon=True)
+    t.start()
+    return t
+
+
 def shared_sentence_transformer(folder: str | Path, device: str) -> Any:
     """One loaded SentenceTransformer per (folder, device) in a process: the demo's index encoder,
     the context reader and a MiniLM judge all use the packaged MiniLM, and each load costs a
