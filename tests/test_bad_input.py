@@ -3,7 +3,7 @@
 Each case is a command line plus what the error must name, listed BY NAME in :data:`CASES` (a
 dropped case must fail, not skip — ``test_every_case_is_defined`` checks that each named case
 exists).  Cases run in-process through ``mmrag.cli.main`` (the console script's code path).
-Fixture writers live in ``tests/bad_inputs.py``.
+The cases are built by ``tests/bad_inputs.py``; the fixture writers are ``tests/bad_input_files.py``.
 """
 
 from __future__ import annotations
@@ -171,7 +171,7 @@ def test_model_config_errors_come_before_any_index_is_built(tmp_path, capsys, mo
 
 
 def test_validate_accepts_every_layout_the_loader_reads_and_counts_records(tmp_path, capsys):
-    from bad_inputs import humblebench_parquet, png_bytes
+    from bad_input_files import humblebench_parquet, png_bytes
 
     pq_file = humblebench_parquet(tmp_path / "hb.parquet", [png_bytes(), png_bytes("blue")])
     assert main(["benchmark", "validate", str(pq_file), "--benchmark", "humblebench"]) == 0

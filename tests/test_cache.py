@@ -16,7 +16,8 @@ import pytest
 from PIL import Image
 
 sys.path.insert(0, str(Path(__file__).parent))
-from loopback_server import Action, LoopbackServer  # noqa: E402
+from loopback_core import Action  # noqa: E402
+from loopback_server import LoopbackServer  # noqa: E402
 
 from mmrag.errors import InputError  # noqa: E402
 from mmrag.models import (  # noqa: E402

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from loopback_server import LoopbackServer, last_user_text
+from loopback_core import last_user_text
+from loopback_server import LoopbackServer
 
 from mmrag.cli import main
 from mmrag.retrieval.base import MiningResult

@@ -372,7 +372,8 @@ def _reply_body(rng: random.Random) -> bytes:
 @pytest.fixture(scope="module")
 def hostile_replies():
     """Every hostile body sent by a real server on loopback, answered through the OpenAI client."""
-    from loopback_server import Action, LoopbackServer
+    from loopback_core import Action
+    from loopback_server import LoopbackServer
 
     from mmrag.models import GenerationSettings, OpenAICompatible
     from mmrag.schema import ContentPart, Message, Prompt

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from loopback_server import Action, LoopbackServer, last_user_text
+from loopback_core import Action, last_user_text
+from loopback_server import LoopbackServer
 
 import mmrag
 from mmrag.cli import main

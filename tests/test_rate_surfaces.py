@@ -11,7 +11,8 @@ import re
 
 import pandas as pd
 import pytest
-from loopback_server import LoopbackServer, last_user_text
+from loopback_core import last_user_text
+from loopback_server import LoopbackServer
 
 from mmrag.cli import main
 from mmrag.metrics.rates import RATES, header

@@ -17,7 +17,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from loopback_server import Action, LoopbackServer
+from loopback_core import Action
+from loopback_server import LoopbackServer
 
 from mmrag.runs import read_records
 from mmrag.runs.segments import live_segments

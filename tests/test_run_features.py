@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from loopback_server import LoopbackServer, last_user_text
+from loopback_core import last_user_text
+from loopback_server import LoopbackServer
 
 import mmrag
 from mmrag.cli import main
