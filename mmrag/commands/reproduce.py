@@ -125,17 +125,17 @@ def reproduce(
     api_key_env: str | None = typer.Option(None, "--api-key-env", help="environment variable holding the API key"),
 ) -> None:
     """Every table and figure of a paper: one resumable sweep, the paper's tables and figures, paper.md."""
-    from mmrag.commands.run import _split_models
+    from mmrag.commands._run_config import split_models
 
     t0 = time.perf_counter()
     index = run_paper(
         paper,
-        models=_split_models(model),
+        models=split_models(model),
         out=out,
         benchmark=benchmark,
         source=source,
         limit=limit,
-        gating_models=_split_models(gating_model),
+        gating_models=split_models(gating_model),
         k_min=k_min,
         judge=judge,
         base_url=base_url,

@@ -7,9 +7,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from mmrag.mapping_files import load_yaml_model
 from mmrag.models.base import GenerationSettings, ModelSpec
 from mmrag.runs.config import BenchmarkRef, CacheConfig, JudgeConfig, RetrievalConfig
-from mmrag.util import load_yaml_model
 
 
 class CurateConfig(BaseModel):

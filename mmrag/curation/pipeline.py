@@ -104,7 +104,7 @@ def _check_same_curation(out: Path, config: CurateConfig) -> None:
     """Refuse an output folder that holds a different curation: its finished stage files would be
     reused as if they answered this config (``run`` refuses the same way)."""
     from mmrag.errors import InputError
-    from mmrag.util import read_json_mapping
+    from mmrag.mapping_files import read_json_mapping
 
     path = out / "config.json"
     if not path.exists():

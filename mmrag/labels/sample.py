@@ -23,7 +23,8 @@ import pandas as pd
 
 from mmrag.errors import InputError
 from mmrag.labels.store import labels_dir
-from mmrag.util import atomic_write_json, read_json_mapping
+from mmrag.mapping_files import read_json_mapping
+from mmrag.util import atomic_write_json
 
 SAMPLE_FILE = "sample.json"
 DEFAULT_N = 200

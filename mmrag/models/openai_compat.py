@@ -51,7 +51,7 @@ from mmrag.models.aio import generate_then_close
 from mmrag.models.base import Capabilities, GenerationSettings, ModelSpec
 from mmrag.models.concurrency import AIMDLimiter
 from mmrag.models.render import DATA_URL_TYPES, openai_messages
-from mmrag.models.retry import _Fatal, _Policy, _Retryable, parse_retry_after
+from mmrag.models.retry import FatalError, RetryableError, RetryPolicy, parse_retry_after
 from mmrag.redact import redact_text, strip_userinfo
 from mmrag.schema import Prompt, Response, Usage
 from mmrag.util import valid_text
@@ -204,7 +204,7 @@ class OpenAICompatible:
         server = o.server_id or (strip_userinfo(self.base_url) + urlsplit(self.base_url).path.rstrip("/"))
         self.fingerprint = f"openai:{model}" + (f"#{o.revision}" if o.revision else "") + f"@{server}"
         self.capabilities = Capabilities(max_images=o.max_images, system_prompt=True, image_formats=DATA_URL_TYPES)
-        self._policy = _Policy(o.max_retries, o.backoff_initial, o.backoff_max, o.max_retry_after)
+        self._policy = RetryPolicy(o.max_retries, o.backoff_initial, o.backoff_max, o.max_retry_after)
         self._clients: dict[Any, _ShardedClients] = {}
 
     @classmethod
@@ -316,9 +316,9 @@ class OpenAICompatible:
         try:
             data = await asyncio.wait_for(self._request(clients, body), self.options.deadline)
         except asyncio.TimeoutError:
-            exc = _Fatal("deadline", f"no reply within the request deadline of {self.options.deadline}s")
+            exc = FatalError("deadline", f"no reply within the request deadline of {self.options.deadline}s")
             return self._failed(prompt, t0, exc.error, exc.detail)
-        except (_Retryable, _Fatal) as exc:
+        except (RetryableError, FatalError) as exc:
             return self._failed(prompt, t0, exc.error, exc.detail)
         try:
             choice = data["choices"][0]
@@ -357,14 +357,14 @@ class OpenAICompatible:
     async def _request(self, clients: _ShardedClients, body: bytes) -> dict[str, Any]:
         try:
             return await self._attempt(clients, body)
-        except _Retryable as first:  # the rare path: hand the failure to tenacity as attempt 1
+        except RetryableError as first:  # the rare path: hand the failure to tenacity as attempt 1
             return await self._retry(first, clients, body)
 
-    async def _retry(self, first: _Retryable, clients: _ShardedClients, body: bytes) -> dict[str, Any]:
+    async def _retry(self, first: RetryableError, clients: _ShardedClients, body: bytes) -> dict[str, Any]:
         """Retries under tenacity.  The first attempt is made outside it (tenacity's per-call set-up
         costs about as much CPU as the rest of the client), so tenacity's attempt 1 re-raises that
         failure: waits and attempt counting are then exactly tenacity's."""
-        pending: list[_Retryable] = [first]
+        pending: list[RetryableError] = [first]
 
         async def attempt() -> dict[str, Any]:
             if pending:
@@ -403,9 +403,9 @@ class OpenAICompatible:
                 )
             except (httpx.TimeoutException, asyncio.TimeoutError) as exc:
                 signal = "overload"
-                raise _Retryable("timeout", f"{type(exc).__name__} after {self.options.timeout}s") from None
+                raise RetryableError("timeout", f"{type(exc).__name__} after {self.options.timeout}s") from None
             except httpx.DecodingError as exc:
-                raise _Fatal("bad_response", f"undecodable body: {exc}") from None
+                raise FatalError("bad_response", f"undecodable body: {exc}") from None
             except (
                 httpx.ConnectError,
                 httpx.RemoteProtocolError,
@@ -414,19 +414,19 @@ class OpenAICompatible:
                 httpx.NetworkError,
             ) as exc:  # refused, unreachable, dropped: nothing was measured
                 signal = "overload"
-                raise _Retryable("connection", f"{type(exc).__name__}: {exc}") from None
+                raise RetryableError("connection", f"{type(exc).__name__}: {exc}") from None
             except httpx.RequestError as exc:
-                raise _Retryable("connection", f"{type(exc).__name__}: {exc}") from None
+                raise RetryableError("connection", f"{type(exc).__name__}: {exc}") from None
             if status == 200:
                 signal, latency = "ok", time.monotonic() - started
                 try:
                     data = json.loads(raw)
                 except (ValueError, RecursionError) as exc:  # RecursionError: nested too deeply
-                    raise _Fatal(
+                    raise FatalError(
                         "bad_response", f"body is not JSON ({type(exc).__name__}: {str(exc)[:120]}): {raw[:200]!r}"
                     ) from None
                 if not isinstance(data, dict):
-                    raise _Fatal("bad_response", f"body is not a JSON object: {raw[:200]!r}")
+                    raise FatalError("bad_response", f"body is not a JSON object: {raw[:200]!r}")
                 return data
             err = self._classify(status, headers, raw.decode("utf-8", "replace"))
             if status in (429, 503) or (status >= 500 and getattr(err, "retry_after", None) is not None):
@@ -445,12 +445,12 @@ class OpenAICompatible:
             cap = self.options.max_reply_bytes
             declared = r.headers.get("content-length")
             if declared and declared.isdigit() and int(declared) > cap:
-                raise _Fatal("reply_too_large", f"reply of {declared} bytes exceeds max_reply_bytes={cap}")
+                raise FatalError("reply_too_large", f"reply of {declared} bytes exceeds max_reply_bytes={cap}")
             chunks, size = [], 0
             async for chunk in r.aiter_bytes():
                 size += len(chunk)
                 if size > cap:
-                    raise _Fatal("reply_too_large", f"reply exceeds max_reply_bytes={cap}")
+                    raise FatalError("reply_too_large", f"reply exceeds max_reply_bytes={cap}")
                 chunks.append(chunk)
             return r.status_code, r.headers, b"".join(chunks)
 
@@ -460,15 +460,15 @@ class OpenAICompatible:
         low = text.lower()
         if code == 429:
             if "insufficient_quota" in low:
-                return _Fatal("rate_limit", f"HTTP 429 (quota exhausted): {text}")
-            return _Retryable("rate_limit", f"HTTP 429: {text}", parse_retry_after(headers))
+                return FatalError("rate_limit", f"HTTP 429 (quota exhausted): {text}")
+            return RetryableError("rate_limit", f"HTTP 429: {text}", parse_retry_after(headers))
         if code == 408:
-            return _Retryable("timeout", f"HTTP 408: {text}")
+            return RetryableError("timeout", f"HTTP 408: {text}")
         if code >= 500:
-            return _Retryable("server_error", f"HTTP {code}: {text}", parse_retry_after(headers))
+            return RetryableError("server_error", f"HTTP {code}: {text}", parse_retry_after(headers))
         if code in (400, 413, 422) and any(m in low for m in _OVERFLOW_MARKERS):
-            return _Fatal("context_overflow", f"HTTP {code}: {text}")
-        return _Fatal("other", f"HTTP {code}: {text}")
+            return FatalError("context_overflow", f"HTTP {code}: {text}")
+        return FatalError("other", f"HTTP {code}: {text}")
 
 
 def _count(v: Any) -> int:

@@ -15,7 +15,7 @@ import httpx
 import tenacity
 
 
-class _Retryable(Exception):
+class RetryableError(Exception):
     """A failure worth another attempt (429, 5xx, 408, timeouts, dropped connections)."""
 
     def __init__(self, error: str, detail: str, retry_after: float | None = None) -> None:
@@ -23,7 +23,7 @@ class _Retryable(Exception):
         self.error, self.detail, self.retry_after = error, detail, retry_after
 
 
-class _Fatal(Exception):
+class FatalError(Exception):
     """A failure the same request would meet again (a bad body, a context overflow, other 4xx)."""
 
     def __init__(self, error: str, detail: str) -> None:
@@ -31,7 +31,7 @@ class _Fatal(Exception):
         self.error, self.detail = error, detail
 
 
-class _Policy:
+class RetryPolicy:
     """The retry policy as plain functions for ``tenacity.AsyncRetrying``.
 
     Plain functions rather than tenacity's ``wait_*``/``stop_*`` objects because tenacity asks
@@ -45,7 +45,7 @@ class _Policy:
         return rs.attempt_number >= self.attempts
 
     def retry(self, rs: tenacity.RetryCallState) -> bool:
-        return rs.outcome is not None and isinstance(rs.outcome.exception(), _Retryable)
+        return rs.outcome is not None and isinstance(rs.outcome.exception(), RetryableError)
 
     def wait(self, rs: tenacity.RetryCallState) -> float:
         """The server's Retry-After when sent (plus up to 10 % jitter, capped), else equal jitter:

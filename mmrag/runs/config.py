@@ -11,9 +11,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from mmrag.mapping_files import load_yaml_model
 from mmrag.models.base import GenerationSettings, ModelSpec
 from mmrag.scenarios.spec import ScenarioSpec
-from mmrag.util import load_yaml_model
 
 
 class _Cfg(BaseModel):

@@ -31,8 +31,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
 from mmrag.errors import InputError, pydantic_message
+from mmrag.mapping_files import unique_key_loader
 from mmrag.scenarios.spec import ScenarioSpec
-from mmrag.util import unique_key_loader
 
 SPEC_FIELDS: tuple[str, ...] = tuple(ScenarioSpec.model_fields)
 

@@ -31,8 +31,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from mmrag.errors import InputError, pydantic_field, pydantic_message
+from mmrag.mapping_files import read_yaml_mapping
 from mmrag.schema import DEFLECTION_PHRASE, canonical_json
-from mmrag.util import read_yaml_mapping
 
 #: placeholders each field may use; anything else is a typo and is rejected on load
 _ALLOWED: dict[str, set[str]] = {

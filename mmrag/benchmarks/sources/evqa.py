@@ -35,8 +35,8 @@ from mmrag.benchmarks.formats import DeflectionRecord, GoldContext, KBRecord
 from mmrag.benchmarks.sources.base import SOURCES, BuildContext, SourceBuilder, SourceOptions
 from mmrag.benchmarks.sources.fields import Fields, dedupe
 from mmrag.errors import InputError
+from mmrag.mapping_files import read_json_mapping
 from mmrag.schema import stable_id
-from mmrag.util import read_json_mapping
 
 REQUIRED_COLUMNS = ("question", "answer", "dataset_image_ids", "question_type", "wikipedia_url", "evidence_section_id")
 

@@ -26,7 +26,7 @@ from mmrag.benchmarks.sources.base import BuildContext
 from mmrag.benchmarks.sources.fields import Fields
 from mmrag.benchmarks.sources.tables import iter_jsonl_any
 from mmrag.benchmarks.sources.text import GoldPolicy, select_gold, split_passages
-from mmrag.util import read_json_mapping
+from mmrag.mapping_files import read_json_mapping
 
 _QID = re.compile(r"^Q\d+$")
 
