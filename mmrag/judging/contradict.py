@@ -220,8 +220,9 @@ def conflicts(references: list[str], reply: str, question: str) -> list[Conflict
     so every conflict with a reference it shares a word with counts: "Louis XV" is not excused
     by sharing nothing with "the Sun King"."""
     said = set(content_stems(reply))
-    given = [ref for ref in references if set(content_stems(ref)) and set(content_stems(ref)) <= said]
-    shared = [ref for ref in references if said & set(content_stems(ref))]
+    theirs = {ref: set(content_stems(ref)) for ref in references}
+    given = [ref for ref, own in theirs.items() if own and own <= said]
+    shared = [ref for ref, own in theirs.items() if own & said]
     best: list[Conflict] | None = None
     for ref in given or shared or references:
         found = [c for check in CHECKS if (c := check(ref, reply, question)) is not None]

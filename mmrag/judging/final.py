@@ -92,7 +92,9 @@ def final_answer(text: str) -> Final:
 
 
 _STRUCTURE = re.compile(r"^\s*(?:\|.*\||[-*•+]\s+\S|\d+[.)]\s+\S)")
-_CONCLUDES = re.compile(r"(?:^|[\s,;:(])(?:so|therefore|thus|hence|→|=>|answer)(?=[\s,:;*]|$)", re.I)
+#: the words that introduce a conclusion
+_THEREFORE = r"so|therefore|thus|hence"
+_CONCLUDES = re.compile(rf"(?:^|[\s,;:(])(?:{_THEREFORE}|→|=>|answer)(?=[\s,:;*]|$)", re.I)
 _PADDING = re.compile(r"\b(?:hope (?:this|that) helps|let me know|feel free|happy to help|any other questions)\b", re.I)
 
 
@@ -141,10 +143,8 @@ def asserted_part(text: str, question: str) -> str:
     reasoning reply describes the image and its sources before it answers, and a figure or name
     it mentions on the way is not its answer)."""
     m = _LAST_CLAUSE.search(text)
-    done = text[: m.start()] if m else ""
-    if not m:  # one unfinished clause: the sentences before it, if any
-        parts = sentences(text)
-        done = " ".join(parts[:-1])
+    # without a clause boundary the last sentence is the unfinished clause: keep those before it
+    done = text[: m.start()] if m else " ".join(sentences(text)[:-1])
     asked = set(content_stems(question))
     return " ".join(x for x in sentences(done) if asked & set(content_stems(x)))
 
@@ -172,7 +172,7 @@ def table_answer(text: str, question: str) -> str | None:
 
 
 _CONCLUSION = re.compile(
-    r"(?:^|[,;:]\s*|\s)(?:so|therefore|thus|hence|which means)\b,?\s+(?!far\b|much\b|many\b|that\b)(.+?)\s*$",
+    rf"(?:^|[,;:]\s*|\s)(?:{_THEREFORE}|which means)\b,?\s+(?!far\b|much\b|many\b|that\b)(.+?)\s*$",
     re.I | re.S,
 )
 

@@ -267,13 +267,10 @@ def relation_nouns() -> tuple[str, ...]:
 
 
 @lru_cache(maxsize=1)
-def evidence_stems() -> frozenset[str]:
-    return frozenset(stem(w) for w in EVIDENCE_WORDS)
-
-
-@lru_cache(maxsize=1)
-def minor_words() -> frozenset[str]:
-    return frozenset(stem(w) for w in MINOR_WORDS)
+def claimless_stems() -> frozenset[str]:
+    """Stems of :data:`EVIDENCE_WORDS` and :data:`MINOR_WORDS`: words a reply may add to a
+    reference's figure or key words without adding a claim."""
+    return frozenset(stem(w) for w in EVIDENCE_WORDS | MINOR_WORDS)
 
 
 def unlisted_alias(answer: str, references: list[str]) -> bool:

@@ -31,11 +31,10 @@ from mmrag.judging.keyphrase import is_sentence
 from mmrag.judging.language import language_of
 from mmrag.judging.lexicon import (
     ALTERNATIVE,
+    claimless_stems,
     content_stems,
-    evidence_stems,
     fold,
     head_names,
-    minor_words,
     names,
     stems,
     unlisted_alias,
@@ -139,23 +138,20 @@ class OpenAnswerJudge:
             s.conflicts = conflicts(refs, answer, sample.question) or relation_conflicts(refs, answer, sample.question)
         asked = set(stems(sample.question))
         s.candidate = bool(set(content_stems(answer)) - asked)
-        if refs and not any(is_sentence(r) for r in refs):
+        sentence_ref = any(is_sentence(r) for r in refs)
+        if refs and not sentence_ref:
             theirs = {w for r in refs for w in content_stems(r)} - asked
             ours = set(content_stems(answer)) - asked
             s.overlap = bool(theirs & ours) or any(
                 len(a) >= 5 and len(b) >= 5 and a[:5] == b[:5] for a in theirs for b in ours
             )
-        if refs and any(is_sentence(r) for r in refs):
+        elif refs:
             told = asked | {t for r in refs for t in stems(r)}
             s.novel = len(
                 {
                     w
                     for w in content_stems(answer)
-                    if w not in told
-                    and w not in evidence_stems()
-                    and w not in minor_words()
-                    and not w[:1].isdigit()
-                    and len(w) > 2
+                    if w not in told and w not in claimless_stems() and not w[:1].isdigit() and len(w) > 2
                 }
             )
         s.alternative = bool(ALTERNATIVE.search(answer))

@@ -116,11 +116,12 @@ def comparison(references: list[str], reply: str, question: str) -> Conflict | N
     return None
 
 
-def _expects(question: str, rel: str) -> str | None:
-    """Which end of ``rel`` the question asks for: ``head`` ("who was the teacher of X", "X's
-    navigator"), ``tail`` ("a tributary of?"), or None (not asked, or a possessor: "whose ...",
-    "which country's ...")."""
-    q = fold(question)
+def _expects(q: str, rel: str) -> str | None:
+    """Which end of ``rel`` the (folded) question asks for: ``head`` ("who was the teacher of X",
+    "X's navigator"), ``tail`` ("a tributary of?"), or None (not asked, or a possessor: "whose
+    ...", "which country's ...")."""
+    if rel not in q:
+        return None
     if re.search(r"\bwhose\b|\b(?:which|what)\s+\w+'s\b", q):
         return None
     if re.search(rf"\b{rel}\w*\s+(?:of|for|to)\s*\?", q):
@@ -132,16 +133,18 @@ def _expects(question: str, rel: str) -> str | None:
 
 def role(references: list[str], reply: str, question: str) -> Conflict | None:
     golds = [r for r in references if r.strip() and len(r.split()) <= 4]
-    text = fold(reply)
+    if not golds:
+        return None
+    q, text = fold(question), fold(reply)
+    gap = rf"(?:(?!{_VERB}\b)[\w'.-]+\s+){{0,3}}?"  # up to three words, no verb among them
     for rel in relation_nouns():
-        expects = _expects(question, rel) if golds and rel in fold(question) else None
+        expects = _expects(q, rel)
         if expects is None:
             continue
         for gold in golds:
             g = [w for w in words(gold) if w not in STOPWORDS]
             if not g:
                 continue
-            gap = rf"(?:(?!{_VERB}\b)[\w'.-]+\s+){{0,3}}?"
             tail = re.search(rf"\b{rel}\w*\s+(?:of|for|to)\s+{gap}{re.escape(g[0])}\b", text) or re.search(
                 rf"\b{re.escape(g[-1])}'s\s+(?:\w+\s+)?{rel}", text
             )

@@ -33,7 +33,9 @@ ASSERTING_MATCHES = ("contains", "range", "yes/no", "category", "name")
 @dataclass
 class Signals:
     final: str = ""  # the final answer (step 1)
-    final_method: str = "whole"  # whole | think | tag | marker | bold line
+    final_method: str = (
+        "whole"  # whole | think | tag | marker | correction | bold line | after table or list | table rows | conclusion
+    )
     cut_off: bool = False  # finish_reason == "length" or stops mid-clause
     asked: str = "other"  # what the question asks for: year | number | class | polar | name | other
     exact: bool = False  # the final answer equals a reference after normalisation
@@ -101,10 +103,8 @@ def decide(s: Signals) -> tuple[str, str, str | None]:
         if s.refusal:
             return "unparseable", "undecided: a refusal that names another candidate", "refusal with candidate"
         return "unparseable", f"undecided: a weak contradiction ({s.match_kind})", "weak contradiction"
-    named = [
-        c for c in s.conflicts if c.kind not in ("count", "amount")
-    ]  # a rough figure is vague, a rival name is not
-    if s.vague and s.match == "absent" and not named:  # SimpleQA's NOT_ATTEMPTED: "in the 1950s" for 1954
+    rivals = [c for c in s.conflicts if c.kind not in ("count", "amount")]  # a rough figure is vague, a rival is not
+    if s.vague and s.match == "absent" and not rivals:  # SimpleQA's NOT_ATTEMPTED: "in the 1950s" for 1954
         return "deflection", "vaguer than the reference (not attempted)", None
     if s.conflicts:
         c = s.conflicts[0]
