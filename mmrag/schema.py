@@ -284,6 +284,23 @@ class Response(_Model):
         return self.finish_reason in INCOMPLETE_FINISH
 
 
+class Evidence(_Model):
+    """What a decided verdict rests on, named so that a reader can check it without the judge.
+
+    ``step`` is the registered scorer that decided; ``span`` (with ``start``/``end`` offsets into
+    the reply) is the text it read; ``reference`` is the reference answer, option or rival value it
+    matched or conflicted with; ``rule`` says in words what was checked.  An undecided verdict has
+    no evidence, only a reason.
+    """
+
+    step: str
+    span: str = ""
+    start: int | None = None
+    end: int | None = None
+    reference: str | None = None
+    rule: str = ""
+
+
 class Verdict(_Model):
     outcome: Outcome
     extracted: str | None = None
@@ -291,3 +308,5 @@ class Verdict(_Model):
     reason: str = ""
     score: float | None = None
     details: dict[str, Any] = Field(default_factory=dict)
+    #: the evidence a decided verdict rests on (None: undecided, failed, or a judge that names none)
+    evidence: Evidence | None = None
