@@ -73,6 +73,8 @@ class Artifact:
     note: str = ""
     #: a figure's numbers as a table a person reads (``figure_N.md``), when they are more than it draws
     numbers: Callable[[Context], pd.DataFrame] | None = None
+    #: what its numbers are over, for its caption, when that is not its run rows (a curation's samples)
+    n_of: Callable[[Context], str] | None = None
 
     def missing(self, ctx: Context) -> str | None:
         """Why this artifact cannot be made from ``ctx`` (None when it can)."""
@@ -98,6 +100,7 @@ class Paper:
     demo_benchmark: str = "demo"  # the benchmark ``mmrag reproduce`` reads without --benchmark
     curates: bool = False  # its tables need a curation (``--gating-model``)
     judge: str = ""  # how the paper judged its replies (said beside ours in every output)
+    triples: bool = False  # its tables give Acc / Defl / Hall triples (unparseable / undecided go beside)
 
     @property
     def presets(self) -> tuple[str, ...]:
@@ -150,10 +153,11 @@ def write_paper(
     ctx = Context(
         df=df, opts=opts, curation=Path(curation) if curation else None, run_dirs=tuple(Path(d) for d in run_dirs)
     )
-    if ctx.run_dirs and len(df):
+    paper = get_paper(name)
+    if paper.triples and ctx.run_dirs and len(df):
         ctx.df = mark_undecided(df, ctx.records())
     return write_all(
-        get_paper(name),
+        paper,
         ctx,
         Path(out),
         paper_model=paper_model,

@@ -20,7 +20,12 @@ import pandas as pd
 from mmrag.benchmarks.family import DEFLECTION
 from mmrag.reports.paper import Artifact, Context, Paper, register_paper
 from mmrag.reports.paper.cells import triple, wide
-from mmrag.reports.paper.curation_figures import draw_category_shift, draw_incremental_gating, retained_per_source
+from mmrag.reports.paper.curation_figures import (
+    curation_n,
+    draw_category_shift,
+    draw_incremental_gating,
+    retained_per_source,
+)
 
 SCENARIOS = ("parametric", "oracle", "realistic", "adversarial")
 SEVERITY = {"none": "None", "soft": "Soft", "moderate": "Moderate", "severe": "Severe"}
@@ -149,6 +154,7 @@ register_paper(
         family=DEFLECTION.id,
         data_file=DATA_FILE,
         curates=True,
+        triples=True,
         judge="GPT-4o (92.6 % agreement with people on 400 replies, the paper's Table 7)",
         artifacts=(
             Artifact("figure_1", "figure", "Overview of VLM-DeflectionBench", why_not=NOT_A_MEASUREMENT),
@@ -171,6 +177,9 @@ register_paper(
                 "Per-source breakdown: retained samples and retained share",
                 retained_per_source,
                 needs=_needs_curation,
+                n_of=curation_n,
+                note="Paper: Stages I-III with k_min 5; its 'Filtered (%)' is, per its caption, the share retained. "
+                "mmrag's choice: the gating models and their order (yours).",
             ),
             Artifact(
                 "table_3",
@@ -226,6 +235,7 @@ register_paper(
                 "Category distributions before and after curation",
                 draw_category_shift,
                 needs=_needs_curation,
+                n_of=curation_n,
                 note="category = metadata.category, else the question slot or type",
             ),
             Artifact(
@@ -234,7 +244,9 @@ register_paper(
                 "Parametric accuracy and dataset size as gating models are added",
                 draw_incremental_gating,
                 needs=_needs_curation,
-                note="Stage I with the first k gating models, in the order given",
+                n_of=curation_n,
+                note="Stage I with the first k gating models, in the order given. The paper gives no value of "
+                "the figure in its text (only that over 90 % of samples are removed after four models).",
             ),
             Artifact(
                 "table_7",

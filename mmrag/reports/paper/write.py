@@ -60,9 +60,14 @@ def finish_figure(fig, caption: str):
     return fig
 
 
+def caption_of(paper: Paper, a: Artifact, ctx: Context, prov: Provenance) -> str:
+    """The one-line caption of an artifact: what its numbers are (data, model, judge, n)."""
+    return prov.caption(a.n_of(ctx) if a.n_of is not None else n_text(artifact_rows(paper, a, ctx)))
+
+
 def build_figure(paper: Paper, a: Artifact, ctx: Context, prov: Provenance):
     """Artifact ``a`` (a figure) drawn and captioned, as it is saved."""
-    return finish_figure(a.build(ctx), prov.caption(n_text(artifact_rows(paper, a, ctx))))
+    return finish_figure(a.build(ctx), caption_of(paper, a, ctx, prov))
 
 
 def write_all(
@@ -88,7 +93,7 @@ def write_all(
             index[a.id] = {"made": False, "files": [], "why": why, "title": a.title, "kind": a.kind}
             continue
         title = f"{paper.name} {a.id.replace('_', ' ').title()}: {a.title}"
-        caption = prov.caption(n_text(artifact_rows(paper, a, ctx)))
+        caption = caption_of(paper, a, ctx, prov)
         files: list[Path] = []
         if a.kind == "table":
             table = a.build(ctx)
