@@ -422,6 +422,7 @@ def test_cells_under_30_items_are_flagged(db):
     shares = [c for c in cells if "[" in c]
     assert shares and all(c.endswith("†n=6") for c in shares)  # 6 samples: no "100.0 [100.0, 100.0]" alone
     assert "fewer than 30 items" in md
+    assert "the paper's Acc + Defl + Hall sum to 100" in md  # what unparseable / undecided beside them are
 
 
 def _assert_figures_readable(name: str, run, curation=None) -> int:

@@ -29,6 +29,11 @@ BESIDE = (("unparseable", "unparseable"), ("undecided", "undecided"))
 #: a cell over fewer items than this is flagged in every table a person reads
 FEW = 30
 FEW_MARK = "†"
+BESIDE_NOTE = (
+    "`unparseable`: the share the judge put in no class (the paper's Acc + Defl + Hall sum to 100; ours do with "
+    "it); `undecided`: the part of those where there was a reply and the judge abstained (the rest are empty "
+    "replies and failed requests)."
+)
 FEW_NOTE = (
     f"{FEW_MARK} fewer than {FEW} items in the cell (its n follows the mark): the interval is too wide "
     "to read much into, and 0 or 100 % is not certainty."

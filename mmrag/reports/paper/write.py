@@ -13,7 +13,7 @@ import pandas as pd
 
 from mmrag.errors import InputError
 from mmrag.reports.paper import Artifact, Context, Paper
-from mmrag.reports.paper.cells import FEW_NOTE, has_few, rounded
+from mmrag.reports.paper.cells import BESIDE_NOTE, FEW_NOTE, has_few, rounded
 from mmrag.reports.paper.provenance import Provenance, n_text, provenance, wrapped
 from mmrag.reports.paper.published import compare, paper_models, published, stacked, table_rows
 from mmrag.reports.render import to_markdown, write_csv
@@ -99,7 +99,9 @@ def write_all(
             table = a.build(ctx)
             shown = stacked(paper.data_file, a.id, table)
             files.append(write_csv(shown, out / f"{a.id}.csv"))
-            atomic_write_text(out / f"{a.id}.md", _md(title, [caption, a.note, published_note(paper, a)], shown))
+            beside = BESIDE_NOTE if any(c.endswith("unparseable") for c in table.columns) else ""
+            notes = [caption, a.note, beside, published_note(paper, a)]
+            atomic_write_text(out / f"{a.id}.md", _md(title, notes, shown))
             files.append(out / f"{a.id}.md")
         else:
             fig = build_figure(paper, a, ctx, prov)
