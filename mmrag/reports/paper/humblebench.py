@@ -126,9 +126,9 @@ register_paper(
             Artifact(
                 "table_3",
                 "table",
-                "Evaluation settings and metrics",
-                why_not="not a result: the settings and measures; the preset `humblebench-paper` runs the six "
-                "settings and docs/reproduce.md defines the measures",
+                "Evaluation setup (cited with the models, settings and metrics of section 3)",
+                why_not="not a result: the evaluation setup; the preset `humblebench-paper` runs the six settings "
+                "and docs/reproduce.md defines the measures",
             ),
             Artifact(
                 "table_4",
