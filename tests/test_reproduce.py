@@ -452,3 +452,30 @@ def test_every_figure_is_readable(db, kh):
     curation figures are checked where the curation is made (the test above)."""
     assert _assert_figures_readable("deflectionbench", db[0] / "run") == 1
     assert _assert_figures_readable("knowhal", kh / "run") == 1
+
+
+def test_provenance_of_real_data_and_a_real_model(tmp_path):
+    """Read from the manifest and the frame: a benchmark read from a file is named with it, a real
+    model by its fingerprint (credentials redacted), the judge by the id the run recorded."""
+    from mmrag.reports.paper.provenance import provenance
+
+    run = tmp_path / "run"
+    run.mkdir()
+    fp = "openai:some-vlm@https://user:s3cret@vlm.example/v1"
+    manifest = {
+        "config": {"benchmarks": [{"name": "deflection", "source": "data/bench.jsonl"}], "limit": None},
+        "models": {"some-vlm": fp},
+        "judge_id": "judge-from-manifest@7",
+    }
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    df = pd.DataFrame({"model": ["some-vlm"], "model_fingerprint": [fp], "judge_id": ["judge-from-manifest@7"]})
+    p = provenance((run,), df, demo_benchmark="demo", paper_judge="GPT-4o (92.6 % agreement)")
+    text = "\n".join(p.lines())
+    assert "`deflection` read from `data/bench.jsonl`" in text and "demo world" not in text
+    assert "`some-vlm`, a real model" in text and "s3cret" not in text
+    assert "`judge-from-manifest@7`; the paper's judge: GPT-4o (92.6 % agreement)" in text
+    assert "not a reproduction error" not in text  # the paper's data and a real model: comparable in kind
+    assert p.caption("n = 1") == (
+        "Ours: data deflection read from data/bench.jsonl; model some-vlm (real); judge judge-from-manifest@7 "
+        "(paper: GPT-4o); n = 1."
+    )

@@ -50,7 +50,9 @@ class ModelNote:
             return f"`{self.name}`, simulated: a deterministic program standing in for a VLM, not a VLM" + (
                 f" (parameters: {ps})" if ps else " (default parameters)"
             )
-        return f"`{self.name}`, a real model (fingerprint `{self.fingerprint}`)"
+        from mmrag.redact import redact_text
+
+        return f"`{self.name}`, a real model (fingerprint `{redact_text(self.fingerprint)}`)"
 
     def short(self) -> str:
         return f"{self.name} ({'simulated' if self.simulated else 'real'})"
@@ -153,9 +155,8 @@ def provenance(run_dirs: tuple[Path, ...], df: pd.DataFrame, *, demo_benchmark: 
                 )
                 p.data_short.append("demo world (generated stand-in, not the paper's data)")
             else:
-                where = f" read from `{source}`" if source else ""
-                p.data.append(f"`{name}`{where}{limit}")
-                p.data_short.append(f"{name}{where}")
+                p.data.append(f"`{name}`" + (f" read from `{source}`" if source else "") + limit)
+                p.data_short.append(name + (f" read from {source}" if source else ""))
         fingerprints.update(m.get("models") or {})
         if m.get("judge_id"):
             p.judges.append(str(m["judge_id"]))
