@@ -479,3 +479,26 @@ def test_provenance_of_real_data_and_a_real_model(tmp_path):
         "Ours: data deflection read from data/bench.jsonl; model some-vlm (real); judge judge-from-manifest@7 "
         "(paper: GPT-4o); n = 1."
     )
+
+
+def test_paper_md_reports_the_judges_agreement_when_the_run_has_labels(kh, tmp_path):
+    """With labels (here: a labeller who agrees with the judge on all but one reply), paper.md gives
+    the judge's measured agreement with people instead of "not measured"."""
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(kh / "run", run)
+    df = load(run)
+    decided = df[df["outcome"].isin(["correct", "deflection", "hallucination"])].head(8)
+    flip = {"correct": "hallucination", "hallucination": "correct", "deflection": "correct"}
+    lines = [
+        {"key": k, "label": flip[o] if i == 0 else o, "labeller": "ann"}
+        for i, (k, o) in enumerate(zip(decided["key"], decided["outcome"]))
+    ]
+    (tmp_path / "labels.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    assert main(["label", str(run), "--import", str(tmp_path / "labels.jsonl")]) == 0
+    assert main(["report", str(run), "--paper", "knowhal", "--out", str(tmp_path / "paper")]) == 0
+    text = (tmp_path / "paper" / "paper.md").read_text()
+    agree = 100.0 * (len(lines) - 1) / len(lines)
+    assert f"{agree:.1f} % agreement, kappa " in text and f"on {len(lines)} replies labelled by ann" in text
+    assert "not measured" not in text
