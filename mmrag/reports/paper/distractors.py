@@ -91,7 +91,7 @@ def draw(ctx: Context, data_file: str):
             ax.set_title(OUTCOME_LABELS[outcome])
             ax.set_ylim(0, 100)
             ax.set_xticks(xs, ["oracle" if x == ORACLE_X else str(x) for x in xs])
-            ax.set_xlabel("hard negatives")
+            ax.set_xlabel("hard negatives (1, 2, 4, 8: mmrag's choice)")
         axes[0].set_ylabel("% of all responses (95% CI)")
         handles, labels = axes[0].get_legend_handles_labels()
         fig.legend(handles, labels, loc="outside lower center", ncol=3, frameon=False)
