@@ -113,7 +113,14 @@ def write_all(
                 files.append(out / f"{a.id}.md")
         if paper_model is not None:
             files += _write_vs_paper(paper, a, table, out, paper_model, model, prov, caption)
-        index[a.id] = {"made": True, "files": [p.name for p in files], "why": "", "title": a.title, "kind": a.kind}
+        index[a.id] = {
+            "made": True,
+            "files": [p.name for p in files],
+            "why": "",
+            "title": a.title,
+            "kind": a.kind,
+            "note": a.note,
+        }
     atomic_write_text(out / "paper.md", _index_md(paper, index, prov, paper_model, model))
     return index
 
@@ -183,5 +190,7 @@ def _index_md(paper: Paper, index: dict[str, Any], prov: Provenance, paper_model
     ]
     for aid, v in index.items():
         what = " · ".join(f"[{f}]({f})" for f in v["files"]) if v["made"] else v["why"]
+        if v.get("note"):  # the paper's protocol and mmrag's choices for this item
+            what += f" — {v['note']}"
         lines.append(f"| {aid.replace('_', ' ').title()} | {v['title']} | {'yes' if v['made'] else 'no'} | {what} |")
     return "\n".join(lines + [""])
