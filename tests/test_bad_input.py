@@ -47,6 +47,9 @@ CASES = (
     "resume without manifest",
     "resume with damaged manifest",
     "api key env unset",
+    "gen-kwargs api key",
+    "gen-kwargs bearer value",
+    "config settings extra token",
     # run --source
     "source file missing",
     "deflection invalid json",

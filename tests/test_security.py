@@ -313,3 +313,69 @@ def test_query_secrets_and_keylike_headers_reach_no_file(tmp_path, capsys, modul
         redact_text("GET http://h/v1?x=1&access_token=tok-1234567&alt=json")
         == f"GET http://h/v1?x=1&access_token={REDACTED}&alt=json"
     )
+
+
+# -- credentials in generation settings are refused, never written ------------------------------
+GEN_SECRET = "sk-genkwarg-planted-0006"
+
+
+def _refused_with_one_line(capsys) -> str:
+    err = capsys.readouterr().err
+    lines = [ln for ln in err.splitlines() if "error" in ln]
+    assert len(lines) == 1 and "Traceback" not in err, err
+    assert "--api-key-env" in lines[0] and GEN_SECRET not in err
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    "gen_kwargs",
+    [
+        f"api_key={GEN_SECRET}",
+        f"max_new_tokens=8,authorization=Bearer {GEN_SECRET}",
+        f"x-api-key={GEN_SECRET}",
+        f"access_token={GEN_SECRET}",
+        f"password={GEN_SECRET}",
+        f"client_secret={GEN_SECRET}",
+        f"extra_headers={GEN_SECRET}",
+        f"note=Bearer {GEN_SECRET}",
+    ],
+)
+def test_a_credential_in_gen_kwargs_is_refused_and_written_nowhere(gen_kwargs, tmp_path, capsys, module_home):
+    run = tmp_path / "run"
+    with LoopbackServer(answer="Paris") as srv:
+        argv = ["run", "-b", "demo", "-m", "openai:x", "--base-url", srv.url, "--gen-kwargs", gen_kwargs]
+        code = main([*argv, "--scenarios", "parametric", "--limit", "1", "--out", str(run)])
+        assert code != 0 and not srv.core.records  # refused before any request
+    line = _refused_with_one_line(capsys)
+    assert "--gen-kwargs" in line
+    assert not run.exists()
+    for f in _files(tmp_path, Path(os.environ["MMRAG_HOME"])):
+        assert GEN_SECRET.encode() not in f.read_bytes(), f"leaked into {f}"
+
+
+def test_a_credential_in_a_config_s_settings_or_extra_body_is_refused(tmp_path, capsys, module_home):
+    model = {"backend": "openai", "model": "m", "base_url": "http://127.0.0.1:9/v1"}
+    for i, where in enumerate(
+        ({"settings": {"extra": {"api_key": GEN_SECRET}}}, {"options": {"extra_body": {"token": GEN_SECRET}}})
+    ):
+        cfg = _yaml(
+            tmp_path / f"c{i}.yaml",
+            {"benchmarks": [{"name": "demo"}], "scenarios": PARAMETRIC, "models": [{**model, **where}]},
+        )
+        assert main(["run", "--config", str(cfg), "--out", str(tmp_path / "run")]) != 0
+        line = _refused_with_one_line(capsys)
+        assert ("settings.extra" in line or "extra_body" in line) and not (tmp_path / "run").exists()
+
+
+def test_which_setting_names_count_as_credentials():
+    from mmrag.redact import secret_setting
+
+    for name in ("api_key", "apiKey", "X-Api-Key", "authorization", "auth", "token", "access_token", "password"):
+        assert secret_setting(name), name
+    for name in ("client_secret", "headers", "extra_headers", "cookie", "openai_key", "credentials"):
+        assert secret_setting(name), name
+    for name in ("max_tokens", "max_completion_tokens", "stop_token_ids", "top_k", "num_beams", "min_tokens"):
+        assert not secret_setting(name, 1), name
+    for name in ("skip_special_tokens", "repetition_penalty", "logit_bias", "response_format", "seed"):
+        assert not secret_setting(name, 1), name
+    assert secret_setting("note", "Bearer abcdef123456") and not secret_setting("note", "a plain sentence")

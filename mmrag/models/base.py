@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from mmrag.redact import redact_text
+from mmrag.redact import KEY_HINT, redact_text, secret_settings
 from mmrag.registry import Registry
 from mmrag.schema import Prompt, Response
 
@@ -36,6 +36,15 @@ class GenerationSettings(BaseModel):
     #: fields above), passed to the backend as given: the request body of ``openai``, the
     #: ``generate`` kwargs of ``transformers``, the ``SamplingParams`` of ``vllm``
     extra: dict[str, GenKwarg] = Field(default_factory=dict)
+
+    @field_validator("extra")
+    @classmethod
+    def _no_credentials(cls, v: dict[str, GenKwarg]) -> dict[str, GenKwarg]:
+        """A key in the settings would be written in clear in the fingerprint of every record."""
+        found = secret_settings(v)
+        if found:
+            raise ValueError(f"{found[0]!r} looks like a credential; {KEY_HINT}")
+        return v
 
     @property
     def deterministic(self) -> bool:

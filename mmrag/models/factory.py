@@ -17,6 +17,7 @@ from mmrag.errors import InputError
 from mmrag.models.base import MODELS, VLM, GenerationSettings, ModelSpec
 from mmrag.models.cache import ResponseCache
 from mmrag.models.cached import CachedVLM
+from mmrag.redact import KEY_HINT, secret_setting
 from mmrag.registry import load_dotted
 
 _SETTING_FIELDS = frozenset(GenerationSettings.model_fields)
@@ -131,6 +132,8 @@ def parse_gen_kwargs(text: str | None, field: str = "--gen-kwargs") -> dict[str,
         key = key.strip()
         if not sep or not key:
             raise InputError(f"'{piece.strip()}' is not key=value (e.g. temperature=0.2,num_beams=1)", field=field)
+        if secret_setting(key, value):  # a key here would be written in the fingerprint of every record
+            raise InputError(f"'{key}' looks like a credential; {KEY_HINT}", field=field)
         key = GEN_KWARG_ALIASES.get(key, key)
         target = out if key in _SETTING_FIELDS and key != "extra" else extra
         if key in target:

@@ -44,7 +44,7 @@ from urllib.parse import urlsplit
 
 import httpx
 import tenacity
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from mmrag.errors import InputError, pydantic_field, pydantic_message
 from mmrag.models.aio import generate_then_close
@@ -52,7 +52,7 @@ from mmrag.models.base import Capabilities, GenerationSettings, ModelSpec
 from mmrag.models.concurrency import AIMDLimiter
 from mmrag.models.render import DATA_URL_TYPES, openai_messages
 from mmrag.models.retry import FatalError, RetryableError, RetryPolicy, parse_retry_after
-from mmrag.redact import redact_text, strip_userinfo
+from mmrag.redact import KEY_HINT, redact_text, secret_settings, strip_userinfo
 from mmrag.schema import Prompt, Response, Usage
 from mmrag.util import valid_text
 
@@ -99,6 +99,15 @@ class OpenAIOptions(BaseModel):
     extra_body: dict[str, Any] = Field(default_factory=dict)
     max_images: int | None = None
     pool_shard_size: int = Field(default=8, ge=1)
+
+    @field_validator("extra_body")
+    @classmethod
+    def _no_credentials(cls, v: dict[str, Any]) -> dict[str, Any]:
+        """The body's extras are written in the manifest: a key belongs in ``api_key_env``."""
+        found = secret_settings(v)
+        if found:
+            raise ValueError(f"{found[0]!r} looks like a credential; {KEY_HINT}")
+        return v
 
 
 class _ShardedClients:
