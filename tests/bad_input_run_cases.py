@@ -224,6 +224,20 @@ def run_cases(f: CaseFiles) -> Cases:
             ["c15.yaml", "settings.extra", "--api-key-env"],
             out,
         ),
+        "base url with userinfo": (
+            [
+                "run",
+                "--benchmark",
+                "demo",
+                "--model",
+                "openai:m",
+                "--base-url",
+                "http://u:p-secret@127.0.0.1:9/v1",
+                *run,
+            ],
+            ["user:password@", "--api-key-env"],
+            out,
+        ),
         "source file missing": (run_src("deflection", t / "missing.jsonl"), ["missing.jsonl"], out),
         "deflection invalid json": (
             run_src("deflection", jsonl(t / "defl" / "a.jsonl", [defl(), "{oops"])),

@@ -50,6 +50,7 @@ CASES = (
     "gen-kwargs api key",
     "gen-kwargs bearer value",
     "config settings extra token",
+    "base url with userinfo",
     # run --source
     "source file missing",
     "deflection invalid json",

@@ -8,9 +8,9 @@ that loses the batch and never a made-up answer.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -76,6 +76,28 @@ class Capabilities(BaseModel):
     image_formats: tuple[str, ...] | None = None
 
 
+def check_base_url(url: str, error: Callable[[str], Exception]) -> None:
+    """An http(s) URL with a host and no ``user:password@``.  Why refuse userinfo: httpx turns it
+    into ``Authorization: Basic``, which silently replaces the ``Bearer`` key of ``api_key_env``;
+    mmrag sends one credential, the key from the environment."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise error(f"base URL {redact_text(url)!r} is not an http(s) URL with a host")
+    if "@" in parts.netloc:
+        raise error(
+            f"base URL {redact_text(url)!r} holds user:password@ (it would be sent as Basic auth); "
+            f"remove it and {KEY_HINT}"
+        )
+
+
+def endpoint(base_url: str, route: str) -> str:
+    """``route`` appended to the base URL's path, its query kept as a query:
+    ``http://h/v1?api-version=1`` + ``chat/completions`` is ``http://h/v1/chat/completions?api-version=1``
+    (Azure-style endpoints need the query; string concatenation put the route inside it)."""
+    parts = urlsplit(base_url)
+    return urlunsplit(parts._replace(path=parts.path.rstrip("/") + "/" + route.lstrip("/"), fragment=""))
+
+
 class ModelSpec(BaseModel):
     """How configs name a model: ``{backend, model, base_url, api_key_env, settings, options}``.
     On the command line: ``--model BACKEND:MODEL`` (+ ``--base-url``); a bare name is a baseline."""
@@ -90,9 +112,7 @@ class ModelSpec(BaseModel):
     def _http_url(cls, v: str | None) -> str | None:
         """Checked when the config is read, so a typo fails before any index is built."""
         if v is not None:
-            parts = urlsplit(v)
-            if parts.scheme not in ("http", "https") or not parts.hostname:
-                raise ValueError(f"base URL {redact_text(v)!r} is not an http(s) URL with a host")
+            check_base_url(v, ValueError)
         return v
 
     api_key_env: str | None = None
