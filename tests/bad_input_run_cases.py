@@ -238,6 +238,11 @@ def run_cases(f: CaseFiles) -> Cases:
             ["user:password@", "--api-key-env"],
             out,
         ),
+        "one model under two spellings": (
+            ["run", "--benchmark", "demo", "--model", "sim-vlm,sim-vlm:text_prior=0.5", *run],
+            ["--model", "'sim-vlm'", "'sim-vlm:text_prior=0.5'", "once"],
+            out,
+        ),
         "source file missing": (run_src("deflection", t / "missing.jsonl"), ["missing.jsonl"], out),
         "deflection invalid json": (
             run_src("deflection", jsonl(t / "defl" / "a.jsonl", [defl(), "{oops"])),

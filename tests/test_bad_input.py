@@ -51,6 +51,7 @@ CASES = (
     "gen-kwargs bearer value",
     "config settings extra token",
     "base url with userinfo",
+    "one model under two spellings",
     # run --source
     "source file missing",
     "deflection invalid json",

@@ -1,5 +1,7 @@
 """Nothing lost, nothing silently wrong: a damaged response cache, a curation
-folder holding another curation, a full disk, and the spool folders of killed index builds."""
+folder holding another curation, a full disk, the spool folders of killed index builds, one model
+under two spellings, a labelled file holding one id twice, and ``report``/``export`` pointed at a
+folder they did not make."""
 
 from __future__ import annotations
 
@@ -176,3 +178,29 @@ def test_stale_build_folders_are_removed_and_reported(tmp_path, capsys):
     (tmp_path / "idx" / "manifest.json").write_text(json.dumps(manifest))
     assert main(["index", "info", str(tmp_path / "idx")]) != 0
     assert "0 shard(s)" in capsys.readouterr().err
+
+
+# -- one model under two spellings ----------------------------------------------------------------
+def _one_error_line(capsys) -> str:
+    err = capsys.readouterr().err
+    lines = [ln for ln in err.splitlines() if "error" in ln]
+    assert len(lines) == 1 and "Traceback" not in err, err
+    return lines[0]
+
+
+def test_one_model_under_two_spellings_is_refused_naming_both(tmp_path, capsys, module_home):
+    run = tmp_path / "run"
+    flags = ["--scenarios", "parametric", "--limit", "2", "--out", str(run)]
+    assert main(["run", "-b", "demo", "-m", "sim-vlm,sim-vlm:text_prior=0.5", *flags]) != 0
+    line = _one_error_line(capsys)
+    assert "'sim-vlm'" in line and "'sim-vlm:text_prior=0.5'" in line and "once" in line
+    assert not run.exists()
+    cfg = tmp_path / "two.yaml"  # vision=0.8 is the default: a config spelling it is the same model
+    models = [{"backend": "sim-vlm"}, {"backend": "sim-vlm", "model": "vision=0.8"}]
+    cfg.write_text(
+        yaml.safe_dump({"benchmarks": [{"name": "demo"}], "scenarios": [{"kind": "parametric"}], "models": models})
+    )
+    assert main(["run", "--config", str(cfg), "--out", str(run)]) != 0
+    assert "one model" in _one_error_line(capsys) and not run.exists()
+    # two real variants still run side by side
+    assert main(["run", "-b", "demo", "-m", "sim-vlm,sim-vlm:text_prior=0.9", *flags]) == 0, capsys.readouterr().err
