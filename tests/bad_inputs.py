@@ -128,6 +128,24 @@ def build_cases(t: Path) -> Cases:
             None,
         ),
         "judge-agreement parquet": (["judge-agreement", str(pq), str(pq)], ["data.parquet", "parquet"], None),
+        "judge-agreement id twice": (
+            [
+                "judge-agreement",
+                str(jsonl(t / "ja_a.jsonl", [{"id": "x", "label": "correct"}, {"id": "y", "label": "deflection"}])),
+                str(
+                    jsonl(
+                        t / "ja_b.jsonl",
+                        [
+                            {"id": "x", "outcome": "correct"},
+                            {"id": "y", "outcome": "correct"},
+                            {"id": "x", "outcome": "deflection"},
+                        ],
+                    )
+                ),
+            ],
+            ["ja_b.jsonl:3", "'x'", "twice", "id"],
+            None,
+        ),
         "judge-agreement two empty files": (
             ["judge-agreement", str(empty), str(empty)],
             ["empty.jsonl", "no labelled records"],

@@ -98,6 +98,7 @@ CASES = (
     "judge input parquet",
     "judge-agreement not utf-8",
     "judge-agreement parquet",
+    "judge-agreement id twice",
     "judge-agreement two empty files",
     "score predictions malformed",
     "score predictions not utf-8",

@@ -204,3 +204,20 @@ def test_one_model_under_two_spellings_is_refused_naming_both(tmp_path, capsys, 
     assert "one model" in _one_error_line(capsys) and not run.exists()
     # two real variants still run side by side
     assert main(["run", "-b", "demo", "-m", "sim-vlm,sim-vlm:text_prior=0.9", *flags]) == 0, capsys.readouterr().err
+
+
+# -- judge-agreement: one id twice ------------------------------------------------------------------
+def test_judge_agreement_refuses_an_id_given_twice_naming_file_line_and_id(tmp_path, capsys):
+    people = tmp_path / "people.jsonl"
+    judge = tmp_path / "judge.jsonl"
+    rows = [("a", "correct"), ("b", "deflection"), ("c", "hallucination")]
+    people.write_text("".join(json.dumps({"id": i, "label": lab}) + "\n" for i, lab in rows))
+    twice = [*rows[:2], ("a", "deflection")]  # 'a' twice, 'c' missing: used to pair rows wrongly, rc 0
+    judge.write_text("".join(json.dumps({"id": i, "outcome": lab}) + "\n" for i, lab in twice))
+    for a, b in ((people, judge), (judge, people)):
+        assert main(["judge-agreement", str(a), str(b)]) != 0
+        line = _one_error_line(capsys)
+        assert "judge.jsonl:3" in line and "'a'" in line and "lines 1 and 3" in line
+    judge.write_text("".join(json.dumps({"id": i, "outcome": lab}) + "\n" for i, lab in reversed(rows)))
+    assert main(["judge-agreement", str(people), str(judge)]) == 0  # same ids in another order: fine
+    assert "kappa=1.000" in capsys.readouterr().out

@@ -41,10 +41,21 @@ def _labels(
     path: Path, field: str | None, by: Sequence[str] = ()
 ) -> tuple[list[str | None], list[str], list[dict[str, Any]]]:
     ids, labels, facets = [], [], []
+    first: dict[str, int] = {}  # id -> its line: one id twice would pair rows wrongly
     for line, rec in iter_jsonl(path):
         key = field or ("outcome" if "outcome" in rec else "label")
         if key not in rec:
             raise InputError("record has no label", path=path, line=line, field=key)
+        if "id" in rec:
+            rid = str(rec["id"])
+            if rid in first:
+                raise InputError(
+                    f"id {rid!r} appears twice (lines {first[rid]} and {line}); each record once",
+                    path=path,
+                    line=line,
+                    field="id",
+                )
+            first[rid] = line
         ids.append(str(rec["id"]) if "id" in rec else None)
         labels.append(str(rec[key]))
         facets.append({f: _field(rec, f) for f in ("source", *by)})
