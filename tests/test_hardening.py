@@ -221,3 +221,44 @@ def test_judge_agreement_refuses_an_id_given_twice_naming_file_line_and_id(tmp_p
     judge.write_text("".join(json.dumps({"id": i, "outcome": lab}) + "\n" for i, lab in reversed(rows)))
     assert main(["judge-agreement", str(people), str(judge)]) == 0  # same ids in another order: fine
     assert "kappa=1.000" in capsys.readouterr().out
+
+
+# -- report --out / export --out never write into a folder they did not make ------------------------
+@pytest.fixture(scope="module")
+def small_run(tmp_path_factory, module_home):
+    run = tmp_path_factory.mktemp("small") / "run"
+    argv = ["run", "-b", "demo", "-m", "always-deflect", "--scenarios", "parametric", "--limit", "2"]
+    assert main([*argv, "--out", str(run)]) == 0
+    return run
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["report", "{run}", "--quiet", "--n-boot", "100", "--no-browser"],
+        ["export", "{run}", "--format", "lmms-eval"],
+    ],
+    ids=["report", "export"],
+)
+def test_report_and_export_out_refuse_a_folder_they_did_not_make(command, small_run, tmp_path, capsys):
+    argv = [a.replace("{run}", str(small_run)) for a in command]
+    mine = tmp_path / "notes"
+    mine.mkdir()
+    (mine / "report.md").write_text("my own notes\n")
+    assert main([*argv, "--out", str(mine)]) != 0
+    line = _one_error_line(capsys)
+    assert "notes" in line and "report.md" in line and "--out" in line
+    assert sorted(p.name for p in mine.iterdir()) == ["report.md"]  # nothing written
+    assert (mine / "report.md").read_text() == "my own notes\n"
+    fresh = tmp_path / "fresh"
+    for _ in range(2):  # a folder it made is written again
+        assert main([*argv, "--out", str(fresh)]) == 0, capsys.readouterr().err
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main([*argv, "--out", str(empty)]) == 0  # an empty folder is fine, as for run
+    other = "export" if argv[0] == "report" else "report"
+    (tmp_path / "theirs").mkdir()
+    (tmp_path / "theirs" / f".mmrag-{other}").touch()
+    (tmp_path / "theirs" / "x.txt").write_text("x")
+    assert main([*argv, "--out", str(tmp_path / "theirs")]) != 0  # another command's folder is not ours
+    capsys.readouterr()
