@@ -33,8 +33,9 @@ from starlette.routing import Route
 from mmrag.errors import InputError
 from mmrag.labels.items import item_view
 from mmrag.labels.sample import LabelSample
-from mmrag.labels.store import HUMAN_LABELS, SKIP, LabelFile
+from mmrag.labels.store import HUMAN_LABELS, SKIP, LabelFile, LabellerLock
 from mmrag.runs.records import RunRecord
+from mmrag.util import parse_json_line
 
 HOST = "127.0.0.1"
 CSP = (
@@ -141,11 +142,11 @@ def create_app(session: Session, token: str) -> Starlette:
         if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
             return _headers(JSONResponse({"error": "send JSON"}, status_code=415))
         try:
-            body = await request.json()
+            body = parse_json_line(await request.body(), Path("request body"), 1)
             line = session.label(str(body["key"]), body.get("label"))
         except (ValueError, KeyError, TypeError):
             return _headers(JSONResponse({"error": 'expected {"key": ..., "label": ...}'}, status_code=400))
-        except InputError as exc:
+        except InputError as exc:  # a bad label, or a body nested too deeply / with a key twice
             return _headers(JSONResponse({"error": str(exc)}, status_code=400))
         return _headers(JSONResponse({"ok": True, "line": line}))
 
@@ -166,6 +167,9 @@ class LabelServer:
     def __init__(self, session: Session, port: int = 0) -> None:
         import uvicorn
 
+        # one page per labeller and run: held until stop(), the end of serve(), or the end of the
+        # process (kill -9 included)
+        self.lock = LabellerLock(session.run_dir, session.labeller).acquire()
         self.token = secrets.token_urlsafe(24)
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -173,6 +177,7 @@ class LabelServer:
             self.sock.bind((HOST, port))
         except OSError as exc:
             self.sock.close()
+            self.lock.release()
             raise InputError(f"cannot listen on {HOST}:{port} ({exc.strerror})", field="--port") from None
         self.port = self.sock.getsockname()[1]
         self.app = create_app(session, self.token)
@@ -184,7 +189,11 @@ class LabelServer:
         return f"http://{HOST}:{self.port}/{self.token}/"
 
     def serve(self) -> None:
-        self.server.run(sockets=[self.sock])
+        try:
+            self.server.run(sockets=[self.sock])
+        finally:
+            if self._thread is None:  # the command's blocking serve: its end frees the labeller
+                self.lock.release()
 
     def start(self, timeout: float = 10.0) -> str:
         self._thread = threading.Thread(target=self.serve, name="mmrag-label", daemon=True)
@@ -201,6 +210,7 @@ class LabelServer:
         if self._thread is not None:
             self._thread.join(timeout=10)
         self.sock.close()
+        self.lock.release()
 
     def __enter__(self) -> LabelServer:
         self.start()
