@@ -63,6 +63,10 @@ class Session:
     show_judge: bool = False
     max_side: int = 512
     title: str = ""
+    #: the keys in showing order (default: the sample's); ``mmrag label --undecided`` puts the
+    #: replies the judge left undecided first, ``n_undecided`` of them
+    order: list[str] | None = None
+    n_undecided: int = 0
     file: LabelFile = field(init=False)
 
     def __post_init__(self) -> None:
@@ -71,13 +75,20 @@ class Session:
         self.file = LabelFile(self.run_dir, self.labeller)
         self._images = ImageStore(max_side=self.max_side, max_bytes=None)
         self._lock = threading.Lock()
-        missing = [k for k in self.sample.keys if k not in self.records]
+        if self.order is None:
+            self.order = list(self.sample.keys)
+        missing = [k for k in self.keys if k not in self.records]
         if missing:
             raise InputError(
                 f"{len(missing)} items of the labelling sample are not records of this run "
                 f"(e.g. {missing[0]}): was the run directory changed?",
                 path=self.run_dir,
             )
+
+    @property
+    def keys(self) -> list[str]:
+        """The keys in the order the page shows them."""
+        return self.order if self.order is not None else list(self.sample.keys)
 
     def _uri(self, ref) -> str | None:
         digest = self._images.add(ref)
@@ -88,18 +99,24 @@ class Session:
             "labeller": self.labeller,
             "show_judge": self.show_judge,
             "title": self.title,
-            "keys": self.sample.keys,
+            "keys": self.keys,
             "labels": [[k, v] for k, v in self.file.current().items()],
             "classes": list(HUMAN_LABELS),
+            "undecided": self.n_undecided,
         }
 
     def item(self, i: int) -> dict[str, Any]:
-        rec = self.records[self.sample.keys[i]]
+        rec = self.records[self.keys[i]]
         with self._lock:
             view = item_view(rec, self._uri)
         view["index"] = i
-        if self.show_judge:
-            view["judge"] = {"outcome": rec.verdict.outcome, "reason": rec.verdict.reason}
+        if self.show_judge:  # the verdict and what it rests on: only when asked (labels are blind)
+            ev = rec.verdict.evidence
+            view["judge"] = {
+                "outcome": rec.verdict.outcome,
+                "reason": rec.verdict.reason,
+                "evidence": None if ev is None else ev.model_dump(mode="json"),
+            }
         return view
 
     def label(self, key: str, label: str | None) -> dict[str, Any]:
@@ -134,7 +151,7 @@ def create_app(session: Session, token: str) -> Starlette:
 
     def item(request: Request) -> Response:
         i = request.path_params["i"]
-        if not 0 <= i < len(session.sample.keys):
+        if not 0 <= i < len(session.keys):
             return _headers(JSONResponse({"error": "no such item"}, status_code=404))
         return _headers(JSONResponse(session.item(i)))
 
