@@ -119,6 +119,13 @@ def secret_settings(settings: Mapping[str, Any] | None) -> list[str]:
     return [str(k) for k, v in (settings or {}).items() if secret_setting(k, v)]
 
 
+def refuse_secret_settings(settings: Mapping[str, Any] | None) -> None:
+    """``ValueError`` (for a pydantic validator) naming the first :func:`secret_setting` entry."""
+    found = secret_settings(settings)
+    if found:
+        raise ValueError(f"{found[0]!r} looks like a credential; {KEY_HINT}")
+
+
 def strip_userinfo(url: str) -> str:
     """``host[:port]`` of a URL without its ``user:password@`` part (for fingerprints)."""
     parts = urlsplit(url)

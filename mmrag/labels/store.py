@@ -25,6 +25,7 @@ from typing import Any
 import pandas as pd
 
 from mmrag.errors import InputError
+from mmrag.runs.store import RunLock
 from mmrag.util import iter_jsonl
 
 #: what a person can say a reply is (the judge's fourth outcome, unparseable, is not a truth)
@@ -67,48 +68,29 @@ def label_path(run_dir: str | Path, labeller: str) -> Path:
     return labels_dir(run_dir) / f"{check_labeller(labeller)}.jsonl"
 
 
-class LabellerLock:
-    """An exclusive, non-blocking ``flock`` on ``labels/NAME.lock``: one ``mmrag label`` process
-    per labeller and run.  Why: two pages for one labeller would each replay the file at start and
-    then interleave undo and skip lines the other never saw.  The kernel drops the lock when the
-    process ends, Ctrl-C or ``kill -9``, so no stale lock is left behind."""
+class LabellerLock(RunLock):
+    """An exclusive, non-blocking ``flock`` on ``labels/NAME.lock`` (the run lock's mechanism):
+    one ``mmrag label`` process per labeller and run.  Why: two pages for one labeller would each
+    replay the file at start and then interleave undo and skip lines the other never saw.  The
+    kernel drops the lock when the process ends, Ctrl-C or ``kill -9``, so no stale lock is left."""
 
     def __init__(self, run_dir: str | Path, labeller: str) -> None:
+        super().__init__(Path(run_dir))
         self.path = labels_dir(run_dir) / f"{check_labeller(labeller)}.lock"
         self.labeller = labeller
-        self._fh: Any = None
+
+    def busy(self, who: str) -> InputError:
+        return InputError(
+            f"labeller {self.labeller!r} is already labelling this run ({who}); close that page's "
+            "mmrag label first, or label as another --labeller",
+            path=self.path.parent.parent,
+            field="--labeller",
+        )
 
     def acquire(self) -> LabellerLock:
-        import fcntl
-
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fh = open(self.path, "a+")
-        try:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            fh.seek(0)
-            who = fh.read().strip() or "another process"
-            fh.close()
-            raise InputError(
-                f"labeller {self.labeller!r} is already labelling this run ({who}); close that page's "
-                "mmrag label first, or label as another --labeller",
-                path=self.path.parent.parent,
-                field="--labeller",
-            ) from None
-        fh.seek(0)
-        fh.truncate()
-        fh.write(f"pid {os.getpid()}\n")
-        fh.flush()
-        self._fh = fh
+        super().acquire()
         return self
-
-    def release(self) -> None:
-        if self._fh is not None:
-            import fcntl
-
-            fcntl.flock(self._fh.fileno(), fcntl.LOCK_UN)
-            self._fh.close()
-            self._fh = None
 
     def __enter__(self) -> LabellerLock:
         return self.acquire()

@@ -52,7 +52,7 @@ from mmrag.models.base import Capabilities, GenerationSettings, ModelSpec, check
 from mmrag.models.concurrency import AIMDLimiter
 from mmrag.models.render import DATA_URL_TYPES, openai_messages
 from mmrag.models.retry import FatalError, RetryableError, RetryPolicy, parse_retry_after
-from mmrag.redact import KEY_HINT, redact_text, secret_settings, strip_userinfo
+from mmrag.redact import redact_text, refuse_secret_settings, strip_userinfo
 from mmrag.schema import Prompt, Response, Usage
 from mmrag.util import valid_text
 
@@ -104,9 +104,7 @@ class OpenAIOptions(BaseModel):
     @classmethod
     def _no_credentials(cls, v: dict[str, Any]) -> dict[str, Any]:
         """The body's extras are written in the manifest: a key belongs in ``api_key_env``."""
-        found = secret_settings(v)
-        if found:
-            raise ValueError(f"{found[0]!r} looks like a credential; {KEY_HINT}")
+        refuse_secret_settings(v)
         return v
 
 
