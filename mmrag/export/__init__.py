@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from mmrag.errors import InputError
+from mmrag.outdir import claim
 from mmrag.registry import Registry
 
 #: ``EXPORTERS.get(format)(records, manifest, out_dir) -> list[Path]``
@@ -69,10 +70,7 @@ def export(run_dir: str | Path, format: str = "inspect", out: str | Path | None 
     if not records:
         raise InputError("the run has no records yet: nothing to export", path=run_dir)
     target = Path(out) if out is not None else run_dir / "export" / format
-    try:
-        target.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise InputError(f"cannot create the export folder ({exc.strerror})", path=target) from None
+    claim(target, "export", check=out is not None)  # --out: never into a folder of other files
     written = writer(records, manifest, target)
     if not written:  # lmms-eval has no failed samples: a run of failures has nothing to write
         raise InputError(f"nothing to export as {format}: every cell of this run failed", path=run_dir)

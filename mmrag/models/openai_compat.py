@@ -44,15 +44,15 @@ from urllib.parse import urlsplit
 
 import httpx
 import tenacity
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from mmrag.errors import InputError, pydantic_field, pydantic_message
 from mmrag.models.aio import generate_then_close
-from mmrag.models.base import Capabilities, GenerationSettings, ModelSpec
+from mmrag.models.base import Capabilities, GenerationSettings, ModelSpec, check_base_url, endpoint
 from mmrag.models.concurrency import AIMDLimiter
 from mmrag.models.render import DATA_URL_TYPES, openai_messages
 from mmrag.models.retry import FatalError, RetryableError, RetryPolicy, parse_retry_after
-from mmrag.redact import redact_text, strip_userinfo
+from mmrag.redact import redact_text, refuse_secret_settings, strip_userinfo
 from mmrag.schema import Prompt, Response, Usage
 from mmrag.util import valid_text
 
@@ -99,6 +99,13 @@ class OpenAIOptions(BaseModel):
     extra_body: dict[str, Any] = Field(default_factory=dict)
     max_images: int | None = None
     pool_shard_size: int = Field(default=8, ge=1)
+
+    @field_validator("extra_body")
+    @classmethod
+    def _no_credentials(cls, v: dict[str, Any]) -> dict[str, Any]:
+        """The body's extras are written in the manifest: a key belongs in ``api_key_env``."""
+        refuse_secret_settings(v)
+        return v
 
 
 class _ShardedClients:
@@ -173,15 +180,14 @@ class OpenAICompatible:
     ) -> None:
         if not model:
             raise InputError("an openai model needs a model name (--model openai:NAME)", field="model")
-        if not base_url or urlsplit(base_url).scheme not in ("http", "https"):
-            raise InputError(f"base URL {base_url!r} is not an http(s) URL", field="base_url")
+        check_base_url(base_url or "", lambda msg: InputError(msg, field="base_url"))
         try:
             self.options = options if isinstance(options, OpenAIOptions) else OpenAIOptions(**(options or {}))
         except ValidationError as exc:
             raise InputError(pydantic_message(exc), field=f"options.{pydantic_field(exc)}") from None
         self.model = model
         self.base_url = base_url.rstrip("/")
-        self.url = self.base_url + "/chat/completions"
+        self.url = endpoint(self.base_url, "chat/completions")
         headers = {"Content-Type": "application/json", **self.options.headers}
         if api_key_env:
             key = os.environ.get(api_key_env)
@@ -199,8 +205,8 @@ class OpenAICompatible:
         )
         self.meter = UsageMeter()
         self._ssl: Any = None
-        # the whole base URL, path too (two endpoints behind one host are two models); a key in
-        # user:KEY@host never reaches a file
+        # host and path (two endpoints behind one host are two models); not the query, which may
+        # hold a key (?api_key=...)
         server = o.server_id or (strip_userinfo(self.base_url) + urlsplit(self.base_url).path.rstrip("/"))
         self.fingerprint = f"openai:{model}" + (f"#{o.revision}" if o.revision else "") + f"@{server}"
         self.capabilities = Capabilities(max_images=o.max_images, system_prompt=True, image_formats=DATA_URL_TYPES)

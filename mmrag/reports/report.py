@@ -22,6 +22,7 @@ from pathlib import Path
 import pandas as pd
 
 from mmrag.errors import InputError
+from mmrag.outdir import claim
 from mmrag.reports.browser import write_browser
 from mmrag.reports.family import humblebench_panel, knowhal_table
 from mmrag.reports.paired import model_differences, scenario_differences
@@ -145,17 +146,19 @@ def report(
     dirs = [Path(run_dirs)] if isinstance(run_dirs, (str, Path)) else [Path(d) for d in run_dirs]
     if not dirs:
         raise InputError("give at least one run directory")
+    explicit = out_dir is not None
     if out_dir is None:
         if len(dirs) > 1:
             raise InputError("several runs: say where the report goes with --out DIR", field="--out")
         out_dir = dirs[0] / "report"
     out = Path(out_dir)
+    df = disambiguate_models(load(dirs))
+    claim(out, "report", check=explicit)  # --out: never into a folder of other files (a user's report.md)
     try:
         (out / "tables").mkdir(parents=True, exist_ok=True)
         (out / "figures").mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise InputError(f"cannot create the report folder ({exc.strerror})", path=out) from None
-    df = disambiguate_models(load(dirs))
     labels = dict(zip(df["scenario_id"], df["scenario"]))
     written: list[Path] = []
     md = [

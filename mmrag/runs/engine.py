@@ -27,6 +27,7 @@ from typing import Any
 from mmrag.errors import InputError
 from mmrag.models.aio import run_sync
 from mmrag.models.base import GenerationSettings, ModelSpec
+from mmrag.models.factory import check_distinct
 from mmrag.models.inputs import check_plan_inputs
 from mmrag.redact import redact
 from mmrag.runs.config import EXECUTION_KNOBS, RunConfig
@@ -199,6 +200,7 @@ def _execute(
     # Everything that can fail on bad input happens before a new run directory is created.
     plans = prepare_benchmarks(config, progress=progress)
     models = [(mspec, make_model(mspec, config)) for mspec in config.models]
+    check_distinct(models)  # one model under two spellings (sim-vlm, sim-vlm:text_prior=0.5)
     judges = {p.kind: make_judge(p.kind, config) for p in plans}
     check_plan_inputs(plans, [vlm for _, vlm in models])  # a backend refusing an input fails here, not mid-run
     _ensure_writable(run_dir)

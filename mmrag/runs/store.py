@@ -163,6 +163,14 @@ class RunLock:
         self.path = run_dir / "lock"
         self._fh = None
 
+    def busy(self, who: str) -> InputError:
+        """The error when another process holds the lock (``who``: ``pid N``)."""
+        return InputError(
+            f"this run directory is in use by another mmrag process ({who}); wait for it to "
+            "finish, or resume into it afterwards",
+            path=self.path.parent,
+        )
+
     def acquire(self) -> RunLock:
         fh = open(self.path, "a+")
         try:
@@ -171,11 +179,7 @@ class RunLock:
             fh.seek(0)
             who = fh.read().strip() or "another process"
             fh.close()
-            raise InputError(
-                f"this run directory is in use by another mmrag process ({who}); wait for it to "
-                "finish, or resume into it afterwards",
-                path=self.path.parent,
-            ) from None
+            raise self.busy(who) from None
         fh.seek(0)
         fh.truncate()
         fh.write(f"pid {os.getpid()}\n")

@@ -51,6 +51,8 @@ def _paper_order(item: tuple[tuple[str, str, str], list[RunRecord]]) -> tuple:
 
 
 def build_summary(records: list[RunRecord]) -> dict[str, Any]:
+    from mmrag.labels.settled import undecided_share  # the judge's hand-off, defined with the labels
+
     groups = []
     for (bench, sid, model), all_recs in sorted(group_records(records).items(), key=_paper_order):
         recs = [r for r in all_recs if r.error is None]
@@ -64,6 +66,7 @@ def build_summary(records: list[RunRecord]) -> dict[str, Any]:
                 "n": len(recs),
                 "failed": len(all_recs) - len(recs),
                 "rates": _rates(recs),
+                "undecided": undecided_share(recs),  # part of unparseable: handed on, see summary.md
                 "metrics": family_metrics(all_recs[0].benchmark_kind, recs) if recs else {},
             }
         )
@@ -82,23 +85,24 @@ def build_summary(records: list[RunRecord]) -> dict[str, Any]:
 
 
 def summary_markdown(summary: dict[str, Any]) -> str:
+    from mmrag.labels.settled import UNDECIDED_NOTE
     from mmrag.metrics.rates import DENOMINATOR, RATES
     from mmrag.scenarios.kinds import scenario_label
 
     lines = [
         "# mmrag run summary",
         "",
-        f"Rates are percentages of {DENOMINATOR} (docs/metrics.md).",
+        f"Rates are percentages of {DENOMINATOR} (docs/metrics.md). {UNDECIDED_NOTE}",
         "",
-        "| benchmark | scenario | model | n | " + " | ".join(r.header for r in RATES) + " |",
-        "| --- | --- | --- | ---: | " + " | ".join("---:" for _ in RATES) + " |",
+        "| benchmark | scenario | model | n | " + " | ".join(r.header for r in RATES) + " | undecided % all |",
+        "| --- | --- | --- | ---: | " + " | ".join("---:" for _ in RATES) + " | ---: |",
     ]
     for g in summary["groups"]:
-        r = g["rates"]
+        r, u = g["rates"], g.get("undecided")
         lines.append(
             f"| {g['benchmark']} | {scenario_label(g['scenario'])} | {g['model']} | {g['n']} | "
             + " | ".join("—" if r[x.id] is None else f"{r[x.id]:.1f}" for x in RATES)
-            + " |"
+            + f" | {'—' if u is None else f'{u:.1f}'} |"
         )
     if summary["errors"]:
         lines += [
