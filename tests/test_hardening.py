@@ -237,8 +237,9 @@ def small_run(tmp_path_factory, module_home):
     [
         ["report", "{run}", "--quiet", "--n-boot", "100", "--no-browser"],
         ["export", "{run}", "--format", "lmms-eval"],
+        ["report", "{run}", "--paper", "deflectionbench", "--n-boot", "100"],
     ],
-    ids=["report", "export"],
+    ids=["report", "export", "paper"],
 )
 def test_report_and_export_out_refuse_a_folder_they_did_not_make(command, small_run, tmp_path, capsys):
     argv = [a.replace("{run}", str(small_run)) for a in command]
@@ -256,7 +257,7 @@ def test_report_and_export_out_refuse_a_folder_they_did_not_make(command, small_
     empty = tmp_path / "empty"
     empty.mkdir()
     assert main([*argv, "--out", str(empty)]) == 0  # an empty folder is fine, as for run
-    other = "export" if argv[0] == "report" else "report"
+    other = "export" if argv[0] == "report" else "report"  # (the paper's marker is "paper")
     (tmp_path / "theirs").mkdir()
     (tmp_path / "theirs" / f".mmrag-{other}").touch()
     (tmp_path / "theirs" / "x.txt").write_text("x")

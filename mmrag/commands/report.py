@@ -54,6 +54,9 @@ def report(
             raise InputError("several runs: say where the paper's tables go with --out DIR", field="--out")
         target = out or run_dirs[0] / "paper"
         df = load(run_dirs)
+        from mmrag.outdir import claim
+
+        claim(target, "paper", check=out is not None)  # --out: never into a folder of other files
         names = sorted(df["model"].unique()) if len(df) else []
         index = write_paper(
             paper,
