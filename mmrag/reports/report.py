@@ -89,6 +89,37 @@ def _manifest_lines(run_dirs: Sequence[Path], df: pd.DataFrame) -> list[str]:
     return lines
 
 
+def run_states(run_dirs: Sequence[Path], frame: pd.DataFrame) -> list:
+    """Each run's :class:`~mmrag.runs.state.RunState` from its rows of ``frame`` (models not yet
+    renamed ``model (run)``)."""
+    from mmrag.runs.state import frame_state
+
+    out = []
+    for d in run_dirs:
+        rows = frame[frame["run"].isin([d.name, str(d)])] if len(frame) else frame
+        out.append(frame_state(d, rows))
+    return out
+
+
+def _state_lines(states: list, labels: dict[str, str]) -> list[str]:
+    """``incomplete: X of Y cells`` for each unfinished run, with the scenarios still to do: a
+    scenario missing from the tables below is named here, not silently absent."""
+    lines = []
+    for st in states:
+        if st.notice() is None:
+            continue
+        lines += [f"> **{st.run}: {st.notice()}.** The tables and figures below show only the cells done.", ""]
+        missing = st.missing()
+        if missing:
+            lines += ["| benchmark | scenario | model | cells done | planned |", "| --- | --- | --- | ---: | ---: |"]
+            lines += [
+                f"| {b} | {labels.get(sid) or st.labels.get(sid, sid)} | {m} | {done} | {n} |"
+                for (b, sid, m), done, n in missing
+            ]
+            lines.append("")
+    return lines
+
+
 #: columns of a paired-difference table shown in Markdown (the CSV keeps all of them)
 PAIRED_MD_COLUMNS = (
     "benchmark",
@@ -155,12 +186,15 @@ def report(
         (out / "figures").mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise InputError(f"cannot create the report folder ({exc.strerror})", path=out) from None
-    df = disambiguate_models(load(dirs))
+    raw = load(dirs)
+    states = run_states(dirs, raw)
+    df = disambiguate_models(raw)
     labels = dict(zip(df["scenario_id"], df["scenario"]))
     written: list[Path] = []
     md = [
         "# mmrag report",
         "",
+        *_state_lines(states, labels),
         *_manifest_lines(dirs, df),
         "",
         f"Rates are percentages of samples with {opts.level:.0%} bootstrap confidence intervals clustered by "
@@ -169,6 +203,10 @@ def report(
         "(p_holm: Holm-adjusted within the table). See docs/reports.md.",
         "",
     ]
+    if console is not None:
+        for st in states:
+            if st.notice():
+                console.print(f"[yellow]{st.run}: {st.notice()}[/yellow]")
     if df.empty:
         md += ["_The run has no records yet._", ""]
     else:
