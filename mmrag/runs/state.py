@@ -69,8 +69,8 @@ class RunState:
     status: str  # the manifest's status ("" when it records none)
     live: bool  # a process is writing the run now
     planned: int | None  # cells the plan holds (None: not recorded)
-    done: int  # cells with a stored row (answered or failed)
-    failed: int  # of ``done``, cells whose request failed
+    done: int  # cells answered (a stored reply)
+    failed: int  # cells whose last request failed (to be retried by ``--resume``)
     planned_by: dict[Group, int] = field(default_factory=dict)
     done_by: dict[Group, int] = field(default_factory=dict)
     labels: dict[str, str] = field(default_factory=dict)  # scenario id -> label, from the plan
@@ -98,7 +98,7 @@ class RunState:
         return f"incomplete: {self.done}{of} cells{failed} ({self.why}{how})"
 
     def missing(self) -> list[tuple[Group, int, int]]:
-        """(group, done, planned) of every benchmark x scenario x model with cells still to do."""
+        """(group, answered, planned) of every benchmark x scenario x model with cells still to do."""
         return [
             (g, self.done_by.get(g, 0), n) for g, n in sorted(self.planned_by.items()) if self.done_by.get(g, 0) < n
         ]
@@ -137,8 +137,10 @@ def run_state(
     done_by: Counter[Group] = Counter()
     failed = 0
     for bench, sid, model, bad in cells:
-        done_by[(bench, sid, model)] += 1
-        failed += bool(bad)
+        if bad:
+            failed += 1
+        else:
+            done_by[(bench, sid, model)] += 1
     planned_by: dict[Group, int] = {}
     labels: dict[str, str] = {}
     for item in man.get("planned") or []:
