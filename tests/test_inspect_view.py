@@ -51,7 +51,18 @@ def logs(tmp_path_factory, module_home) -> tuple[Path, Path]:
 def viewer(logs):
     port = _free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "inspect_ai", "view", "--log-dir", str(logs[1]), "--host", "127.0.0.1", "--port", str(port)],
+        [
+            sys.executable,
+            "-m",
+            "inspect_ai",
+            "view",
+            "--log-dir",
+            str(logs[1]),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+        ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )

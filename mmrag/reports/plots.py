@@ -19,7 +19,7 @@ failed requests is marked ``(FAILED: N requests)`` wherever its name appears.
 Pooling choices (documented in docs/reports.md): the distractor curve and the modality matrix use
 the ``none`` strictness prompts when present (else the most frequent level), so that a strictness
 sweep in the same run does not blur them; the distractor curve pools positive and negative
-modalities, and draws the gold-only kind (oracle) as the n = 0 point of the gold + negatives line
+modalities (and says so over the figure when they vary: ``mmrag report --by`` splits them), and draws the gold-only kind (oracle) as the n = 0 point of the gold + negatives line
 (realistic) unless the run has realistic prompts with n = 0 itself.  The modality matrix never
 pools distractor counts: one row of panels per count and model (or only the count asked for), each
 cell one experiment.
@@ -43,6 +43,7 @@ import pandas as pd
 from matplotlib import rc_context
 from matplotlib.figure import Figure
 
+from mmrag.reports.crossed import Y_LIMITS, pooled_over, pooled_sentence
 from mmrag.reports.plotkit import (
     OUTCOME_COLORS,
     OUTCOME_LABELS,
@@ -180,12 +181,28 @@ def draw_distractor_curve(df: pd.DataFrame, opts: CIOptions = CIOptions()) -> Dr
                 )
             ax.set_title(OUTCOME_LABELS[outcome])
             ax.set_xlabel("distractors (0 = oracle)")
-            ax.set_ylim(0, 100)
+            ax.set_ylim(*Y_LIMITS)  # a point at 0 or 100 % and its error cap stay whole
+            ax.set_yticks(range(0, 101, 20))
             ax.set_xticks(xs)
         axes[0].set_ylabel("% of all responses (95% CI)")
         handles, texts = axes[0].get_legend_handles_labels()
         fig.legend(handles, texts, loc="outside lower center", ncol=ncol, frameon=False)
-    return drawn(fig, data)
+        pooled = pooled_over(_curve_rows(df), ["model", "kind", "n_distractors", "strictness"])
+        if pooled:  # say what each point averages over, and how to split it
+            split = next(iter(pooled))
+            fig.suptitle(
+                "\n".join(
+                    textwrap.wrap(
+                        f"Each point pools {pooled_sentence(pooled)}; "
+                        f"`mmrag report --by n_distractors,{split}` splits them.",
+                        140,
+                    )
+                ),
+                fontsize=8,
+            )
+    out = drawn(fig, data)
+    out.data.attrs["pooled"] = pooled
+    return out
 
 
 # -- positive x negative modality matrix, one panel row per distractor count --------------------
@@ -376,7 +393,8 @@ def draw_strictness(df: pd.DataFrame, opts: CIOptions = CIOptions()) -> DrawnFig
                         label=OUTCOME_LABELS[outcome],
                     )
                 ax.set_xticks(x, levels)
-                ax.set_ylim(0, 100)
+                ax.set_ylim(*Y_LIMITS)
+                ax.set_yticks(range(0, 101, 20))
                 ax.set_title(kind if mi == 0 else "")
                 if mi == len(models) - 1:
                     ax.set_xlabel("prompt strictness")

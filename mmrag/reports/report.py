@@ -23,6 +23,7 @@ import pandas as pd
 
 from mmrag.errors import InputError
 from mmrag.reports.browser import write_browser
+from mmrag.reports.crossed import parse_by
 from mmrag.reports.family import humblebench_panel, knowhal_table
 from mmrag.reports.paired import model_differences, scenario_differences
 from mmrag.reports.plotkit import PLOTS
@@ -87,6 +88,38 @@ def _manifest_lines(run_dirs: Sequence[Path], df: pd.DataFrame) -> list[str]:
             f"{', '.join(sorted(sub['benchmark'].unique()))} | {'; '.join(details)} |"
         )
     return lines
+
+
+def _crossed_section(
+    df: pd.DataFrame, knobs: list[str], opts: CIOptions, out: Path, written: list[Path], labels: dict, console
+) -> list[str]:
+    """``--by``: the crossed table (tables/by_A_B) and faceted figure (figures/by_A_B), first in report.md."""
+    from mmrag.reports.crossed import crossed_table, draw_crossed, pooled_over, pooled_sentence
+    from mmrag.reports.plotkit import save_figure
+
+    name = "by_" + "_".join(knobs)
+    title = " × ".join(knobs)
+    table = crossed_table(df, knobs, opts)
+    text = _write_table(table, out / "tables", name, written, labels)
+    pooled = pooled_over(df, [*knobs, "model", "kind", "benchmark"])
+    note = f"Pooled over {pooled_sentence(pooled)}." if pooled else "Nothing else varies in these rows."
+    fig = draw_crossed(df, knobs, opts)
+    written += [*save_figure(fig, out / "figures", name), write_csv(fig.data, out / "figures" / f"{name}.csv")]
+    if console is not None:
+        console.print(to_rich(_with_labels(table, labels), f"Rates by {title}"))
+    return [
+        f"## By {title}",
+        "",
+        note,
+        "",
+        text,
+        f"[CSV](tables/{name}.csv)",
+        "",
+        f"![by {title}](figures/{name}.png)",
+        "",
+        f"[SVG](figures/{name}.svg) · [the numbers drawn (CSV)](figures/{name}.csv)",
+        "",
+    ]
 
 
 def run_states(run_dirs: Sequence[Path], frame: pd.DataFrame) -> list:
@@ -167,11 +200,13 @@ def report(
     opts: CIOptions = CIOptions(),
     browser: bool = True,
     console=None,
+    by: str | Sequence[str] | None = None,
 ) -> list[Path]:
     """Write the report of ``run_dirs`` into ``out_dir`` (default ``RUN_DIR/report`` for one run).
 
     Returns every file written.  ``console`` (a :class:`rich.console.Console`) also gets the main
-    tables printed.
+    tables printed.  ``by``: one or two knobs (``"n_distractors,negative_modality"``) for a crossed
+    table and faceted figure (:mod:`mmrag.reports.crossed`), written first.
     """
     dirs = [Path(run_dirs)] if isinstance(run_dirs, (str, Path)) else [Path(d) for d in run_dirs]
     if not dirs:
@@ -189,6 +224,7 @@ def report(
     raw = load(dirs)
     states = run_states(dirs, raw)
     df = disambiguate_models(raw)
+    knobs = parse_by(by, df) if by else []
     labels = dict(zip(df["scenario_id"], df["scenario"]))
     written: list[Path] = []
     md = [
@@ -210,6 +246,8 @@ def report(
     if df.empty:
         md += ["_The run has no records yet._", ""]
     else:
+        if knobs:
+            md += _crossed_section(df, knobs, opts, out, written, labels, console)
         md += ["## Tables", ""]
         for name, (spec, table) in build_tables(df, opts=opts).items():
             text = _write_table(table, out / "tables", name, written, labels)
