@@ -166,6 +166,13 @@ def test_report_without_writing_gives_figures_tables_rates_and_paired_tests(smal
     diff = rep.compare(a, b)  # B - A in points, paired on sample_id
     assert diff["n_pairs"] == 6
     assert diff["d_correct"] == pytest.approx(100 * (b["correct"].mean() - a["correct"].mean()))
+    named = rep.compare(baseline=a, treatment=b)  # the sign named: treatment - baseline
+    assert named["d_correct"] == diff["d_correct"] and named["correct_b"] == pytest.approx(100 * b["correct"].mean())
+    assert rep.compare(baseline=b, treatment=a)["d_correct"] == pytest.approx(-diff["d_correct"])
+    with pytest.raises(InputError, match="both baseline= and treatment="):
+        rep.compare(baseline=a)
+    with pytest.raises(InputError, match="not both"):
+        rep.compare(a, baseline=a, treatment=b)
     assert "scenario" in rep.table_names and not rep.table("paired_models").empty
 
     fig = rep.figure("distractor_curve", frame=df)  # any frame; the figure carries what it draws

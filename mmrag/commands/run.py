@@ -16,7 +16,15 @@ from rich.text import Text
 from mmrag.benchmarks.family import DEFLECTION
 from mmrag.commands._console import choices, console, err_console, progress_bar, refuse_extra_flags, results_table
 from mmrag.commands._engine import ADDRESS, ENGINE, ENGINE_FLAGS, REPLICAS, engine_scope
-from mmrag.commands._generation import GEN_KWARGS, TEMPERATURE, TOP_P, generation
+from mmrag.commands._generation import (
+    GEN_KWARGS,
+    LMMS_MAX_TOKENS,
+    MAX_NEW_TOKENS,
+    TEMPERATURE,
+    TOP_P,
+    generation,
+    refuse_max_tokens,
+)
 from mmrag.commands._run_config import (
     config_from_flags,
     config_from_manifest,
@@ -170,9 +178,8 @@ def run(
         None, "--cache-path", help="SQLite response cache to use (default: MMRAG_HOME's shared cache)"
     ),
     batch_size: int = typer.Option(32, "--batch-size", min=1, help="prompts per model request batch"),
-    max_new_tokens: int | None = typer.Option(
-        None, "--max-new-tokens", min=1, help="generation limit per reply (default: the backend's)"
-    ),
+    max_new_tokens: int | None = MAX_NEW_TOKENS,
+    max_tokens: int | None = LMMS_MAX_TOKENS,
     out: Path | None = typer.Option(None, "--out", "-o", help=OUT_HELP),
     allow_code: bool = typer.Option(False, "--allow-code", help=ALLOW_CODE_HELP),
     max_concurrency: int | None = typer.Option(None, "--max-concurrency", min=1, help=_MAX_CONC),
@@ -185,6 +192,7 @@ def run(
     replicas: int | None = REPLICAS,
 ) -> None:
     """Run benchmarks x scenarios x models, judge every answer, write a run directory."""
+    refuse_max_tokens(max_tokens)
     if resume is not None and allow_code:
         raise InputError(
             "--allow-code does not apply to --resume: a run directory is data and the code its "
@@ -261,7 +269,8 @@ def sweep(
     limit: int | None = typer.Option(None, "--limit", min=1, help=LIMIT_HELP),
     temperature: float | None = TEMPERATURE,
     top_p: float | None = TOP_P,
-    max_new_tokens: int | None = typer.Option(None, "--max-new-tokens", min=1, help="generation limit per reply"),
+    max_new_tokens: int | None = MAX_NEW_TOKENS,
+    max_tokens: int | None = LMMS_MAX_TOKENS,
     seed: int | None = typer.Option(None, "--seed", help="generation seed (the sweep file seeds its scenarios)"),
     gen_kwargs: str | None = GEN_KWARGS,
     judge: str | None = typer.Option(None, "--judge", help=JUDGE_HELP),
@@ -277,6 +286,7 @@ def sweep(
     replicas: int | None = REPLICAS,
 ) -> None:
     """Run every cell of a sweep; cells already in the run directory are not run again."""
+    refuse_max_tokens(max_tokens)
     from mmrag.mapping_files import read_yaml_mapping
     from mmrag.models import parse_model_arg
     from mmrag.scenarios import builtin_sweeps
