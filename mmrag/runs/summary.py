@@ -100,7 +100,6 @@ def summary_markdown(summary: dict[str, Any]) -> str:
     lines = [
         "# mmrag run summary",
         "",
-        *_state_lines(summary),
         f"Rates are percentages of {DENOMINATOR} (docs/metrics.md).",
         "",
         "| benchmark | scenario | model | n | " + " | ".join(r.header for r in RATES) + " |",
@@ -130,6 +129,7 @@ def summary_markdown(summary: dict[str, Any]) -> str:
             "Models with failed cells (left out of the rates above; `mmrag run --resume` retries them): "
             + ", ".join(f"{m} ({n})" for m, n in sorted(summary.get("failed_by_model", {}).items())),
         ]
+    lines[2:2] = _state_lines(summary)  # an unfinished run says so before any rate
     from mmrag.labels.summary import corrected_markdown  # judge-corrected rates, when the run has labels
 
     lines += corrected_markdown(summary)
