@@ -57,3 +57,31 @@ def test_report_help_names_what_a_run_directory_holds(capsys):
         pass
     text = capsys.readouterr().out
     assert "samples.jsonl" not in text and "--by" in text
+
+
+def test_resume_of_a_finished_run_answers_from_the_manifest(tmp_path, module_home):
+    """Nothing to do is said from the manifest: no pandas, no engine, no benchmark, about a second."""
+    import os
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    out = tmp_path / "run"
+    argv = ["run", "-b", "demo", "-m", "always-deflect", "--scenarios", "parametric", "--limit", "2"]
+    assert main([*argv, "--out", str(out)]) == 0
+    code = (
+        "import sys\nfrom mmrag.cli import main\n"
+        f"rc = main(['run', '--resume', {str(out)!r}])\n"
+        "heavy = [m for m in ('pandas', 'pyarrow', 'torch', 'mmrag.runs.engine') if m in sys.modules]\n"
+        "print('HEAVY', heavy)\nsys.exit(rc)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    t0 = time.perf_counter()
+    res = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    wall = time.perf_counter() - t0
+    assert res.returncode == 0, res.stderr[-2000:]
+    text = " ".join(res.stdout.split())
+    assert "nothing to do" in text and "2 of 2 cells" in text
+    assert "HEAVY []" in text
+    assert wall < 4.0, wall  # about 1.3 s on an idle 2-core machine; the bound leaves room for a busy one

@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import typer
 from rich.text import Text
@@ -39,9 +39,18 @@ from mmrag.commands.judge import JudgeBaseUrlOpt, JudgeKeyEnvOpt, JudgeModelOpt,
 from mmrag.errors import InputError
 from mmrag.registry import allow_code as trusting_code
 from mmrag.runs.config import BenchmarkRef, RunConfig, load_run_config
-from mmrag.runs.engine import RunResult, default_run_dir, execute
 from mmrag.scenarios.kinds import kind_ids
 from mmrag.scenarios.spec import MODALITIES, STRICTNESS_LEVELS
+
+if TYPE_CHECKING:  # the engine (pandas, pyarrow) is imported when a run starts, not with the CLI
+    from mmrag.runs.engine import RunResult
+
+
+def default_run_dir(name: str) -> Path:
+    from mmrag.runs.engine import default_run_dir as default
+
+    return default(name)
+
 
 ALLOW_CODE_HELP = (
     "import plug-ins the config names by dotted path (pkg.module:Class); only for configs you "
@@ -101,6 +110,8 @@ def run_and_print(config: RunConfig, out: Path, title: str = "Results", retry_fa
     err_console.print(Text.assemble(("run directory: ", "bold"), str(out)), highlight=False)
     try:
         with progress_bar() as progress:
+            from mmrag.runs.engine import execute
+
             result = execute(config, out, argv=sys.argv, progress=progress, retry_failed=retry_failed)
     except OSError as exc:  # a full disk, a quota, a file-size limit: one line, and how to go on
         err = as_input_error(exc, out, f"free space and resume: mmrag run --resume {out}")
@@ -207,6 +218,12 @@ def run(
     elif config is not None:
         refuse_extra_flags(ctx, "--config", allowed=(*CONFIG_OVERRIDES, *EXECUTION_FLAGS))
     if resume is not None:
+        from mmrag.runs.state import nothing_to_do
+
+        done = None if (max_concurrency or max_failures) else nothing_to_do(resume)
+        if done:  # a finished run: said from its manifest, before anything heavy is imported
+            console.print(f"[green]{done}[/green]")
+            return
         with engine_scope(engine, address, replicas):
             run_and_print(
                 with_execution(config_from_manifest(resume), max_concurrency, max_failures), resume, retry_failed=True

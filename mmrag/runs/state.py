@@ -167,6 +167,30 @@ def run_state(
     )
 
 
+def nothing_to_do(run_dir: str | Path) -> str | None:
+    """For ``mmrag run --resume`` of a run that finished: the sentence saying so, read from the
+    manifest alone (no benchmark, index, model or record is loaded, so it answers in about a
+    second).  None when anything could be left: a status other than ``complete``, failed cells or
+    judge calls, no recorded plan, or a run written by another mmrag version or revision (whose
+    plan may differ from this one's) -- then the engine checks every cell as before."""
+    from mmrag.runs.manifest import git_revision, package_versions
+
+    run_dir = Path(run_dir)
+    man = read_manifest_quietly(run_dir)
+    counts = man.get("counts") if isinstance(man.get("counts"), dict) else {}
+    planned = counts.get("planned")
+    if man.get("status") != "complete" or not isinstance(planned, int) or planned <= 0:
+        return None
+    if counts.get("records") != planned or counts.get("failed") or counts.get("judge_failed"):
+        return None
+    if man.get("mmrag_version") != package_versions().get("mmrag", "0") or man.get("git_revision") != git_revision():
+        return None
+    return (
+        f"nothing to do: {run_dir} is complete ({planned} of {planned} cells, "
+        f"finished {man.get('updated_at') or '?'}); its summary is {run_dir / 'summary.md'}"
+    )
+
+
 def records_state(run_dir: str | Path, records: Iterable[Any], **kwargs: Any) -> RunState:
     """:func:`run_state` from :class:`~mmrag.runs.records.RunRecord` objects."""
     return run_state(
@@ -181,4 +205,4 @@ def frame_state(run_dir: str | Path, frame: Any) -> RunState:
     return run_state(run_dir, ((b, s, m, isinstance(e, str) and bool(e)) for b, s, m, e in rows))
 
 
-__all__ = ["FINISHED", "RunState", "frame_state", "planned_entry", "records_state", "run_state"]
+__all__ = ["FINISHED", "RunState", "frame_state", "nothing_to_do", "planned_entry", "records_state", "run_state"]
