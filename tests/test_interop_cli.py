@@ -85,3 +85,25 @@ def test_resume_of_a_finished_run_answers_from_the_manifest(tmp_path, module_hom
     assert "nothing to do" in text and "2 of 2 cells" in text
     assert "HEAVY []" in text
     assert wall < 4.0, wall  # about 1.3 s on an idle 2-core machine; the bound leaves room for a busy one
+
+
+def test_a_named_retriever_is_told_to_fill_only_shortfalls(tmp_path, module_home, capsys):
+    """With curated negatives (the default) the run says that the retriever only fills a shortfall;
+    with ``negatives: regenerate`` it supplies every negative and nothing is said."""
+    for negatives, said in (("curated", True), ("regenerate", False)):
+        cfg = tmp_path / f"{negatives}.yaml"
+        scenario = {"kind": "realistic", "n_distractors": 1, "negative_modality": "text", "negatives": negatives}
+        cfg.write_text(
+            yaml.safe_dump(
+                {
+                    "benchmarks": [{"name": "demo"}],
+                    "models": ["always-deflect"],
+                    "limit": 2,
+                    "scenarios": [scenario],
+                    "retrieval": {"retrievers": {"text": "bm25"}},
+                }
+            )
+        )
+        assert main(["run", "--config", str(cfg), "--out", str(tmp_path / negatives)]) == 0
+        err = " ".join(capsys.readouterr().err.split())
+        assert ("curated negatives come first" in err) is said, err[-1500:]
