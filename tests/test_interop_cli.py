@@ -107,3 +107,22 @@ def test_a_named_retriever_is_told_to_fill_only_shortfalls(tmp_path, module_home
         assert main(["run", "--config", str(cfg), "--out", str(tmp_path / negatives)]) == 0
         err = " ".join(capsys.readouterr().err.split())
         assert ("curated negatives come first" in err) is said, err[-1500:]
+
+
+def test_a_baseline_that_cannot_answer_a_dataset_says_so_before_the_run(tmp_path, module_home, capsys):
+    """hf: data without contexts: the context reader (reads only contexts) and the simulated VLM
+    (knows only the demo world) would deflect on everything; each says so at the start. On the
+    demo with an oracle scenario, neither warns."""
+    import datasets
+
+    ds = tmp_path / "ds"
+    data = {"question": ["What is the capital of France?", "Who wrote Hamlet?"], "answer": ["Paris", "Shakespeare"]}
+    datasets.Dataset.from_dict(data).save_to_disk(str(ds))
+    argv = ["run", "-b", f"hf:{ds}", "-m", "context-reader,sim-vlm", "--scenarios", "parametric"]
+    assert main([*argv, "--out", str(tmp_path / "hf")]) == 0
+    err = " ".join(capsys.readouterr().err.split())
+    assert "warning: context-reader reads only the prompt's text contexts" in err
+    assert "warning: sim-vlm knows only the demo world" in err and "expect 100 % deflection" in err
+    argv = ["run", "-b", "demo", "-m", "context-reader,sim-vlm", "--scenarios", "parametric,oracle", "--limit", "2"]
+    assert main([*argv, "--out", str(tmp_path / "demo")]) == 0
+    assert "warning:" not in capsys.readouterr().err
