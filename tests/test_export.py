@@ -97,3 +97,27 @@ def test_bad_requests_fail_clearly(demo_run, tmp_path, monkeypatch, capsys):
     with pytest.raises(InputError, match=r"mmrag\[inspect\]"):
         export(demo_run, "inspect", tmp_path / "none")
     assert not list((tmp_path / "none").glob("*.eval"))
+
+
+def test_inspect_score_explains_the_verdict_with_its_evidence(tmp_path):
+    """The judge's evidence (the step that decided, the span it read, the reference, the rule)
+    is the score's explanation, readable in Inspect's scoring tab."""
+    log_api = pytest.importorskip("inspect_ai.log")
+    from runfactory import deflection_records, write_run
+
+    from mmrag.schema import Evidence
+
+    recs = [r for r in deflection_records(tmp_path, n_questions=1, full=False) if r.response.error is None][:3]
+    ev = Evidence(step="match", span="Paris", start=4, end=9, reference="Paris", rule="the reference appears")
+    recs[0].verdict = recs[0].verdict.model_copy(
+        update={"outcome": "correct", "reason": "gives the reference", "evidence": ev}
+    )
+    run = write_run(tmp_path / "run", recs)
+    paths = export(run, "inspect", tmp_path / "out")
+    samples = {s.metadata["key"]: s for p in paths for s in log_api.read_eval_log(str(p)).samples}
+    score = samples[recs[0].key].scores["mmrag"]
+    assert score.value == "correct"
+    assert score.explanation.startswith("correct: gives the reference")
+    for part in ("decided by match", "«Paris» (chars 4-9)", "reference «Paris»", "the reference appears"):
+        assert part in score.explanation
+    assert score.metadata["evidence"]["span"] == "Paris"

@@ -30,6 +30,7 @@ from __future__ import annotations
 import base64
 import mimetypes
 import os
+import time
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -265,7 +266,8 @@ def write_inspect(records: list[Any], manifest: dict[str, Any], out_dir: Path) -
     log, m, sc = _inspect()
     state = records_state(manifest.get("run_dir", ""), records, manifest=manifest)
     status = _status(state)
-    created = manifest.get("created_at") or ""
+    # an old or hand-made run directory may record no start time; Inspect needs one
+    created = manifest.get("created_at") or time.strftime("%Y-%m-%dT%H:%M:%S%z")
     run_id = stable_id(manifest.get("run_dir", ""), created, length=22)  # one id for the logs of one run
     images = _Images()
     written = []
