@@ -149,6 +149,9 @@ def draw_distractor_curve(df: pd.DataFrame, opts: CIOptions = CIOptions()) -> Dr
     failed = failures(df)
     models = sorted(data["model"].unique())
     kinds = list(dict.fromkeys(data["kind"]))
+    # the n = 0 point is the oracle's unless the run has realistic prompts with no distractors
+    gold_lines = kinds_where(lambda k: k.uses_gold and k.uses_negatives, df["kind"].unique())
+    oracle_zero = not any(((df["kind"] == k) & (df["n_distractors"] == 0)).any() for k in gold_lines)
     xs = sorted(data["n_distractors"].unique())
     gap = min((b - a for a, b in zip(xs, xs[1:])), default=1)
     series = [(m, k) for m in models for k in kinds]
@@ -180,7 +183,7 @@ def draw_distractor_curve(df: pd.DataFrame, opts: CIOptions = CIOptions()) -> Dr
                     label=labels[(model, kind)],
                 )
             ax.set_title(OUTCOME_LABELS[outcome])
-            ax.set_xlabel("distractors (0 = oracle)")
+            ax.set_xlabel("distractors (0 = oracle)" if oracle_zero else "distractors")
             ax.set_ylim(*Y_LIMITS)  # a point at 0 or 100 % and its error cap stay whole
             ax.set_yticks(range(0, 101, 20))
             ax.set_xticks(xs)
