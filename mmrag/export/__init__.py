@@ -74,7 +74,17 @@ def export(run_dir: str | Path, format: str = "inspect", out: str | Path | None 
     written = writer(records, manifest, target)
     if not written:  # lmms-eval has no failed samples: a run of failures has nothing to write
         raise InputError(f"nothing to export as {format}: every cell of this run failed", path=run_dir)
-    return written
+    from mmrag.runs.state import records_state
+
+    return Written(written, notice=records_state(run_dir, records, manifest=manifest).notice())
+
+
+class Written(list):
+    """The files an export wrote; ``notice`` says ``incomplete: X of Y cells`` for an unfinished run."""
+
+    def __init__(self, paths: list[Path], notice: str | None = None) -> None:
+        super().__init__(paths)
+        self.notice = notice
 
 
 def slug(text: str) -> str:
@@ -92,4 +102,4 @@ class _CallableModule(types.ModuleType):
 
 sys.modules[__name__].__class__ = _CallableModule
 
-__all__ = ["EXPORTERS", "export", "read_manifest", "slug"]
+__all__ = ["EXPORTERS", "Written", "export", "read_manifest", "slug"]

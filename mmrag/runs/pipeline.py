@@ -382,10 +382,13 @@ class Pipeline:
                 last = time.monotonic()
 
 
-def plan_cells(plans: list, lanes: list[Lane], store: Any, retry_failed: bool) -> tuple[list, dict[str, int], int, int]:
+def plan_cells(
+    plans: list, lanes: list[Lane], store: Any, retry_failed: bool, planned: dict | None = None
+) -> tuple[list, dict[str, int], int, int]:
     """Which (sample, spec) cells each model still needs, in plan order, with their ordinals.
 
-    Returns (cells per plan, not-applicable counts, cells skipped as done, total applicable cells)."""
+    Returns (cells per plan, not-applicable counts, cells skipped as done, total applicable cells);
+    ``planned``, when given, gets the applicable cells per (benchmark, scenario id, model label)."""
     out, not_applicable, skipped, total, ord_ = [], {}, 0, 0, 0
     for plan in plans:
         todo = []
@@ -399,6 +402,9 @@ def plan_cells(plans: list, lanes: list[Lane], store: Any, retry_failed: bool) -
                     if not fits:
                         continue
                     total += 1
+                    if planned is not None:
+                        g = (plan.ref.name, sid, lane.label)
+                        planned[g] = planned.get(g, 0) + 1
                     key = record_key(sample.id, sid, lane.vlm.fingerprint)
                     if key in store.done or (key in store.failed and not retry_failed):
                         skipped += 1

@@ -84,6 +84,18 @@ def build_summary(records: list[RunRecord]) -> dict[str, Any]:
     }
 
 
+def _state_lines(summary: dict[str, Any]) -> list[str]:
+    """The incomplete-run notice (``incomplete: X of Y cells ...``) and what is missing, if anything."""
+    state = summary.get("state") or {}
+    if not state.get("notice"):
+        return []
+    lines = [f"**{state['notice']}**", ""]
+    missing = state.get("missing") or []
+    if missing:
+        lines += ["Cells still to do: " + "; ".join(f"{m['label']} {m['done']}/{m['planned']}" for m in missing), ""]
+    return lines
+
+
 def summary_markdown(summary: dict[str, Any]) -> str:
     from mmrag.labels.settled import UNDECIDED_NOTE
     from mmrag.metrics.rates import DENOMINATOR, RATES
@@ -121,18 +133,72 @@ def summary_markdown(summary: dict[str, Any]) -> str:
             "Models with failed cells (left out of the rates above; `mmrag run --resume` retries them): "
             + ", ".join(f"{m} ({n})" for m, n in sorted(summary.get("failed_by_model", {}).items())),
         ]
+    lines[2:2] = _state_lines(summary)  # an unfinished run says so before any rate
     from mmrag.labels.summary import corrected_markdown  # judge-corrected rates, when the run has labels
 
     lines += corrected_markdown(summary)
     return "\n".join(lines) + "\n"
 
 
-def write_summary(run_dir: str | Path, records: list[RunRecord], extra: dict[str, Any] | None = None) -> dict[str, Any]:
+def state_summary(state: Any, labels: dict[str, str]) -> dict[str, Any]:
+    """The run's state as summary.json keeps it: :meth:`RunState.as_dict` plus the groups still to do."""
+    out = state.as_dict()
+    if not state.complete:
+        out["missing"] = [
+            {
+                "benchmark": b,
+                "scenario_id": sid,
+                "model": m,
+                "label": f"{b} / {labels.get(sid) or state.labels.get(sid, sid)} / {m}",
+                "done": done,
+                "planned": n,
+            }
+            for (b, sid, m), done, n in state.missing()
+        ]
+    return out
+
+
+def write_summary(
+    run_dir: str | Path, records: list[RunRecord], extra: dict[str, Any] | None = None, status: str | None = None
+) -> dict[str, Any]:
+    """Write summary.json / summary.md; ``status``: the run's final status when the engine knows it
+    before the manifest says so (otherwise the manifest's is read)."""
+    from mmrag.runs.state import records_state
+    from mmrag.scenarios.kinds import scenario_label
+
     summary = build_summary(records)
     summary.update(extra or {})
+    labels = {g["scenario_id"]: scenario_label(g["scenario"]) for g in summary["groups"]}
+    summary["state"] = state_summary(records_state(run_dir, records, status=status), labels)
     from mmrag.labels.summary import judge_corrected  # rates corrected for judge error, when labelled
 
     summary.update(judge_corrected(run_dir, [r for r in records if r.response.error is None]))
     atomic_write_json(Path(run_dir) / "summary.json", summary)
     atomic_write_text(Path(run_dir) / "summary.md", summary_markdown(summary))
     return summary
+
+
+def mark_summary_running(run_dir: str | Path, done: int, planned: int) -> None:
+    """A summary left by an earlier invocation would describe a run that is now changing (and might
+    be killed): it is marked incomplete until the run ends and writes it anew.  Cheap: the earlier
+    summary is small and no record is read."""
+    import json
+    import time
+
+    path = Path(run_dir) / "summary.json"
+    try:
+        summary = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return
+    if not isinstance(summary, dict) or done >= planned:
+        return
+    summary["state"] = {
+        "status": "running",
+        "complete": False,
+        "planned": planned,
+        "done": done,
+        "notice": f"incomplete: {done} of {planned} cells when a run into this directory started at "
+        f"{time.strftime('%Y-%m-%d %H:%M:%S')}; this summary predates it and is rewritten when that run ends",
+    }
+    atomic_write_json(path, summary)
+    atomic_write_text(Path(run_dir) / "summary.md", summary_markdown(summary))
