@@ -27,6 +27,8 @@ from __future__ import annotations
 
 from mmrag.errors import InputError
 from mmrag.judging.base import JUDGES, Judge
+from mmrag.judging.cascade import SCORERS, Reading, Scorer, cascade
+from mmrag.judging.failed import unjudged
 from mmrag.judging.knowhal import KnowHalJudge
 from mmrag.judging.llm import LLMJudge, parse_grade
 from mmrag.judging.mcq import MCQJudge, extract_choice, nota_letter, parse_inline_options
@@ -39,7 +41,6 @@ from mmrag.judging.open_answer import OpenAnswerConfig, OpenAnswerJudge
 from mmrag.judging.premise import PremiseRejectionDetector, rejects_premise
 from mmrag.judging.refusal import REFUSAL_PATTERNS, DeflectionDetector, is_deflection
 from mmrag.judging.rules import ANSWER_RULES, AnswerContext, Match, rule_for
-from mmrag.judging.signals import Signals, decide
 from mmrag.judging.webqa import WebQARule
 
 
@@ -78,8 +79,11 @@ __all__ = [
     "make_judge",
     "judge_many",
     "undecided",
-    "Signals",
-    "decide",
+    "SCORERS",
+    "Scorer",
+    "Reading",
+    "cascade",
+    "unjudged",
     "RuleJudge",
     "RuleThenLLMJudge",
     "LLMJudge",

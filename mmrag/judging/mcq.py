@@ -192,7 +192,7 @@ class MCQJudge:
         self.detector = detector or DEFAULT_DETECTOR
 
     def judge(self, sample: Sample, prompt: Prompt, response: Response) -> Verdict:
-        from mmrag.judging.open_answer import error_verdict
+        from mmrag.judging.failed import unjudged
 
         choices, label = effective_choices(sample, prompt)
         if label is None:
@@ -206,8 +206,7 @@ class MCQJudge:
             "gold_is_nota": nota is not None and label == nota,
             "nota_letter": nota,
         }
-        if response.error:
-            v = error_verdict(response, self.judge_id)
+        if (v := unjudged(response, self.judge_id)) is not None:
             v.details.update(details)
             return v
         # the deflection detector runs first; a refusal that still names an option in its other

@@ -171,8 +171,9 @@ class WebQARule(GenericRule):
         return Match(
             "gives" if said == g else "contradicts",
             name,
-            f"reply picks {name!r}",
+            f"reply picks {name!r} of the question's two candidates",
             certain=not set(words(reply)) & NEGATORS,
+            kind="choice",
             details=details,
         )
 
