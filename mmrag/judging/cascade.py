@@ -125,8 +125,12 @@ class Reading:
     @cached_property
     def conflicts(self) -> list[Conflict]:
         from mmrag.judging.contradict import conflicts
+        from mmrag.judging.relation import relation_conflicts
 
-        return conflicts(self.refs, self.answer, self.sample.question) if self.refs else []
+        if not self.refs:
+            return []
+        q = self.sample.question
+        return conflicts(self.refs, self.answer, q) or relation_conflicts(self.refs, self.answer, q)
 
     def locate(self, span: str) -> tuple[int | None, int | None]:
         """Offsets of ``span`` in the reply (case-insensitive; None where it was rewritten)."""

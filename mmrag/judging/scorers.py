@@ -47,11 +47,12 @@ from mmrag.judging.lexicon import (
 from mmrag.judging.premise import DEFAULT_PREMISE_DETECTOR
 from mmrag.judging.quantity import compare as compare_quantities
 from mmrag.judging.quantity import with_units
+from mmrag.judging.refusal import GUESS_WORDS
 from mmrag.schema import Verdict
 
 #: content words a reply may add to a sentence reference's figure or key words and still be
 #: credited (more, and a changed claim may hide among them: "€1,500, payable in cash only")
-NOVEL_LIMIT = 2
+NOVEL_LIMIT = 1
 #: the answer rules' contradictions that state another value of the reference's own kind
 CHECKABLE_MATCHES = frozenset({"range", "quantity", "yes/no", "category", "list", "choice"})
 #: slot conflicts a rule can check: another number of the same kind, another member of a closed
@@ -65,7 +66,8 @@ CHECKABLE_CONFLICTS = frozenset({"count", "amount", "class", "direction"})
 VAGUER = re.compile(
     r"\b\d{2,4}s\b|\b\d{1,2}(?:st|nd|rd|th)\b|\bcentur(?:y|ies)\b|\b(?:early|mid|late)[- ]\w+|"
     r"\b(?:about|around|roughly|approximately|approx|nearly|almost|over|under|more than|less than|"
-    r"fewer than|at least|at most|some|several|a few|many|dozens|hundreds|thousands|or so|circa|c\.|ca\.)\b|~",
+    r"fewer than|at least|at most|some|several|a few|many|dozens|hundreds|thousands|or so|circa|c\.|ca\.|"
+    r"between|somewhere)\b|~",
     re.I,
 )
 
@@ -123,7 +125,7 @@ class PremiseScorer:
                 "declines without taking the premise up",
                 **extra,
             )
-        if set(words(r.final.answer)) & NEGATORS or "less " in r.final.answer.lower():
+        if set(words(r.final.body)) & NEGATORS or "less " in r.final.body.lower():
             v = _undecided(r, "premise answer with a negation", "answers, but denies something the rules cannot place")
             v.details.update(extra)
             return v
@@ -228,6 +230,10 @@ class RefusalScorer:
         if kind is None:
             return None
         if kind == "guess":
+            if not any(GUESS_WORDS.search(c) for c in r.refusal.content):  # "..., but ..." only
+                return _undecided(
+                    r, "refusal with contrast", "declines, then goes on with a 'but' the rules cannot read"
+                )
             r.passes("refusal with guess", "declines, then offers a guess the rules cannot check")
             return None
         if r.match is not None and r.match.status == "gives":
@@ -253,7 +259,10 @@ class OfficialConflictScorer:
         m = r.match
         if m is None or m.status != "contradicts":
             return None
+        # a sentence reference's number against the reply's one number (a reply listing several,
+        # a table, is weighing candidates or restating in another form the rules cannot read)
         number = m.kind == "key phrase" and m.reason.startswith("reply gives another number")
+        number = number and len((m.extracted or "").split()) == 1
         if number and any(compare_quantities(x, r.answer) is None and with_units(r.answer) for x in r.refs):
             number = False  # an amount in other units than the sentence's: the key phrase cannot compare it
         if not (m.certain and (m.kind in CHECKABLE_MATCHES or number)):
