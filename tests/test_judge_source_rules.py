@@ -82,7 +82,7 @@ from mmrag.metrics import cohen_kappa
             "What animal is carved above the entrance?",
             "A lion is carved above the entrance.",
             "Others",
-            "There is a lion over the door.",
+            "There is a lion above the entrance.",
             "correct",
         ),
         (

@@ -107,6 +107,64 @@ def table(rows: list[dict], by: str) -> dict[str, dict]:
     return out
 
 
+#: the guard's fields in the manifest: (field, figure, confusion name or None, bound)
+GUARD = (
+    ("kappa_decided", "kappa_decided", None, "min"),
+    ("coverage", "coverage", None, "min"),
+    ("h_to_c", "confusions", "h→c", "max"),
+    ("c_to_h", "confusions", "c→h", "max"),
+    ("d_to_h", "confusions", "d→h", "max"),
+    ("h_to_d", "confusions", "h→d", "max"),
+)
+#: slack between a measured figure and the bound recorded for it (so that a change of one verdict
+#: in a small file does not fail CI, while a regression does)
+MARGIN = 0.01
+
+
+def guard_values(f: dict) -> dict[str, float]:
+    """A file's figures as the manifest's ``guard`` fields."""
+    out = {}
+    for name, key, sub, _ in GUARD:
+        v = f[key][sub] if sub else f[key]
+        out[name] = 0.0 if v is None else round(v, 3)
+    return out
+
+
+def guard_failures(f: dict, guard: dict) -> list[str]:
+    """The guard fields a file's figures break (empty: it holds)."""
+    have, bad = guard_values(f), []
+    for name, _, _, bound in GUARD:
+        if name in guard and (have[name] < guard[name] if bound == "min" else have[name] > guard[name]):
+            bad.append(f"{name} {have[name]:.3f} {'<' if bound == 'min' else '>'} {guard[name]}")
+    return bad
+
+
+def write_guard(result: dict[str, dict]) -> None:
+    """Record each file's measured figures, with :data:`MARGIN`, as its ``guard`` in the manifest
+    (one flow mapping per file, after its ``file:`` line; comments and order kept)."""
+    import math
+    import re
+
+    path = LABELS / "manifest.yaml"
+    lines = [x for x in path.read_text(encoding="utf-8").splitlines() if not x.strip().startswith("guard:")]
+    out = []
+    for line in lines:
+        out.append(line)
+        m = re.match(r"\s*- file: (\S+)\.jsonl\s*$", line)
+        if m and m.group(1) in result:
+            g = guard_values(result[m.group(1)])
+            bounds = {
+                name: (
+                    math.floor((g[name] - MARGIN) * 100) / 100
+                    if bound == "min"
+                    else math.ceil((g[name] + MARGIN) * 100) / 100
+                )
+                for name, _, _, bound in GUARD
+            }
+            out.append("    guard: {" + ", ".join(f"{k}: {v:.2f}" for k, v in bounds.items()) + "}")
+    path.write_text("\n".join(out) + "\n", encoding="utf-8")
+
+
 def fmt(x) -> str:
     return "   -  " if x is None else f"{x:6.3f}"
 
@@ -116,6 +174,11 @@ def main() -> None:
     ap.add_argument("files", nargs="*", type=Path)
     ap.add_argument("--by", default="source", help="record field to group by (source, kind, _file)")
     ap.add_argument("--json", type=Path, help="write the figures and every verdict here")
+    ap.add_argument(
+        "--write-guard",
+        action="store_true",
+        help="record each manifest file's figures (less/plus a 0.01 margin) as its guard in manifest.yaml",
+    )
     args = ap.parse_args()
     rows = judged(args.files or manifest_files())
     result = table(rows, args.by)
@@ -127,6 +190,8 @@ def main() -> None:
             f"{k:<16} {f['n']:>6} {fmt(f['kappa_decided']):>10} {fmt(f['coverage']):>9} "
             + " ".join(f"{fmt(f['confusions'][n]):>7}" for n in names)
         )
+    if args.write_guard:
+        write_guard(table(rows, "_file"))
     if args.json:
         args.json.write_text(json.dumps({"figures": result, "rows": rows}, ensure_ascii=False), encoding="utf-8")
 

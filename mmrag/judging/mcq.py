@@ -192,6 +192,7 @@ class MCQJudge:
         self.detector = detector or DEFAULT_DETECTOR
 
     def judge(self, sample: Sample, prompt: Prompt, response: Response) -> Verdict:
+        from mmrag.judging.cascade import READ_LIMIT
         from mmrag.judging.failed import unjudged
 
         choices, label = effective_choices(sample, prompt)
@@ -211,6 +212,7 @@ class MCQJudge:
             return v
         # the deflection detector runs first; a refusal that still names an option in its other
         # clauses ("E. I cannot see any of these") has answered
+        text = text[-READ_LIMIT:]  # the final choice is at the end; reading stays linear (cascade.READ_LIMIT)
         analysis = self.detector.analyse(strip_reasoning(text))
         if analysis.is_deflection:
             ext = extract_choice(analysis.answer_text, choices) if analysis.content else None

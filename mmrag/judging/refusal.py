@@ -27,7 +27,8 @@ _GAP = r"(?:\S+\s+){0,3}?"  # up to three filler words between the parts of a pa
 _SOURCES = (
     r"(?:context|contexts|passages?|documents?|docs|text|texts|sources?|evidence|snippets?|"
     r"articles?|excerpts?|information|image|images|picture|photo|retrieved \w+|provided \w+|"
-    r"given \w+|available \w+)"
+    r"given \w+|available \w+|notice|card|label|report|table|chart|pages?|caption|form|leaflet|letter|"
+    r"receipt|statement|manual|minutes|brochure|filing|invoice)"
 )
 _NEG_AUX = r"(?:does not|doesn't|doesnt|do not|don't|dont|did not|didn't|fails? to|never)"
 _SAY_VERBS = (
@@ -46,7 +47,7 @@ REFUSAL_PATTERNS: tuple[tuple[str, str], ...] = (
         r"not possible to|no way to|won't be able to|will not be able to)\s+"
         + _GAP
         + r"(?:answer|determine|tell|say|identify|verify|confirm|know|provide|infer|conclude|"
-        r"specify|be determined|be answered|be identified|be inferred|be confirmed|"
+        r"specify|be determined|be answered|be identified|be inferred|be confirmed|decode|read|make out|"
         r"be (?:\S+ )?(?:sure|certain)|pinpoint|deduce|recogni[sz]e|find)\b",
     ),
     ("not_sure", r"(?:\bnot|\bnever|n't)\s+(?:\S+\s+){0,2}?(?:sure|certain)\b"),
