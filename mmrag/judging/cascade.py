@@ -144,6 +144,8 @@ class Reading:
     def evidence(self, step: str, span: str, reference: str | None, rule: str) -> Evidence:
         span = span.strip()[:300]
         start, end = self.locate(span)
+        if start is not None and end is not None:  # the reply's own text (a clause may be lower-cased)
+            span = (self.response.text or "")[start:end]
         return Evidence(step=step, span=span, start=start, end=end, reference=reference, rule=rule)
 
     def verdict(self, outcome: str, step: str, span: str, reference: str | None, rule: str, **details: Any) -> Verdict:
