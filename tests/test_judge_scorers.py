@@ -62,6 +62,8 @@ def test_reference_scorer_credits_only_a_sure_match_with_nothing_beside_it():
     r = reading("Which city?", ["Paris"], "Paris, also known as Lutetia.")
     assert ReferenceScorer().score(r) is None and r.passed[-1][0] == "unlisted alias"
     r = reading("When was it built?", ["1887"], "It was built in 1887 and rebuilt in 1902.")
+    assert ReferenceScorer().score(r) is None and r.passed[-1][0] == "reference with another year"
+    r = reading("Who taught Aristotle?", ["Plato"], "Socrates and Plato.")
     assert ReferenceScorer().score(r) is None and r.passed[-1][0] == "reference with conflict"
 
 

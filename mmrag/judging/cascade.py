@@ -98,6 +98,13 @@ class Reading:
         a = self.refusal
         return a.answer_text if a.refusals and a.content else self.final.answer
 
+    @cached_property
+    def foreign(self) -> str | None:
+        """The reply's language when it is confidently not English (None: English or unknown)."""
+        from mmrag.judging.language import language_of
+
+        return language_of(self.final.answer) if len(self.final.answer.split()) >= 3 else None
+
     def norm(self, text: str) -> str:
         return fold(vqa_normalize(text, self.variant))
 

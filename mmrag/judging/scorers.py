@@ -36,6 +36,7 @@ from mmrag.judging.lexicon import (
     NEGATORS,
     STOPWORDS,
     claimless_stems,
+    clauses,
     content_stems,
     fold,
     names,
@@ -151,6 +152,26 @@ class ExactScorer:
         return None
 
 
+_YEAR = re.compile(r"(?<![\d.,])(1[0-9]{3}|20[0-9]{2})(?![\d.,]\d)")
+
+
+def _stray_year(r: Reading) -> str | None:
+    """A year the answer states that neither the question nor any reference does, where the
+    references state years ("The Suez Canal opened first, in 1859" for "... in 1869")."""
+    theirs = {y for ref in r.refs for y in _YEAR.findall(ref)}
+    if not theirs:
+        return None
+    known = theirs | set(_YEAR.findall(r.sample.question))
+    return next((y for y in _YEAR.findall(r.answer) if y not in known), None)
+
+
+def _ends_declining(r: Reading) -> bool:
+    """Whether the reply's last clause is a refusal ("Initially I'd say Rio, but ... so I can't
+    say which city."): what it ends on is its stance."""
+    parts = clauses(r.final.answer)
+    return bool(parts) and r.detector.refusal_pattern(parts[-1]) is not None
+
+
 def _novel(r: Reading) -> int:
     told = set(stems(r.sample.question)) | {t for ref in r.refs for t in stems(ref)}
     skip = claimless_stems()
@@ -185,12 +206,16 @@ class ReferenceScorer:
         why = None
         if r.refusal_kind in ("bare", "explained"):
             why = ("refusal beside reference", "declines beside the reference")
+        elif r.refusal.refusals and _ends_declining(r):
+            why = ("refusal after reference", "names the reference, then declines")
         elif not m.certain:
             why = ("weak match", f"weak {m.kind or 'match'} of the reference ({m.reason})")
         elif ALTERNATIVE.search(r.answer):
             why = ("second candidate", "offers a second candidate beside the reference")
         elif unlisted_alias(r.answer, r.refs):
             why = ("unlisted alias", "another name for the answer that the reference does not list")
+        elif (year := _stray_year(r)) is not None:
+            why = ("reference with another year", f"carries the reference and a year it does not state ({year})")
         elif m.kind not in ("range", "list") and r.conflicts:
             c = r.conflicts[0]
             why = ("reference with conflict", f"carries the reference and a conflicting {c.kind}: {c.detail}")
@@ -229,6 +254,12 @@ class RefusalScorer:
         kind = r.refusal_kind
         if kind is None:
             return None
+        if kind == "guess" and _ends_declining(r) and not GUESS_WORDS.search(clauses(r.final.answer)[-1]):
+            kind = "explained"  # "... appears to be Buzz Aldrin ..., so I can't answer": it ends declining
+        elif kind != "guess" and kind != "foreign" and GUESS_WORDS.search(r.final.answer.lower()):
+            kind = "guess"  # "Not sure, maybe 1984?": the guess sits in the refusal's own clause
+            r.passes("refusal with guess", "declines, then offers a guess the rules cannot check")
+            return None
         if kind == "guess":
             if not any(GUESS_WORDS.search(c) for c in r.refusal.content):  # "..., but ..." only
                 return _undecided(
@@ -249,6 +280,22 @@ class RefusalScorer:
         )
 
 
+#: last words that leave a clause open ("The satellite is", "designed by", "According to Document 1,")
+_OPEN_END = re.compile(
+    r"(?:[,:;(\u2013-]|\b(?:the|a|an|is|are|was|were|be|of|in|on|at|to|by|for|with|from|and|or|but|as|its|"
+    r"their|his|her|that|which|who|than|into|about|around|approximately)|\d+,)\s*$",
+    re.I,
+)
+
+
+def _unfinished(r: Reading) -> Verdict | None:
+    """Pass when the reply stops mid-clause: it never reached the answer a conflict would be held
+    against (whether it was cut off is the engine's to say, from ``finish_reason``)."""
+    if _OPEN_END.search(r.final.answer) and len(r.final.answer.split()) >= 3:
+        return r.passes("unfinished", "stops mid-clause before an answer")
+    return None
+
+
 class OfficialConflictScorer:
     """The source's answer rule reads another value of the reference's own kind."""
 
@@ -261,6 +308,8 @@ class OfficialConflictScorer:
             return None
         # a sentence reference's number against the reply's one number (a reply listing several,
         # a table, is weighing candidates or restating in another form the rules cannot read)
+        if _OPEN_END.search(r.final.answer) and len(r.final.answer.split()) >= 3:
+            return _unfinished(r)
         number = m.kind == "key phrase" and m.reason.startswith("reply gives another number")
         number = number and len((m.extracted or "").split()) == 1
         if number and any(compare_quantities(x, r.answer) is None and with_units(r.answer) for x in r.refs):
@@ -271,6 +320,10 @@ class OfficialConflictScorer:
             )
         if m.kind in ("range", "quantity", "key phrase", "category") and VAGUER.search(r.answer):
             return _vaguer(r)
+        if r.foreign and m.kind != "yes/no":
+            return r.passes(
+                "other language", f"a reply in {r.foreign}: its numbers and lists are read in English forms"
+            )
         ref = ", ".join(r.refs[:3]) if r.refs else None
         span = m.extracted if m.extracted and len(m.extracted) < len(r.answer) else r.answer
         return r.verdict(
@@ -300,6 +353,12 @@ class SlotConflictScorer:
                 return r.passes("unchecked conflict", f"may conflict with the reference ({c.kind}: {c.detail})")
             return None
         c = found[0]
+        if _OPEN_END.search(r.final.answer) and len(r.final.answer.split()) >= 3:
+            return _unfinished(r)
+        if r.foreign:
+            return r.passes(
+                "other language", f"a reply in {r.foreign}: its numbers and words are read in English forms"
+            )
         if c.kind in ("count", "amount") and VAGUER.search(r.answer):
             return _vaguer(r)
         ref = r.refs[0] if len(r.refs) == 1 else ", ".join(r.refs[:3])
