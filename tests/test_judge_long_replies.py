@@ -149,3 +149,25 @@ def test_every_step_grows_linearly_with_reply_length(name):
                 break
             ratio = min(ratio, _growth(STEPS[name], _corpus(size)))
         assert ratio <= 1.2, f"{name}: {ratio:.2f}x the time of its tenths at {size} characters"
+
+
+def test_the_judge_command_on_long_replies_names_its_evidence(tmp_path):
+    """What a user types: ``mmrag judge`` over a file of pathological replies finishes quickly and
+    writes each verdict's evidence beside it."""
+    from mmrag.cli import main
+
+    rows = [
+        {"id": name, "question": Q, "answers": ["Paris"], "response": text, "source": "viquae"}
+        for name, text in LONG.items()
+    ]
+    rows.append({"id": "wrong year", "question": "When was it built?", "answers": ["1887"], "response": "In 1902."})
+    src, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    t0 = time.perf_counter()
+    assert main(["judge", "--input", str(src), "--output", str(out), "--judge", "rule"]) == 0
+    assert time.perf_counter() - t0 < 10
+    got = {r["id"]: r for r in map(json.loads, out.read_text(encoding="utf-8").splitlines())}
+    e = got["paris"]["evidence"]
+    assert got["paris"]["outcome"] == "correct" and e["reference"] == "Paris" and e["step"] == "reference"
+    assert LONG["paris"][e["start"] : e["end"]] == e["span"]
+    assert got["wrong year"]["outcome"] == "hallucination" and got["wrong year"]["evidence"]["span"] == "In 1902."

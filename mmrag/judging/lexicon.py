@@ -40,10 +40,6 @@ not no never neither nor none isn't aren't wasn't weren't doesn't don't didn't h
 isnt arent wasnt werent doesnt dont didnt nothing nowhere without
 """.split()
 )
-#: words that hedge a claim or offer it as one of several
-HEDGES = frozenset(
-    "or maybe perhaps probably possibly might could likely either unclear guess presumably apparently".split()
-)
 #: reporting verbs: a document "says" its answer; the verb is not part of what it says
 REPORTING = frozenset(
     """say says said state states stated show shows shown showed indicate indicates indicated
