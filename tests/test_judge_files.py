@@ -58,5 +58,10 @@ def test_cli_commands(tmp_path):
     assert r.exit_code == 0 and json.loads(r.output)["kappa_decided"] >= 0.95
     r = runner.invoke(app, ["judge-agreement", str(DATA), str(out), "--field-a", "label"])
     assert r.exit_code == 0 and "kappa=" in r.output and "correct" in r.output
+    # the four confusions beside kappa, overall and per group
+    assert all(f"{k}=" in r.output for k in ("h→c", "c→h", "d→h", "h→d"))
+    r = runner.invoke(app, ["judge-agreement", str(DATA), str(out), "--field-a", "label", "--json"])
+    conf = json.loads(r.output)["confusions"]
+    assert set(conf) == {"h→c", "c→h", "d→h", "h→d"} and conf["h→c"]["n"] > 0
     r = runner.invoke(app, ["judge", "--input", str(DATA), "--output", str(out), "--judge", "llm"])
     assert r.exit_code == 2 and "judge model" in r.output

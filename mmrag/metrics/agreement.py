@@ -10,7 +10,9 @@ outcome``).  Beside kappa every block gives what a judge's user needs to read it
 * ``kappa_decided`` (over ``n_decided`` pairs): kappa where neither side is ``unparseable``, i.e.
   how good the judge is when it decides;
 * ``hallucinations_judged_correct``: percent of A's hallucinations that B called correct (the
-  error that inflates accuracy), with its denominator.
+  error that inflates accuracy), with its denominator;
+* ``confusions``: the four that bend the deflection-vs-hallucination measure, each a percent of
+  A's first class with its denominator: ``h→c`` (the one above), ``c→h``, ``d→h``, ``h→d``.
 """
 
 from __future__ import annotations
@@ -26,6 +28,13 @@ from mmrag.util import iter_jsonl
 
 OUTCOMES = ("correct", "deflection", "hallucination", "unparseable")
 UNDECIDED = "unparseable"
+#: (A's label, B's label) of the four confusions reported beside kappa
+CONFUSIONS = (
+    ("hallucination", "correct"),
+    ("correct", "hallucination"),
+    ("deflection", "hallucination"),
+    ("hallucination", "deflection"),
+)
 
 
 def _field(rec: dict[str, Any], dotted: str) -> Any:
@@ -74,6 +83,13 @@ def summarise(la: Sequence[str], lb: Sequence[str]) -> dict[str, Any]:
         "hallucinations_judged_correct": {
             "value": _pct(sum(b == "correct" for b in halluc), len(halluc)),
             "n": len(halluc),
+        },
+        "confusions": {
+            f"{x[0]}→{y[0]}": {
+                "value": _pct(sum(a == x and b == y for a, b in zip(la, lb)), sum(a == x for a in la)),
+                "n": sum(a == x for a in la),
+            }
+            for x, y in CONFUSIONS
         },
     }
 
@@ -146,6 +162,8 @@ def format_block(lines: list[str], title: str, r: dict[str, Any], name_a: str = 
             f"{_num(r['kappa_decided'], '.3f')}  hallucinations judged correct="
             f"{_num(hjc.get('value'), suffix='%')} of {hjc.get('n', 0)}"
         )
+        conf = r.get("confusions") or {}
+        extra += "".join(f"  {k}={_num(v['value'], suffix='%')}" for k, v in conf.items())
     ci = r.get("ci") or {}
     kci = f" [{ci['kappa'][0]:.3f}, {ci['kappa'][1]:.3f}]" if ci.get("kappa") and ci["kappa"][0] is not None else ""
     aci = (
