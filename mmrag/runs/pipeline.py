@@ -39,6 +39,7 @@ from typing import Any
 
 from mmrag.errors import InputError
 from mmrag.judging import judge_many
+from mmrag.judging.failed import unjudged
 from mmrag.runs.records import RunRecord, cell_error, record_key
 from mmrag.schema import Response, Verdict
 
@@ -87,19 +88,9 @@ class Stats:
 
 
 def engine_verdict(r: Response) -> Verdict | None:
-    """The verdict of a reply that must not be judged (None: the judge decides)."""
-    if r.error is not None:
-        return Verdict(
-            outcome="unparseable", judge_id="engine", reason=f"request failed: {r.error}", details={"error": r.error}
-        )
-    if r.incomplete:
-        return Verdict(
-            outcome="unparseable",
-            judge_id="engine",
-            reason=f"reply incomplete (finish_reason={r.finish_reason}); not scored",
-            details={"finish_reason": r.finish_reason},
-        )
-    return None
+    """The verdict of a reply that must not be judged (None: the judge decides); the policy is the
+    judge's own (:func:`mmrag.judging.failed.unjudged`), so a run and ``mmrag judge`` agree."""
+    return unjudged(r, "engine")
 
 
 async def call_model(vlm: Any, prompts: list, settings: Any) -> list[Response]:

@@ -86,6 +86,8 @@ VERDICT_FIELDS = [
     ("label_is_nota", _B),
     ("chose_nota", _B),
     ("details", _S),
+    # the evidence a decided verdict names (mmrag.schema.Evidence as JSON; null: none)
+    ("evidence", _S),
 ]
 #: refs are the first 64 bits of the sha256 of the object's canonical JSON (an int64 joins and
 #: decodes far faster than a hex string; a collision among 10^7 objects has odds of about 3e-6)
@@ -150,6 +152,7 @@ def verdict_columns(rec: RunRecord, row: dict[str, Any]) -> dict[str, Any]:
         "label_is_nota": row["label_is_nota"],
         "chose_nota": row["chose_nota"],
         "details": canonical_json(v.details) if v.details else None,
+        "evidence": canonical_json(v.evidence.model_dump()) if v.evidence is not None else None,
     }
 
 
