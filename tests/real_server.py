@@ -48,7 +48,13 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def server_command(venv: Path, port: int, n_ctx: int = 2048, threads: int = 2) -> list[str]:
+def server_threads() -> int:
+    """llama.cpp's threads: 1 unless ``MMRAG_LLM_THREADS`` says otherwise.  Why not the core count:
+    on a loaded 2-core machine two spinning decode threads ran 20x slower (0.5 vs 11 tokens/s)."""
+    return int(os.environ.get("MMRAG_LLM_THREADS") or 1)
+
+
+def server_command(venv: Path, port: int, n_ctx: int = 2048, threads: int = 1) -> list[str]:
     """The command docs/models.md shows ("Serve a local model or judge")."""
     return [
         str(venv / "bin" / "python"),
@@ -90,10 +96,10 @@ def require_or_skip(reason: str) -> None:
 class LlamaServer:
     """``python -m llama_cpp.server`` as a child process, controlled by its PID."""
 
-    def __init__(self, venv: Path, log_dir: Path, port: int | None = None, threads: int = 2) -> None:
+    def __init__(self, venv: Path, log_dir: Path, port: int | None = None, threads: int | None = None) -> None:
         self.venv = venv
         self.port = port or free_port()
-        self.threads = threads
+        self.threads = threads or server_threads()
         self.log = log_dir / f"llama-server-{self.port}.log"
         self.proc: subprocess.Popen | None = None
 

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from real_server import ALIAS, LlamaServer, RecordingProxy
+from real_server import ALIAS, LlamaServer, RecordingProxy, llm_venv
 
 from mmrag.cli import main
 from mmrag.runs.frame import read_records
@@ -39,7 +39,9 @@ def run_cli(args: list[str], capsys) -> tuple[int, str, str]:
     return rc, out.out, out.err
 
 
-def gemma_run(url: str, out: Path, cache: Path, *extra: str, limit: int = 2, scenarios: str = "parametric,oracle"):
+def gemma_run(url: str, out: Path, cache: Path, *extra: str, limit: int = 2) -> list[str]:
+    """`mmrag run` of the model on the demo's first samples, parametric and oracle with text gold
+    (the model reads no images; llama.cpp's gemma template drops a turn that holds one)."""
     return [
         "run",
         "-b",
@@ -51,21 +53,24 @@ def gemma_run(url: str, out: Path, cache: Path, *extra: str, limit: int = 2, sce
         "--limit",
         str(limit),
         "--scenarios",
-        scenarios,
+        "parametric,oracle",
+        "--positive-modality",
+        "text",
         "--cache-path",
         str(cache),
+        *extra,
         "--out",
         str(out),
-        *extra,
     ]
 
 
 @pytest.fixture(scope="module")
 def first_run(proxy, tmp_path_factory):
-    """Four cells through the proxy, with a stop string so that replies end on ``stop`` (cacheable)."""
+    """A few cells through the proxy.  The stop string ends the replies that echo the question
+    (``finish_reason: stop``, cacheable); the others run to the token limit (``length``)."""
     root = tmp_path_factory.mktemp("gemma_run")
     proxy.reset()
-    args = gemma_run(proxy.url, root / "run", root / "cache.sqlite", "--max-new-tokens", "24")
+    args = gemma_run(proxy.url, root / "run", root / "cache.sqlite", "--max-new-tokens", "24", "--gen-kwargs", "stop=?")
     assert main(args) == 0
     return root, args, [(ex.body, ex.reply) for ex in proxy.chat()]
 
@@ -73,11 +78,11 @@ def first_run(proxy, tmp_path_factory):
 def test_run_records_are_complete_with_the_servers_usage(first_run):
     root, _, exchanges = first_run
     records = read_records(root / "run")
-    assert len(records) == 4 and len(exchanges) == 4
-    assert len({r.key for r in records}) == 4
+    assert len(records) == len(exchanges) >= 3 and len({r.key for r in records}) == len(records)
     by_text = {}
     for body, reply in exchanges:
         assert body["model"] == ALIAS and body["max_tokens"] == 24 and body["temperature"] == 0.0
+        assert body["stop"] == ["?"]
         by_text[reply["choices"][0]["message"]["content"]] = reply
     for r in records:
         assert r.response.error is None and r.response.model.startswith(f"openai:{ALIAS}@127.0.0.1:")
@@ -86,6 +91,8 @@ def test_run_records_are_complete_with_the_servers_usage(first_run):
         assert r.response.usage.prompt_tokens == reply["usage"]["prompt_tokens"] > 0
         assert r.response.usage.completion_tokens == reply["usage"]["completion_tokens"] > 0
         assert r.verdict.outcome in ("correct", "deflection", "hallucination", "unparseable")
+    finishes = {r.response.finish_reason for r in records}
+    assert finishes == {"stop", "length"}  # both kinds of ending came back from the server
     summary = json.loads((root / "run" / "summary.json").read_text())
     assert summary["incomplete_replies"] == sum(r.response.incomplete for r in records)
 
@@ -98,7 +105,7 @@ def test_rerun_is_served_from_the_response_cache(first_run, proxy, capsys):
     rc, out, _ = run_cli(rerun, capsys)
     assert rc == 0
     sent = len(proxy.chat())
-    assert sent == 4 - len(complete)  # cut-off replies are never cached; the others are
+    assert complete and sent == len(read_records(root / "run")) - len(complete)  # cut-off replies are never cached
     assert f"model calls: {sent}" in out
     again = {r.key: r for r in read_records(root / "rerun")}
     for r in complete:
@@ -111,18 +118,18 @@ def test_replies_cut_at_the_token_limit_are_kept_and_not_scored(proxy, tmp_path,
     rc, _, err = run_cli(args, capsys)
     assert rc == 0 and "Traceback" not in err
     sent = proxy.chat()
-    assert [ex.body["max_tokens"] for ex in sent] == [4] * 4
-    assert all(ex.reply["choices"][0]["finish_reason"] == "length" for ex in sent)
     records = read_records(tmp_path / "run")
+    assert len(sent) == len(records) >= 3 and all(ex.body["max_tokens"] == 4 for ex in sent)
+    assert all(ex.reply["choices"][0]["finish_reason"] == "length" for ex in sent)
     for r in records:
         assert r.response.finish_reason == "length" and r.response.usage.completion_tokens == 4
         assert r.response.text  # kept, not dropped
         assert r.verdict.outcome == "unparseable" and r.verdict.judge_id == "engine"
         assert r.verdict.reason == "reply incomplete (finish_reason=length); not scored"
-    assert json.loads((tmp_path / "run" / "summary.json").read_text())["incomplete_replies"] == 4
+    assert json.loads((tmp_path / "run" / "summary.json").read_text())["incomplete_replies"] == len(records)
     proxy.reset()  # never cached: the same run again asks the server again
     assert main(args[:-1] + [str(tmp_path / "again")]) == 0
-    assert len(proxy.chat()) == 4
+    assert len(proxy.chat()) == len(records)
 
 
 def test_a_window_of_four_is_kept_and_every_request_answered(proxy, tmp_path, capsys):
@@ -136,12 +143,12 @@ def test_a_window_of_four_is_kept_and_every_request_answered(proxy, tmp_path, ca
     assert rc == 0
     sent = proxy.chat()
     records = read_records(tmp_path / "run")
-    assert len(sent) == len(records) == 8
+    assert len(sent) == len(records) >= 6
     assert all(ex.status == 200 for ex in sent) and all(r.response.error is None for r in records)
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert list(summary["windows"].values()) == [4]
     with capsys.disabled():
-        print(f"\nreal_server window: {proxy.max_open} requests open at once (cap 4), 8 cells in {wall:.1f}s")
+        print(f"\nreal_server window: {proxy.max_open} requests open at once (cap 4), {len(sent)} cells in {wall:.1f}s")
     assert proxy.max_open == 4  # measured at the wire: the window was full, never over
 
 
@@ -170,8 +177,8 @@ def _completed(log: Path) -> int:
     return text.count('"POST /v1/chat/completions HTTP/1.1" 200')
 
 
-def test_server_killed_mid_run_fails_in_one_line_then_resume_completes(tmp_path):
-    server = LlamaServer(Path(os.environ.get("MMRAG_LLM_VENV") or ROOT / ".venv-llm"), tmp_path).start()
+def test_server_killed_mid_run_fails_in_one_line_then_resume_completes(tmp_path, capsys):
+    server = LlamaServer(llm_venv(), tmp_path).start()
     try:
         run_dir = tmp_path / "run"
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -207,10 +214,15 @@ def test_server_killed_mid_run_fails_in_one_line_then_resume_completes(tmp_path)
         )
         assert resumed.returncode == 0, resumed.stderr[-800:]
         records = read_records(run_dir)
-        assert len(records) == 6 and len({r.key for r in records}) == 6  # nothing lost, nothing twice
+        manifest = json.loads((run_dir / "manifest.json").read_text())
+        planned = 3 * 2 - manifest["counts"]["not_applicable"]  # 3 samples x 2 scenarios, less n/a cells
+        assert manifest["status"] == "complete"
+        assert len(records) == planned and len({r.key for r in records}) == planned  # nothing lost, nothing twice
         assert all(r.response.error is None for r in records)
         assert done <= {r.key for r in records}
-        # answered cells were not sent again: either the run dir had them or the cache did
-        assert _completed(server.log) - log_mark <= 6 - len(done)
+        # answered cells were not sent again: only the ones missing went to the restarted server
+        assert _completed(server.log) - log_mark == planned - len(done)
+        with capsys.disabled():
+            print(f"\nreal_server kill: {lines[0]}")
     finally:
         server.stop()

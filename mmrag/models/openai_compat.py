@@ -414,9 +414,9 @@ class OpenAICompatible:
                 httpx.NetworkError,
             ) as exc:  # refused, unreachable, dropped: nothing was measured
                 signal = "overload"
-                raise RetryableError("connection", f"{type(exc).__name__}: {exc}") from None
+                raise RetryableError("connection", self._unreachable(exc)) from None
             except httpx.RequestError as exc:
-                raise RetryableError("connection", f"{type(exc).__name__}: {exc}") from None
+                raise RetryableError("connection", self._unreachable(exc)) from None
             if status == 200:
                 signal, latency = "ok", time.monotonic() - started
                 try:
@@ -438,6 +438,11 @@ class OpenAICompatible:
         finally:
             clients.give_back(shard)
             self.limiter.release(ticket, signal, latency)
+
+    def _unreachable(self, exc: Exception) -> str:
+        """A connection failure's detail, naming the server first (a run's one-line failure shows
+        the start of the last error: "which server" must survive the cut); userinfo stays out."""
+        return f"server {strip_userinfo(self.base_url)}{urlsplit(self.base_url).path}: {type(exc).__name__}: {exc}"
 
     async def _post(self, client: httpx.AsyncClient, body: bytes) -> tuple[int, httpx.Headers, bytes]:
         """POST and read the body, refusing more than ``max_reply_bytes``."""
