@@ -113,11 +113,15 @@ def main() -> None:
     load = os.getloadavg()[0]
     mw, bw = statistics.median(m_wall), statistics.median(b_wall)
     mc, bc = statistics.mean(m_cpu), statistics.mean(b_cpu)
-    print(f"real server: llama.cpp, {ALIAS} (Gemma 3 270M Q4_K_M), {n} requests per client, max_tokens {args.max_tokens}")
+    print(
+        f"real server: llama.cpp, {ALIAS} (Gemma 3 270M Q4_K_M), {n} requests per client, max_tokens {args.max_tokens}"
+    )
     print(f"load average at the end: {load:.1f} on {os.cpu_count()} cores")
     print(f"  bare httpx loop : median {bw * 1000:8.1f} ms wall, mean {bc * 1000:6.2f} ms client CPU per request")
     print(f"  mmrag client    : median {mw * 1000:8.1f} ms wall, mean {mc * 1000:6.2f} ms client CPU per request")
-    print(f"  ratio mmrag/bare: wall {mw / bw:.3f}, client CPU {mc / bc:.2f}x  (overhead {1000 * (mc - bc):.2f} ms CPU)")
+    print(
+        f"  ratio mmrag/bare: wall {mw / bw:.3f}, client CPU {mc / bc:.2f}x  (overhead {1000 * (mc - bc):.2f} ms CPU)"
+    )
     print(f"  decode rate (bare loop): {tokens / sum(b_wall):.1f} completion tokens/s of wall time")
 
 
