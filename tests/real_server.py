@@ -54,7 +54,7 @@ def server_threads() -> int:
     return int(os.environ.get("MMRAG_LLM_THREADS") or 1)
 
 
-def server_command(venv: Path, port: int, n_ctx: int = 2048, threads: int = 1) -> list[str]:
+def server_command(venv: Path, port: int, n_ctx: int = 4096, threads: int = 1) -> list[str]:
     """The command docs/models.md shows ("Serve a local model or judge")."""
     return [
         str(venv / "bin" / "python"),
