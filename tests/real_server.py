@@ -74,6 +74,12 @@ def server_command(venv: Path, port: int, n_ctx: int = 4096, threads: int = 1) -
         str(threads),
         "--chat_format",
         "gemma",
+        # keep the evaluated prompts' states: the judge's 1,400-token grader prefix survives the
+        # answer requests that interleave with it (without it, each judge call evaluates it again)
+        "--cache",
+        "true",
+        "--cache_size",
+        str(512 << 20),
     ]
 
 

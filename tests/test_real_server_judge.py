@@ -31,37 +31,36 @@ def proxy(llama_server):
         yield p
 
 
-def judged_run(url: str, out: Path, cache: Path, mode: str, limit: int = 2) -> list[str]:
-    """`mmrag run` with the same server as model and judge (replies end at "?" or 24 tokens)."""
-    return [
-        "run",
-        "-b",
-        "demo",
-        "-m",
-        f"openai:{ALIAS}",
-        "--base-url",
-        url,
-        "--limit",
-        str(limit),
-        "--scenarios",
-        "parametric,oracle",
-        "--positive-modality",
-        "text",
-        "--max-new-tokens",
-        "24",
-        "--gen-kwargs",
-        "stop=?",
-        "--judge",
-        mode,
-        "--judge-model",
-        f"openai:{ALIAS}",
-        "--judge-base-url",
-        url,
-        "--cache-path",
-        str(cache),
-        "--out",
-        str(out),
-    ]
+def run_config(path: Path, url: str, cache: Path, limit: int = 2, **judge_options) -> Path:
+    """A run of the server as model *and* judge, written to ``path``.  Answers end at "?" or 24
+    tokens.  The judge is asked one request at a time with a long timeout: llama.cpp decodes one
+    request at a time, and on a loaded machine a queued 1,400-token grader prompt outlasts the
+    client's default 120 s per attempt (a retry then sends it twice)."""
+    cfg = {
+        "benchmarks": [{"name": "demo"}],
+        "scenarios": [{"kind": "parametric"}, {"kind": "oracle", "positive_modality": "text"}],
+        "models": [
+            {"backend": "openai", "model": ALIAS, "base_url": url, "settings": {"max_new_tokens": 24, "stop": ["?"]}}
+        ],
+        "judge": {
+            "mode": "rule",
+            "model": {
+                "backend": "openai",
+                "model": ALIAS,
+                "base_url": url,
+                "options": {"max_concurrency": 1, "timeout": 600, **judge_options},
+            },
+        },
+        "limit": limit,
+        "cache": {"path": str(cache)},
+    }
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+def distinct(exchanges) -> dict[str, object]:
+    """Requests by body (a retried request is one request)."""
+    return {json.dumps(ex.body, sort_keys=True): ex for ex in exchanges}
 
 
 def split(exchanges) -> tuple[list, list]:
@@ -94,9 +93,11 @@ def assert_verdict_read_from_reply(verdict, reply_text: str) -> None:
 
 @pytest.fixture(scope="module")
 def llm_run(proxy, tmp_path_factory):
+    """`mmrag run --config run.yaml --judge llm`: the flag sets the mode over the config's judge."""
     root = tmp_path_factory.mktemp("judge_llm")
+    cfg = run_config(root / "run.yaml", proxy.url, root / "c.sqlite")
     proxy.reset()
-    assert main(judged_run(proxy.url, root / "run", root / "c.sqlite", "llm")) == 0
+    assert main(["run", "--config", str(cfg), "--judge", "llm", "--out", str(root / "run")]) == 0
     return root, list(proxy.chat())
 
 
@@ -104,7 +105,7 @@ def test_llm_judge_reads_free_text_into_a_verdict_or_undecided(llm_run, capsys):
     root, exchanges = llm_run
     answers, judged = split(exchanges)
     records = read_records(root / "run")
-    assert len(answers) == len(records)
+    assert len(distinct(answers)) == len(records)
     by_reply = {}
     for r in records:
         if r.response.incomplete:  # the one cut-off policy: never shown to the judge
@@ -112,7 +113,7 @@ def test_llm_judge_reads_free_text_into_a_verdict_or_undecided(llm_run, capsys):
             continue
         assert r.verdict.judge_id.startswith(f"llm-answer@2:openai:{ALIAS}@")
         by_reply[r.key] = r
-    assert by_reply and len(judged) == len(by_reply)  # one judge call per judged reply, no more
+    assert by_reply and len(distinct(judged)) == len(by_reply)  # one judge call per judged reply, no more
     replies = {ex.body["messages"][0]["content"]: ex.reply["choices"][0]["message"]["content"] for ex in judged}
     template = documented_grader_prompt()
     for r in by_reply.values():
@@ -126,73 +127,60 @@ def test_llm_judge_reads_free_text_into_a_verdict_or_undecided(llm_run, capsys):
         assert ex.body["temperature"] == 0.0 and ex.body["max_tokens"] == 16
 
 
-def test_judge_replies_cut_at_their_limit_are_judged_but_never_cached(llm_run, proxy, tmp_path):
+def test_judge_replies_cut_at_their_limit_are_judged_but_never_cached(llm_run, proxy):
     """The judge's replies run to its 16-token limit here (finish_reason length): they are read
-    for a grade, but the response cache never stores an incomplete reply, so re-judging the run
-    asks again, for exactly those, with the same verdicts."""
+    for a grade, but the response cache never stores an incomplete reply, so the same run again
+    asks the judge again, for exactly those, and gets the same verdicts."""
     root, exchanges = llm_run
-    _, judged = split(exchanges)
-    cut = sum(ex.reply["choices"][0]["finish_reason"] == "length" for ex in judged)
-    before = {r.key: (r.verdict.outcome, r.verdict.reason) for r in read_records(root / "run")}
+    answers, judged = split(exchanges)
+    cut = {k for k, ex in distinct(judged).items() if ex.reply["choices"][0]["finish_reason"] == "length"}
+    cut_answers = {k for k, ex in distinct(answers).items() if ex.reply["choices"][0]["finish_reason"] == "length"}
     proxy.reset()
-    args = ["score", str(root / "run"), "--judge", "llm", "--judge-model", f"openai:{ALIAS}"]
-    assert main([*args, "--judge-base-url", proxy.url]) == 0
-    assert len(proxy.chat()) == cut
-    after = {r.key: (r.verdict.outcome, r.verdict.reason) for r in read_records(root / "run")}
-    assert after == before
+    assert main(["run", "--config", str(root / "run.yaml"), "--judge", "llm", "--out", str(root / "again")]) == 0
+    answers2, judged2 = split(proxy.chat())
+    assert set(distinct(judged2)) == cut and set(distinct(answers2)) == cut_answers
+    before = {r.key: (r.verdict.outcome, r.verdict.reason) for r in read_records(root / "run")}
+    assert {r.key: (r.verdict.outcome, r.verdict.reason) for r in read_records(root / "again")} == before
 
 
 def test_complete_judge_replies_are_served_from_the_cache(proxy, tmp_path, capsys):
     """With a stop string in the judge's request body (option ``extra_body``) its replies end
     before the limit: the second run of the same config makes no model and no judge call."""
-    cfg = {
-        "benchmarks": [{"name": "demo"}],
-        "scenarios": [{"kind": "parametric"}],
-        "models": [{"backend": "openai", "model": ALIAS, "base_url": proxy.url, "settings": {"stop": ["?"]}}],
-        "settings": {"max_new_tokens": 24},
-        "judge": {
-            "mode": "llm",
-            "model": {
-                "backend": "openai",
-                "model": ALIAS,
-                "base_url": proxy.url,
-                "options": {"extra_body": {"stop": [","]}},
-            },
-        },
-        "limit": 2,
-        "cache": {"path": str(tmp_path / "c.sqlite")},
-    }
-    path = tmp_path / "run.yaml"
-    path.write_text(yaml.safe_dump(cfg))
+    path = run_config(tmp_path / "run.yaml", proxy.url, tmp_path / "c.sqlite", limit=1, extra_body={"stop": [","]})
+    run = ["run", "--config", str(path), "--judge", "llm", "--out"]
     proxy.reset()
-    assert main(["run", "--config", str(path), "--out", str(tmp_path / "a")]) == 0
-    answers, judged = split(proxy.chat())
-    assert judged and all(ex.reply["choices"][0]["finish_reason"] == "stop" for ex in judged + answers)
-    first = {r.key: r.verdict for r in read_records(tmp_path / "a")}
-    for v in first.values():
-        assert v.details["judge_cached"] is False
+    assert main([*run, str(tmp_path / "a")]) == 0
+    _, judged = split(proxy.chat())
+    assert judged and all(ex.reply["choices"][0]["finish_reason"] == "stop" for ex in judged)
+    assert all(ex.body["stop"] == [","] for ex in judged)
+    first = {r.key: r.verdict for r in read_records(tmp_path / "a") if r.verdict.judge_id != "engine"}
+    assert first and all(v.details["judge_cached"] is False for v in first.values())
+    complete = [r for r in read_records(tmp_path / "a") if not r.response.incomplete]
     proxy.reset()
-    capsys.readouterr()
-    assert main(["run", "--config", str(path), "--out", str(tmp_path / "b")]) == 0
-    assert "model calls: 0" in capsys.readouterr().out
-    assert proxy.chat() == []  # neither the model nor the judge was asked again
-    for r in read_records(tmp_path / "b"):
-        assert r.verdict.details["judge_cached"] is True
-        assert (r.verdict.outcome, r.verdict.details["judge_reply"]) == (
-            first[r.key].outcome,
-            first[r.key].details["judge_reply"],
+    assert main([*run, str(tmp_path / "b")]) == 0
+    _, judged2 = split(proxy.chat())
+    assert judged2 == []  # the judge was not asked again
+    again = {r.key: r for r in read_records(tmp_path / "b")}
+    for r in complete:
+        assert again[r.key].response.cached
+    for key, v in first.items():
+        assert again[key].verdict.details["judge_cached"] is True
+        assert (again[key].verdict.outcome, again[key].verdict.details["judge_reply"]) == (
+            v.outcome,
+            v.details["judge_reply"],
         )
 
 
 def test_rule_then_llm_sends_only_the_undecided_replies(proxy, tmp_path):
+    cfg = run_config(tmp_path / "run.yaml", proxy.url, tmp_path / "c.sqlite", limit=3)
     proxy.reset()
-    assert main(judged_run(proxy.url, tmp_path / "run", tmp_path / "c.sqlite", "rule+llm", limit=3)) == 0
+    assert main(["run", "--config", str(cfg), "--judge", "rule+llm", "--out", str(tmp_path / "run")]) == 0
     answers, judged = split(proxy.chat())
     records = read_records(tmp_path / "run")
-    assert len(answers) == len(records)
+    assert len(distinct(answers)) == len(records)
     by_llm = [r for r in records if r.verdict.details.get("judged_by") == "llm"]
     by_rules = [r for r in records if r.verdict.details.get("judged_by") == "rules"]
-    assert len(judged) == len(by_llm)  # only what the rules left undecided went to the judge
+    assert len(distinct(judged)) == len(by_llm)  # only what the rules left undecided went to the judge
     for r in by_llm:
         assert r.verdict.details["rule_outcome"] == "unparseable"
         assert r.verdict.details["rule_reason"].startswith("undecided")

@@ -34,6 +34,7 @@ built, sent as ``Authorization: Bearer``, and never stored in the fingerprint, a
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import os
 import time
@@ -203,6 +204,9 @@ class OpenAICompatible:
         # user:KEY@host never reaches a file
         server = o.server_id or (strip_userinfo(self.base_url) + urlsplit(self.base_url).path.rstrip("/"))
         self.fingerprint = f"openai:{model}" + (f"#{o.revision}" if o.revision else "") + f"@{server}"
+        if o.extra_body:  # sent with every request, so it changes the replies: part of the identity and cache key
+            digest = hashlib.sha256(json.dumps(o.extra_body, sort_keys=True, default=str).encode()).hexdigest()
+            self.fingerprint += f"[extra_body={digest[:12]}]"
         self.capabilities = Capabilities(max_images=o.max_images, system_prompt=True, image_formats=DATA_URL_TYPES)
         self._policy = RetryPolicy(o.max_retries, o.backoff_initial, o.backoff_max, o.max_retry_after)
         self._clients: dict[Any, _ShardedClients] = {}
