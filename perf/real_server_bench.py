@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import re
 import statistics
 import sys
 import tempfile
@@ -110,19 +111,37 @@ def main() -> None:
         loop.run_until_complete(model.aclose())
         loop.close()
         bare.close()
+        decode = server_decode_rates(server.log)
     load = os.getloadavg()[0]
-    mw, bw = statistics.median(m_wall), statistics.median(b_wall)
+    mw, bw = sum(m_wall), sum(b_wall)
+    paired = statistics.median(m - b for m, b in zip(m_wall, b_wall))
     mc, bc = statistics.mean(m_cpu), statistics.mean(b_cpu)
     print(
         f"real server: llama.cpp, {ALIAS} (Gemma 3 270M Q4_K_M), {n} requests per client, max_tokens {args.max_tokens}"
     )
     print(f"load average at the end: {load:.1f} on {os.cpu_count()} cores")
-    print(f"  bare httpx loop : median {bw * 1000:8.1f} ms wall, mean {bc * 1000:6.2f} ms client CPU per request")
-    print(f"  mmrag client    : median {mw * 1000:8.1f} ms wall, mean {mc * 1000:6.2f} ms client CPU per request")
+    print(f"  bare httpx loop : {1000 * bw / n:8.1f} ms wall, {bc * 1000:6.2f} ms client CPU per request")
+    print(f"  mmrag client    : {1000 * mw / n:8.1f} ms wall, {mc * 1000:6.2f} ms client CPU per request")
     print(
-        f"  ratio mmrag/bare: wall {mw / bw:.3f}, client CPU {mc / bc:.2f}x  (overhead {1000 * (mc - bc):.2f} ms CPU)"
+        f"  ratio mmrag/bare: wall {mw / bw:.3f} (median paired difference {1000 * paired:+.1f} ms), "
+        f"client CPU {mc / bc:.2f}x ({1000 * (mc - bc):+.2f} ms per request)"
     )
-    print(f"  decode rate (bare loop): {tokens / sum(b_wall):.1f} completion tokens/s of wall time")
+    if decode:
+        print(
+            f"  server decode rate: median {statistics.median(decode):.1f} tokens/s "
+            f"(min {min(decode):.1f}, max {max(decode):.1f}; llama.cpp's own timings)"
+        )
+    print(f"  completion tokens per second of request wall time (bare loop): {tokens / bw:.1f}")
+
+
+def server_decode_rates(log: Path) -> list[float]:
+    """llama.cpp's own decode rates (``eval time ... tokens per second``, prompt evaluation excluded)."""
+    rates = []
+    for line in log.read_text(errors="replace").splitlines():
+        m = re.search(r"(?<!prompt )eval time =.*runs.*?([\d.]+) tokens per second", line)
+        if m and "prompt eval" not in line:
+            rates.append(float(m.group(1)))
+    return rates
 
 
 if __name__ == "__main__":
