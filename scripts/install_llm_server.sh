@@ -22,7 +22,7 @@ fail() {
   exit 1
 }
 
-mkdir -p "$VENV" || { echo "install_llm_server: FAILED: cannot create $VENV" >&2; exit 1; }
+mkdir -p "$VENV" 2>/dev/null || { echo "install_llm_server: FAILED: cannot create $VENV" >&2; exit 1; }
 VENV="$(cd "$VENV" && pwd)"
 MODEL="$VENV/models/gemma-3-270m-q4_k_m.gguf"
 LOG="$VENV/install.log"
