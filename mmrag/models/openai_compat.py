@@ -34,6 +34,7 @@ built, sent as ``Authorization: Bearer``, and never stored in the fingerprint, a
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import os
 import time
@@ -209,6 +210,9 @@ class OpenAICompatible:
         # hold a key (?api_key=...)
         server = o.server_id or (strip_userinfo(self.base_url) + urlsplit(self.base_url).path.rstrip("/"))
         self.fingerprint = f"openai:{model}" + (f"#{o.revision}" if o.revision else "") + f"@{server}"
+        if o.extra_body:  # sent with every request, so it changes the replies: part of the identity and cache key
+            digest = hashlib.sha256(json.dumps(o.extra_body, sort_keys=True, default=str).encode()).hexdigest()
+            self.fingerprint += f"[extra_body={digest[:12]}]"
         self.capabilities = Capabilities(max_images=o.max_images, system_prompt=True, image_formats=DATA_URL_TYPES)
         self._policy = RetryPolicy(o.max_retries, o.backoff_initial, o.backoff_max, o.max_retry_after)
         self._clients: dict[Any, _ShardedClients] = {}
@@ -420,9 +424,9 @@ class OpenAICompatible:
                 httpx.NetworkError,
             ) as exc:  # refused, unreachable, dropped: nothing was measured
                 signal = "overload"
-                raise RetryableError("connection", f"{type(exc).__name__}: {exc}") from None
+                raise RetryableError("connection", self._unreachable(exc)) from None
             except httpx.RequestError as exc:
-                raise RetryableError("connection", f"{type(exc).__name__}: {exc}") from None
+                raise RetryableError("connection", self._unreachable(exc)) from None
             if status == 200:
                 signal, latency = "ok", time.monotonic() - started
                 try:
@@ -444,6 +448,11 @@ class OpenAICompatible:
         finally:
             clients.give_back(shard)
             self.limiter.release(ticket, signal, latency)
+
+    def _unreachable(self, exc: Exception) -> str:
+        """A connection failure's detail, naming the server first (a run's one-line failure shows
+        the start of the last error: "which server" must survive the cut); userinfo stays out."""
+        return f"server {strip_userinfo(self.base_url)}{urlsplit(self.base_url).path}: {type(exc).__name__}: {exc}"
 
     async def _post(self, client: httpx.AsyncClient, body: bytes) -> tuple[int, httpx.Headers, bytes]:
         """POST and read the body, refusing more than ``max_reply_bytes``."""
