@@ -25,7 +25,13 @@ MAX_NEW_TOKENS = typer.Option(
 )
 #: lmms-eval's ``--max_tokens`` is a budget of all tokens of the evaluation, not a per-reply limit:
 #: taking it as ``--max-new-tokens`` would silently change what the flag means, so it is refused
-LMMS_MAX_TOKENS = typer.Option(None, "--max_tokens", "--max-tokens", hidden=True)
+LMMS_MAX_TOKENS = typer.Option(
+    None,
+    "--max_tokens",
+    "--max-tokens",
+    hidden=True,
+    help="refused: lmms-eval's budget of all tokens of an evaluation; the per-reply limit is --max-new-tokens",
+)
 
 
 def refuse_max_tokens(value: int | None) -> None:
