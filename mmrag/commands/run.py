@@ -87,6 +87,7 @@ def _builtin_sweep_names() -> list[str]:
 
 def run_and_print(config: RunConfig, out: Path, title: str = "Results", retry_failed: bool = False) -> RunResult:
     """Execute and print; a run over its error budget exits 1 with a one-line reason on stderr."""
+    from mmrag.labels.summary import with_corrected
     from mmrag.util import as_input_error
 
     t0 = time.perf_counter()
@@ -94,6 +95,7 @@ def run_and_print(config: RunConfig, out: Path, title: str = "Results", retry_fa
     try:
         with progress_bar() as progress:
             result = execute(config, out, argv=sys.argv, progress=progress, retry_failed=retry_failed)
+        result.summary = with_corrected(result.run_dir, result.summary)  # a labelled run's corrected rates
     except OSError as exc:  # a full disk, a quota, a file-size limit: one line, and how to go on
         err = as_input_error(exc, out, f"free space and resume: mmrag run --resume {out}")
         if err is exc:

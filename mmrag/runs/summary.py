@@ -10,6 +10,7 @@ models that have any.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,10 +35,10 @@ def group_records(records: list[RunRecord]) -> dict[tuple[str, str, str], list[R
 def family_metrics(kind: str, recs: list[RunRecord]) -> dict[str, Any]:
     """The metrics the benchmark family declares (``BenchmarkFamily.metrics``)."""
     from mmrag.benchmarks.family import get_family
-    from mmrag.metrics import Scored
+    from mmrag.metrics import Scored, family_metric
 
     items = [Scored(r.sample, r.prompt, r.response, r.verdict) for r in recs]
-    return get_family(kind).metric_function()(items)
+    return family_metric(get_family(kind).metrics)(items)
 
 
 def _paper_order(item: tuple[tuple[str, str, str], list[RunRecord]]) -> tuple:
@@ -81,7 +82,9 @@ def build_summary(records: list[RunRecord]) -> dict[str, Any]:
     }
 
 
-def summary_markdown(summary: dict[str, Any]) -> str:
+def summary_markdown(summary: dict[str, Any], extra: Sequence[str] = ()) -> str:
+    """summary.md; ``extra``: lines a layer above adds (the judge-corrected rates of a labelled
+    run, :func:`mmrag.labels.summary.refresh_summary`: runs never import labels)."""
     from mmrag.metrics.rates import DENOMINATOR, RATES
     from mmrag.scenarios.kinds import scenario_label
 
@@ -117,18 +120,13 @@ def summary_markdown(summary: dict[str, Any]) -> str:
             "Models with failed cells (left out of the rates above; `mmrag run --resume` retries them): "
             + ", ".join(f"{m} ({n})" for m, n in sorted(summary.get("failed_by_model", {}).items())),
         ]
-    from mmrag.labels.summary import corrected_markdown  # judge-corrected rates, when the run has labels
-
-    lines += corrected_markdown(summary)
+    lines += extra
     return "\n".join(lines) + "\n"
 
 
 def write_summary(run_dir: str | Path, records: list[RunRecord], extra: dict[str, Any] | None = None) -> dict[str, Any]:
     summary = build_summary(records)
     summary.update(extra or {})
-    from mmrag.labels.summary import judge_corrected  # rates corrected for judge error, when labelled
-
-    summary.update(judge_corrected(run_dir, [r for r in records if r.response.error is None]))
     atomic_write_json(Path(run_dir) / "summary.json", summary)
     atomic_write_text(Path(run_dir) / "summary.md", summary_markdown(summary))
     return summary
