@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 if TYPE_CHECKING:  # for readers and type checkers only; nothing heavy is imported at run time
     import pandas as pd
@@ -16,6 +16,7 @@ if TYPE_CHECKING:  # for readers and type checkers only; nothing heavy is import
     from mmrag.retrieval.kb import KnowledgeBase
     from mmrag.runs.config import RunConfig
     from mmrag.runs.engine import RunResult
+    from mmrag.schema import Verdict
 
 
 def _config(config: RunConfig | dict | str | Path | None, fields: dict[str, Any]) -> RunConfig:
@@ -116,11 +117,21 @@ def report(
     return LabelledReport(run_dirs, opts, files=files)
 
 
+@overload
+def judge(target: str | Path, mode: str = "rule", model: str | ModelSpec | None = None) -> dict[str, Any]: ...
+
+
+@overload
+def judge(
+    target: Sequence[tuple[Any, Any, Any]], mode: str = "rule", model: str | ModelSpec | None = None
+) -> list[Verdict]: ...
+
+
 def judge(
     target: str | Path | Sequence[tuple[Any, Any, Any]],
     mode: str = "rule",
     model: str | ModelSpec | None = None,
-) -> Any:
+) -> dict[str, Any] | list[Verdict]:
     """Judge replies without calling the evaluated model.
 
     ``target`` a run directory: re-judge the saved run with another judge (``rule``, ``llm``,

@@ -39,7 +39,7 @@ ALLOW_CODE_HELP = (
     "import plug-ins the config names by dotted path (pkg.module:Class); only for configs you "
     "trust, never taken from a run directory"
 )
-Modality = Literal[MODALITIES]  # type: ignore[valid-type]  (typer lists the choices in --help)
+Modality = Literal[MODALITIES]  # type: ignore[valid-type]  # built from the tuple: typer lists the choices in --help
 
 #: one help text per flag, shared by every command that has the flag (one meaning everywhere)
 BENCHMARK_HELP = (

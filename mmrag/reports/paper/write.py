@@ -43,6 +43,7 @@ def write_all(
         if why:
             index[a.id] = {"made": False, "files": [], "why": why, "title": a.title, "kind": a.kind}
             continue
+        assert a.build is not None  # missing() said why not otherwise
         built = a.build(ctx)
         files: list[Path] = []
         if a.kind == "table":
