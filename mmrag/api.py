@@ -95,8 +95,9 @@ def report(
     """The report of one run (written into ``RUN_DIR/report``) or several (into ``out``): tables
     with bootstrap intervals, paired tests, figures, ``report.md`` and the HTML sample browser.
 
-    Returns a :class:`~mmrag.labels.view.LabelledReport` (a :class:`~mmrag.reports.view.Report`): ``files`` (every file written), ``frame``,
-    ``figure(name)`` (a matplotlib Figure) and ``save(fig, name, folder)``, ``table(name)``,
+    Returns a :class:`~mmrag.labels.view.LabelledReport` (a :class:`~mmrag.reports.view.Report`
+    with ``labels``): ``files`` (every file written), ``frame``, ``figure(name)`` (a matplotlib
+    Figure) and ``save(fig, name, folder)``, ``table(name)``,
     ``rates(by, frame)`` and ``compare(a, b)`` with the same intervals, and ``labels`` (the human
     check of the judge).  ``write=False`` writes nothing (a notebook that only wants figures);
     a DataFrame in :func:`mmrag.load`'s format is accepted then too."""
