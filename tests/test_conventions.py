@@ -140,7 +140,7 @@ def test_a_flag_and_the_same_gen_kwarg_is_an_error(tmp_path, capsys):
 def test_the_base_url_path_is_part_of_the_model_identity():
     a = OpenAICompatible("m", "http://127.0.0.1:9/team-a/v1")
     b = OpenAICompatible("m", "http://127.0.0.1:9/team-b/v1")
-    c = OpenAICompatible("m", "http://user:pw-secret@127.0.0.1:9/team-a/v1/")
+    c = OpenAICompatible("m", "http://127.0.0.1:9/team-a/v1/?api_key=pw-secret")
     assert a.fingerprint == "openai:m@127.0.0.1:9/team-a/v1" and a.fingerprint != b.fingerprint
     assert c.fingerprint == a.fingerprint and "pw-secret" not in c.fingerprint
     p, s = _prompt(), GenerationSettings()

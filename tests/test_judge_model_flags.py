@@ -55,10 +55,10 @@ def test_judge_command_rule_plus_llm_caches_and_fails_on_a_failed_judge_call(hom
         {
             "id": "c",
             "source": "viquae",
-            "question": "Which city is this?",
-            "answers": ["Lyon"],
-            "response": "Lille.",
-        },  # decided (another city): kept
+            "question": "In which year was this tower built?",
+            "answers": ["1887"],
+            "response": "1902.",
+        },  # decided (another year): kept
         {
             "id": "d",
             "source": "viquae",

@@ -118,7 +118,10 @@ def reproduce(
     ),
     k_min: int = typer.Option(5, "--k-min", min=0, help="negatives a sample must keep through curation (paper: 5)"),
     paper_model: str | None = typer.Option(
-        None, "--paper-model", help="a model of the paper: show its published numbers beside yours"
+        None,
+        "--paper-model",
+        help="a model of the paper: line its published numbers up with yours, one by one, with the difference "
+        "(every table lists all published rows anyway)",
     ),
     judge: str | None = typer.Option(None, "--judge", help="rule | llm | rule+llm (default rule)"),
     base_url: str | None = typer.Option(None, "--base-url", help="base URL of an OpenAI-compatible server"),

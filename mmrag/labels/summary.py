@@ -19,6 +19,8 @@ from mmrag.labels.store import HUMAN_LABELS
 from mmrag.labels.store import load as load_labels
 
 KEY = "judge_corrected"
+#: summary.json key of who settled the replies (rule, LLM, person), written where labels exist
+SETTLED = "settled_by"
 _BY = ("benchmark", "scenario_id", "model")
 
 
@@ -65,6 +67,8 @@ def judge_corrected(
             }
         )
     a = table.attrs
+    from mmrag.labels.settled import settled_groups
+
     return {
         KEY: {
             "method": a["method"],
@@ -74,12 +78,31 @@ def judge_corrected(
             "confusion_groups": a["confusion_groups"],
             "level": a["level"],
             "groups": groups,
-        }
+        },
+        SETTLED: settled_groups(records, labels),
     }
 
 
+def settled_section(groups: Sequence[dict[str, Any]] | None, heading: str = "##") -> list[str]:
+    """The "who settled the replies" markdown (summary.md and report.md), empty without groups."""
+    from mmrag.labels.settled import settled_markdown
+
+    if not groups:
+        return []
+    return [
+        "",
+        f"{heading} Who settled the replies",
+        "",
+        "Every response (failed requests left out), by who decided it: the rules, the LLM judge, a "
+        "person's label where the rules left it undecided (`mmrag label RUN --undecided`), nobody yet "
+        "(still undecided), or not judged (cut off, empty). See docs/labelling.md.",
+        "",
+        *settled_markdown(groups),
+    ]
+
+
 def corrected_markdown(summary: dict[str, Any]) -> list[str]:
-    """The summary.md section (empty when the summary has no corrected rates)."""
+    """The summary.md sections (empty when the summary has no corrected rates)."""
     jc = summary.get(KEY)
     if not jc:
         return []
@@ -108,7 +131,7 @@ def corrected_markdown(summary: dict[str, Any]) -> list[str]:
             f"| {g['benchmark']} | {g['scenario'] or g['scenario_id']} | {g['model']} | {g['n']} | "
             f"{_fmt(g['coverage'])} | " + " | ".join(cells) + f" | {g['confusion']} |"
         )
-    return lines
+    return lines + settled_section(summary.get(SETTLED))
 
 
 def refresh_summary(run_dir: str | Path) -> dict[str, Any] | None:
@@ -126,7 +149,8 @@ def refresh_summary(run_dir: str | Path) -> dict[str, Any] | None:
     except (OSError, json.JSONDecodeError):
         return None  # a summary we cannot read is the run's business, not the labels'
     summary.pop(KEY, None)
-    summary.update(judge_corrected(run_dir, read_records(run_dir)))
+    summary.pop(SETTLED, None)
+    summary.update(judge_corrected(run_dir, [r for r in read_records(run_dir) if r.response.error is None]))
     atomic_write_json(path, summary)
     atomic_write_text(Path(run_dir) / "summary.md", summary_markdown(summary, corrected_markdown(summary)))
     return summary
@@ -134,6 +158,6 @@ def refresh_summary(run_dir: str | Path) -> dict[str, Any] | None:
 
 def with_corrected(run_dir: str | Path, summary: dict[str, Any]) -> dict[str, Any]:
     """``summary`` (a run's, as just written by a run or a re-scoring) with the judge-corrected
-    rates when the run has labels, summary.json and summary.md rewritten to match."""
+    rates and who settled the replies when the run has labels, summary.json and summary.md rewritten to match."""
     fresh = refresh_summary(run_dir)
-    return {**summary, KEY: fresh[KEY]} if fresh and KEY in fresh else summary
+    return {**summary, **{k: fresh[k] for k in (KEY, SETTLED) if k in fresh}} if fresh else summary

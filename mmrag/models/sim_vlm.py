@@ -315,6 +315,20 @@ class SimVLM(Baseline):
             )
         return cls(**{**inline, **spec.options})
 
+    def unfit(self, plan: Any) -> str | None:
+        """Why the simulated VLM will deflect on every item of ``plan``: it knows one generated demo
+        world, and none of the plan's samples is about an entity of it."""
+        samples = plan.samples[:50]
+        if not samples:
+            return None
+        known = 0
+        for s in samples:
+            root = find_world(list(s.images), self.params.world)
+            known += root is not None and s.entity_id in world_for(root).by_id
+        if known:
+            return None
+        return f"{self.name} knows only the demo world, not the entities of {plan.ref.name}: expect 100 % deflection"
+
     def answer(self, prompt: Prompt, settings: GenerationSettings | None = None) -> str:
         seed = settings.seed if settings is not None and settings.seed is not None else 0
         root = find_world(prompt.images(), self.params.world)

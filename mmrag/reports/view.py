@@ -126,7 +126,8 @@ class Report:
     def rates(
         self, by: Sequence[str] = (), frame: pd.DataFrame | None = None, outcomes: Sequence[str] = OUTCOMES
     ) -> pd.DataFrame:
-        """Outcome rates in percent per group of ``by``, each with the report's bootstrap interval
+        """Outcome rates in percent (every rate and difference the facade returns is in percent;
+        :func:`mmrag.load`'s outcome columns are per-row booleans) per group of ``by``, each with the report's bootstrap interval
         clustered by question (``OUTCOME``, ``OUTCOME_lo``, ``OUTCOME_hi``, plus ``n``,
         ``n_questions``, ``coverage``).  ``frame``: any slice of the rows (it needs
         ``question_id`` and the boolean outcome columns)."""
@@ -138,10 +139,32 @@ class Report:
             return rate_table(df, ["_all"], outcomes=tuple(outcomes), opts=self.opts).drop(columns="_all")
         return rate_table(df, list(by), outcomes=tuple(outcomes), opts=self.opts)
 
-    def compare(self, a: pd.DataFrame, b: pd.DataFrame, on: str = "sample_id") -> dict[str, Any]:
-        """Two slices paired on ``on``: per outcome the rates and ``d_OUTCOME`` = B - A in points
-        with a paired clustered bootstrap interval, ``p_boot`` (correctness), McNemar's exact
-        ``p_mcnemar`` and ``n_pairs``; failed requests are left out of the pairing."""
+    def compare(
+        self,
+        a: pd.DataFrame | None = None,
+        b: pd.DataFrame | None = None,
+        on: str = "sample_id",
+        *,
+        baseline: pd.DataFrame | None = None,
+        treatment: pd.DataFrame | None = None,
+    ) -> dict[str, Any]:
+        """Two slices paired on ``on``: per outcome the rates (``OUTCOME_a``: baseline,
+        ``OUTCOME_b``: treatment, in percent) and ``d_OUTCOME`` = treatment - baseline in percentage
+        points with a paired clustered bootstrap interval, ``p_boot`` (correctness), McNemar's exact
+        ``p_mcnemar`` and ``n_pairs``; failed requests are left out of the pairing.
+
+        Name the slices (``compare(baseline=at0, treatment=at8)``) so the sign cannot be read
+        backwards; positionally, ``compare(a, b)`` is ``b - a``."""
         from mmrag.reports.paired import compare
 
-        return compare(a, b, on=on, opts=self.opts)
+        if (baseline is None) != (treatment is None):
+            raise InputError("give both baseline= and treatment=", field="baseline")
+        if baseline is not None:
+            if a is not None or b is not None:
+                raise InputError("give the slices either as (a, b) or as baseline=/treatment=, not both", field="a")
+            a, b = baseline, treatment
+        if a is None or b is None:
+            raise InputError("give two slices: compare(baseline=..., treatment=...)", field="baseline")
+        out = compare(a, b, on=on, opts=self.opts)
+        out["difference"] = "treatment - baseline (b - a), percentage points"
+        return out

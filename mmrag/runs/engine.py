@@ -27,6 +27,7 @@ from typing import Any
 from mmrag.errors import InputError
 from mmrag.models.aio import run_sync
 from mmrag.models.base import GenerationSettings, ModelSpec
+from mmrag.models.factory import check_distinct
 from mmrag.models.inputs import check_plan_inputs
 from mmrag.redact import redact
 from mmrag.runs.config import EXECUTION_KNOBS, RunConfig
@@ -35,9 +36,11 @@ from mmrag.runs.manifest import RunManifest
 from mmrag.runs.pipeline import Lane, Pipeline, Stats, plan_cells
 from mmrag.runs.plan import BenchmarkPlan, prepare_benchmarks
 from mmrag.runs.preflight import check_config
+from mmrag.runs.state import planned_entry
 from mmrag.runs.store import RunLock, RunStore, stored_responses, write_format_marker
-from mmrag.runs.summary import write_summary
+from mmrag.runs.summary import mark_summary_running, write_summary
 from mmrag.runs.wiring import make_judge, make_model
+from mmrag.scenarios.kinds import scenario_label
 from mmrag.util import mmrag_home
 
 
@@ -199,6 +202,7 @@ def _execute(
     # Everything that can fail on bad input happens before a new run directory is created.
     plans = prepare_benchmarks(config, progress=progress)
     models = [(mspec, make_model(mspec, config)) for mspec in config.models]
+    check_distinct(models)  # one model under two spellings (sim-vlm, sim-vlm:text_prior=0.5)
     judges = {p.kind: make_judge(p.kind, config) for p in plans}
     check_plan_inputs(plans, [vlm for _, vlm in models])  # a backend refusing an input fails here, not mid-run
     _ensure_writable(run_dir)
@@ -217,7 +221,14 @@ def _execute(
             manifest.models[mspec.label] = vlm.fingerprint
         manifest.write(run_dir)
         lanes = _lanes(models, config, config.settings or GenerationSettings())
-        cells, not_applicable, skipped, total = plan_cells(plans, lanes, store, retry_failed)
+        planned: dict[tuple[str, str, str], int] = {}
+        cells, not_applicable, skipped, total = plan_cells(plans, lanes, store, retry_failed, planned)
+        # the plan's size goes on record before any cell runs: a reader of a killed run says what is missing
+        manifest.counts = {"planned": total}
+        named = {sp.id: scenario_label(sp.model_dump(mode="json")) for p in plans for sp in p.specs}
+        manifest.planned = [planned_entry(*g, n, scenario=named.get(g[1], "")) for g, n in planned.items()]
+        manifest.write(run_dir)
+        mark_summary_running(run_dir, skipped, total)
         rejudge = stored_responses(run_dir, store.judge_failed) if retry_failed else {}
         n_todo = sum(len(need) for _, todo in cells for _, _, need in todo)
         task = (
@@ -256,11 +267,6 @@ def _execute(
                 manifest.mark_failed(run_dir)
             raise
     records = read_records(run_dir)
-    summary = write_summary(
-        run_dir, records, extra={"not_applicable": not_applicable, "windows": {l.label: l.window for l in lanes}}
-    )
-    for r in records:
-        manifest.templates.update(_template_of(r.prompt))
     failure = stats.aborted
     if failure is None and failed_now > config.max_failures * max(total, 1):
         failure = (
@@ -268,7 +274,16 @@ def _execute(
             f"{100 * config.max_failures:g} %); `mmrag run --resume {run_dir}` retries them"
         )
     manifest.status = "failed" if failure else ("complete" if not failed_now else "complete_with_failures")
+    summary = write_summary(
+        run_dir,
+        records,
+        extra={"not_applicable": not_applicable, "windows": {l.label: l.window for l in lanes}},
+        status=manifest.status,
+    )
+    for r in records:
+        manifest.templates.update(_template_of(r.prompt))
     manifest.counts = {
+        "planned": total,
         "records": len(records),
         "new": stats.new,
         "model_calls": stats.model_calls,

@@ -39,6 +39,7 @@ from typing import Any, cast
 
 from mmrag.errors import InputError
 from mmrag.judging import judge_many
+from mmrag.judging.failed import unjudged
 from mmrag.runs.records import RunRecord, cell_error, record_key
 from mmrag.schema import Response, Verdict
 
@@ -87,19 +88,9 @@ class Stats:
 
 
 def engine_verdict(r: Response) -> Verdict | None:
-    """The verdict of a reply that must not be judged (None: the judge decides)."""
-    if r.error is not None:
-        return Verdict(
-            outcome="unparseable", judge_id="engine", reason=f"request failed: {r.error}", details={"error": r.error}
-        )
-    if r.incomplete:
-        return Verdict(
-            outcome="unparseable",
-            judge_id="engine",
-            reason=f"reply incomplete (finish_reason={r.finish_reason}); not scored",
-            details={"finish_reason": r.finish_reason},
-        )
-    return None
+    """The verdict of a reply that must not be judged (None: the judge decides); the policy is the
+    judge's own (:func:`mmrag.judging.failed.unjudged`), so a run and ``mmrag judge`` agree."""
+    return unjudged(r, "engine")
 
 
 async def call_model(vlm: Any, prompts: list, settings: Any) -> list[Response]:
@@ -382,10 +373,13 @@ class Pipeline:
                 last = time.monotonic()
 
 
-def plan_cells(plans: list, lanes: list[Lane], store: Any, retry_failed: bool) -> tuple[list, dict[str, int], int, int]:
+def plan_cells(
+    plans: list, lanes: list[Lane], store: Any, retry_failed: bool, planned: dict | None = None
+) -> tuple[list, dict[str, int], int, int]:
     """Which (sample, spec) cells each model still needs, in plan order, with their ordinals.
 
-    Returns (cells per plan, not-applicable counts, cells skipped as done, total applicable cells)."""
+    Returns (cells per plan, not-applicable counts, cells skipped as done, total applicable cells);
+    ``planned``, when given, gets the applicable cells per (benchmark, scenario id, model label)."""
     out: list = []
     not_applicable: dict[str, int] = {}
     skipped, total, ord_ = 0, 0, 0
@@ -401,6 +395,9 @@ def plan_cells(plans: list, lanes: list[Lane], store: Any, retry_failed: bool) -
                     if not fits:
                         continue
                     total += 1
+                    if planned is not None:
+                        g = (plan.ref.name, sid, lane.label)
+                        planned[g] = planned.get(g, 0) + 1
                     key = record_key(sample.id, sid, lane.vlm.fingerprint)
                     if key in store.done or (key in store.failed and not retry_failed):
                         skipped += 1

@@ -52,6 +52,8 @@ def _paper_order(item: tuple[tuple[str, str, str], list[RunRecord]]) -> tuple:
 
 
 def build_summary(records: list[RunRecord]) -> dict[str, Any]:
+    from mmrag.metrics.undecided import undecided_share  # the judge's hand-off to the LLM or a person
+
     groups = []
     for (bench, sid, model), all_recs in sorted(group_records(records).items(), key=_paper_order):
         recs = [r for r in all_recs if r.error is None]
@@ -65,6 +67,7 @@ def build_summary(records: list[RunRecord]) -> dict[str, Any]:
                 "n": len(recs),
                 "failed": len(all_recs) - len(recs),
                 "rates": _rates(recs),
+                "undecided": undecided_share(r.verdict for r in recs),  # part of unparseable: handed on, see summary.md
                 "metrics": family_metrics(all_recs[0].benchmark_kind, recs) if recs else {},
             }
         )
@@ -82,26 +85,39 @@ def build_summary(records: list[RunRecord]) -> dict[str, Any]:
     }
 
 
+def _state_lines(summary: dict[str, Any]) -> list[str]:
+    """The incomplete-run notice (``incomplete: X of Y cells ...``) and what is missing, if anything."""
+    state = summary.get("state") or {}
+    if not state.get("notice"):
+        return []
+    lines = [f"**{state['notice']}**", ""]
+    missing = state.get("missing") or []
+    if missing:
+        lines += ["Cells still to do: " + "; ".join(f"{m['label']} {m['done']}/{m['planned']}" for m in missing), ""]
+    return lines
+
+
 def summary_markdown(summary: dict[str, Any], extra: Sequence[str] = ()) -> str:
     """summary.md; ``extra``: lines a layer above adds (the judge-corrected rates of a labelled
     run, :func:`mmrag.labels.summary.refresh_summary`: runs never import labels)."""
     from mmrag.metrics.rates import DENOMINATOR, RATES
+    from mmrag.metrics.undecided import UNDECIDED_NOTE
     from mmrag.scenarios.kinds import scenario_label
 
     lines = [
         "# mmrag run summary",
         "",
-        f"Rates are percentages of {DENOMINATOR} (docs/metrics.md).",
+        f"Rates are percentages of {DENOMINATOR} (docs/metrics.md). {UNDECIDED_NOTE}",
         "",
-        "| benchmark | scenario | model | n | " + " | ".join(r.header for r in RATES) + " |",
-        "| --- | --- | --- | ---: | " + " | ".join("---:" for _ in RATES) + " |",
+        "| benchmark | scenario | model | n | " + " | ".join(r.header for r in RATES) + " | undecided % all |",
+        "| --- | --- | --- | ---: | " + " | ".join("---:" for _ in RATES) + " | ---: |",
     ]
     for g in summary["groups"]:
-        r = g["rates"]
+        r, u = g["rates"], g.get("undecided")
         lines.append(
             f"| {g['benchmark']} | {scenario_label(g['scenario'])} | {g['model']} | {g['n']} | "
             + " | ".join("—" if r[x.id] is None else f"{r[x.id]:.1f}" for x in RATES)
-            + " |"
+            + f" | {'—' if u is None else f'{u:.1f}'} |"
         )
     if summary["errors"]:
         lines += [
@@ -120,13 +136,67 @@ def summary_markdown(summary: dict[str, Any], extra: Sequence[str] = ()) -> str:
             "Models with failed cells (left out of the rates above; `mmrag run --resume` retries them): "
             + ", ".join(f"{m} ({n})" for m, n in sorted(summary.get("failed_by_model", {}).items())),
         ]
+    lines[2:2] = _state_lines(summary)  # an unfinished run says so before any rate
     lines += extra
     return "\n".join(lines) + "\n"
 
 
-def write_summary(run_dir: str | Path, records: list[RunRecord], extra: dict[str, Any] | None = None) -> dict[str, Any]:
+def state_summary(state: Any, labels: dict[str, str]) -> dict[str, Any]:
+    """The run's state as summary.json keeps it: :meth:`RunState.as_dict` plus the groups still to do."""
+    out = state.as_dict()
+    if not state.complete:
+        out["missing"] = [
+            {
+                "benchmark": b,
+                "scenario_id": sid,
+                "model": m,
+                "label": f"{b} / {labels.get(sid) or state.labels.get(sid, sid)} / {m}",
+                "done": done,
+                "planned": n,
+            }
+            for (b, sid, m), done, n in state.missing()
+        ]
+    return out
+
+
+def write_summary(
+    run_dir: str | Path, records: list[RunRecord], extra: dict[str, Any] | None = None, status: str | None = None
+) -> dict[str, Any]:
+    """Write summary.json / summary.md; ``status``: the run's final status when the engine knows it
+    before the manifest says so (otherwise the manifest's is read)."""
+    from mmrag.runs.state import records_state
+    from mmrag.scenarios.kinds import scenario_label
+
     summary = build_summary(records)
     summary.update(extra or {})
+    labels = {g["scenario_id"]: scenario_label(g["scenario"]) for g in summary["groups"]}
+    summary["state"] = state_summary(records_state(run_dir, records, status=status), labels)
     atomic_write_json(Path(run_dir) / "summary.json", summary)
     atomic_write_text(Path(run_dir) / "summary.md", summary_markdown(summary))
     return summary
+
+
+def mark_summary_running(run_dir: str | Path, done: int, planned: int) -> None:
+    """A summary left by an earlier invocation would describe a run that is now changing (and might
+    be killed): it is marked incomplete until the run ends and writes it anew.  Cheap: the earlier
+    summary is small and no record is read."""
+    import json
+    import time
+
+    path = Path(run_dir) / "summary.json"
+    try:
+        summary = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return
+    if not isinstance(summary, dict) or done >= planned:
+        return
+    summary["state"] = {
+        "status": "running",
+        "complete": False,
+        "planned": planned,
+        "done": done,
+        "notice": f"incomplete: {done} of {planned} cells when a run into this directory started at "
+        f"{time.strftime('%Y-%m-%d %H:%M:%S')}; this summary predates it and is rewritten when that run ends",
+    }
+    atomic_write_json(path, summary)
+    atomic_write_text(Path(run_dir) / "summary.md", summary_markdown(summary))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from mmrag.indices.progress import status
-from mmrag.models.base import ModelSpec
+from mmrag.models.base import GenerationSettings, ModelSpec
 from mmrag.runs.config import RunConfig
 
 
@@ -16,6 +16,12 @@ def response_cache(config: RunConfig):
     from mmrag.models import ResponseCache
 
     return ResponseCache(Path(config.cache.path)) if config.cache.path else ResponseCache.default()
+
+
+def model_settings(spec: ModelSpec, default: GenerationSettings) -> GenerationSettings:
+    """The settings a model is asked with: its own (``settings:`` of its spec, which its fingerprint
+    names) when it has any, else the run's or curation's."""
+    return spec.settings if spec.settings != GenerationSettings() else default
 
 
 def make_model(spec: ModelSpec, config: RunConfig):
