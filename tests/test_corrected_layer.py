@@ -56,3 +56,15 @@ def test_the_report_layer_alone_writes_no_corrected_section(labelled, tmp_path):
 
     report(labelled, tmp_path / "plain", opts=CIOptions(n_boot=100), browser=False)
     assert SECTION not in (tmp_path / "plain" / "report.md").read_text()
+
+
+def test_a_summary_marked_running_keeps_the_corrected_rates(labelled):
+    from mmrag.runs.summary import mark_summary_running
+
+    assert main(["score", str(labelled)]) == 0  # the summary now has the corrected rates
+    before = (labelled / "summary.md").read_text()
+    assert SECTION in before
+    mark_summary_running(labelled, 1, 99)  # a resume starts: runs rewrites summary.md, knowing no labels
+    after = (labelled / "summary.md").read_text()
+    assert "incomplete: 1 of 99 cells" in after
+    assert after[after.index(SECTION) :] == before[before.index(SECTION) :]

@@ -190,6 +190,7 @@ def mark_summary_running(run_dir: str | Path, done: int, planned: int) -> None:
         return
     if not isinstance(summary, dict) or done >= planned:
         return
+    extra = _extra_lines(Path(run_dir) / "summary.md", summary)
     summary["state"] = {
         "status": "running",
         "complete": False,
@@ -199,4 +200,15 @@ def mark_summary_running(run_dir: str | Path, done: int, planned: int) -> None:
         f"{time.strftime('%Y-%m-%d %H:%M:%S')}; this summary predates it and is rewritten when that run ends",
     }
     atomic_write_json(path, summary)
-    atomic_write_text(Path(run_dir) / "summary.md", summary_markdown(summary))
+    atomic_write_text(Path(run_dir) / "summary.md", summary_markdown(summary, extra))
+
+
+def _extra_lines(md_path: Path, summary: dict[str, Any]) -> list[str]:
+    """The lines a layer above added to summary.md (``summary_markdown``'s ``extra``: a labelled
+    run's corrected rates), so a rewrite here keeps them without knowing what they are."""
+    try:
+        text = md_path.read_text(encoding="utf-8")
+        base = summary_markdown(summary)
+    except (OSError, KeyError, TypeError, ValueError):
+        return []
+    return text[len(base) :].splitlines() if text.startswith(base) else []
