@@ -41,7 +41,7 @@ test-setup: $(STAMP) $(VENV)/.peers-installed $(LLM_STAMP) browser
 demo: setup
 	$(OFFLINE) $(VENV)/bin/mmrag demo
 
-# ruff (rules and formatter) over the whole tree, mypy over the typed core: [tool.ruff] and
+# ruff (rules and formatter) over the whole tree, mypy over the whole package (mmrag/judging/ excluded while it is rewritten): [tool.ruff] and
 # [tool.mypy] in pyproject.toml.  `make test` runs it first.
 lint: $(STAMP)
 	$(PY) -m ruff check .

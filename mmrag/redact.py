@@ -192,6 +192,7 @@ def find_redacted(obj: Any, where: str = "") -> str | None:
     """The dotted location of the first string holding ``***`` (a secret removed on writing)."""
     if isinstance(obj, str):
         return where or "." if REDACTED in obj else None
+    items: Iterable[tuple[Any, Any]]
     if isinstance(obj, dict):
         items = obj.items()
     elif isinstance(obj, (list, tuple)):

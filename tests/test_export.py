@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_runs import cli_run
 
 from mmrag.cli import main
 from mmrag.errors import InputError
@@ -18,24 +19,8 @@ from mmrag.schema import OUTCOMES
 @pytest.fixture(scope="module")
 def demo_run(tmp_path_factory, module_home) -> Path:
     run = tmp_path_factory.mktemp("export") / "run"
-    assert (
-        main(
-            [
-                "run",
-                "-b",
-                "demo",
-                "-m",
-                "context-reader,always-deflect",
-                "--scenarios",
-                "parametric,oracle,adversarial",
-                "--limit",
-                "4",
-                "--no-cache",
-                "--out",
-                str(run),
-            ]
-        )
-        == 0
+    cli_run(
+        run, "--no-cache", model="context-reader,always-deflect", scenarios="parametric,oracle,adversarial", limit=4
     )
     return run
 

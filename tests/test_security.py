@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from cli_runs import cli_run
 from loopback_server import LoopbackServer
 
 from mmrag.cli import main
@@ -80,25 +81,7 @@ def test_registry_rules_without_the_cli():
 
 
 def test_resume_never_imports_code_a_manifest_names(tmp_path, capsys, module_home):
-    run = tmp_path / "run"
-    assert (
-        main(
-            [
-                "run",
-                "--benchmark",
-                "demo",
-                "--model",
-                "always-deflect",
-                "--scenarios",
-                "parametric",
-                "--limit",
-                "2",
-                "--out",
-                str(run),
-            ]
-        )
-        == 0
-    )
+    run = cli_run(tmp_path / "run")
     marker = tmp_path / "pwned"
     man = json.loads((run / "manifest.json").read_text())
     man["config"]["retrieval"]["retrievers"] = {"text": {"name": "os:system", "command": f"touch {marker}"}}
@@ -236,25 +219,7 @@ def test_no_planted_key_reaches_any_file(tmp_path, monkeypatch, capsys, module_h
 
 
 def test_resume_of_a_redacted_manifest_is_refused_clearly(tmp_path, capsys, module_home):
-    run = tmp_path / "run"
-    assert (
-        main(
-            [
-                "run",
-                "--benchmark",
-                "demo",
-                "--model",
-                "always-deflect",
-                "--scenarios",
-                "parametric",
-                "--limit",
-                "1",
-                "--out",
-                str(run),
-            ]
-        )
-        == 0
-    )
+    run = cli_run(tmp_path / "run", limit=1)
     man = json.loads((run / "manifest.json").read_text())
     man["config"]["models"] = [{"backend": "openai", "model": "m", "base_url": f"http://{REDACTED}@127.0.0.1:9/v1"}]
     (run / "manifest.json").write_text(json.dumps(man))

@@ -42,6 +42,7 @@ def report(
     ),
 ) -> None:
     """Tables with confidence intervals, paired tests, PNG/SVG figures and report.md."""
+    from mmrag.labels.report import corrected_section
     from mmrag.reports import CIOptions
     from mmrag.reports import report as make_report
 
@@ -82,6 +83,7 @@ def report(
         opts=CIOptions(level=level, n_boot=n_boot, seed=seed),
         browser=browser,
         console=None if quiet else console,
+        sections=(corrected_section,),  # the judge-corrected rates of labelled runs
         by=by,
     )
     md = next(p for p in paths if p.name == "report.md")

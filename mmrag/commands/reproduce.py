@@ -55,7 +55,7 @@ def run_paper(
         models=[parse_model_arg(m, base_url=base_url, api_key_env=api_key_env) for m in models],
         sweeps=list(paper.presets),
         limit=limit,
-        judge=JudgeConfig(mode=judge or "rule"),
+        judge=JudgeConfig.model_validate({"mode": judge or "rule"}),
     )
     run_dir = out / "run"
     run_and_print(cfg, run_dir, title=f"mmrag reproduce {paper.name}")
@@ -68,7 +68,7 @@ def run_paper(
         ccfg = CurateConfig(
             benchmark=ref,
             gating_models=[parse_model_arg(m, base_url=base_url, api_key_env=api_key_env) for m in gating_models],
-            judge=JudgeConfig(mode=judge or "rule"),
+            judge=JudgeConfig.model_validate({"mode": judge or "rule"}),
             limit=limit,
             k_min=k_min,
         )

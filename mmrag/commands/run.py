@@ -56,7 +56,7 @@ ALLOW_CODE_HELP = (
     "import plug-ins the config names by dotted path (pkg.module:Class); only for configs you "
     "trust, never taken from a run directory"
 )
-Modality = Literal[MODALITIES]  # type: ignore[valid-type]  (typer lists the choices in --help)
+Modality = Literal[MODALITIES]  # type: ignore[valid-type]  # built from the tuple: typer lists the choices in --help
 
 #: one help text per flag, shared by every command that has the flag (one meaning everywhere)
 BENCHMARK_HELP = (
@@ -104,6 +104,7 @@ def _builtin_sweep_names() -> list[str]:
 
 def run_and_print(config: RunConfig, out: Path, title: str = "Results", retry_failed: bool = False) -> RunResult:
     """Execute and print; a run over its error budget exits 1 with a one-line reason on stderr."""
+    from mmrag.labels.summary import with_corrected
     from mmrag.util import as_input_error
 
     t0 = time.perf_counter()
@@ -113,6 +114,7 @@ def run_and_print(config: RunConfig, out: Path, title: str = "Results", retry_fa
             from mmrag.runs.engine import execute
 
             result = execute(config, out, argv=sys.argv, progress=progress, retry_failed=retry_failed)
+        result.summary = with_corrected(result.run_dir, result.summary)  # a labelled run's corrected rates
     except OSError as exc:  # a full disk, a quota, a file-size limit: one line, and how to go on
         err = as_input_error(exc, out, f"free space and resume: mmrag run --resume {out}")
         if err is exc:

@@ -292,7 +292,7 @@ def curate(config: CurateConfig, out: str | Path, progress: Any = None) -> dict[
 
 def _report(samples: list[Sample], *stages: list[dict[str, Any]]) -> dict[str, Any]:
     names = ["input", "stage1_parametric", "stage2_mining", "stage3_oracle"]
-    per_source: dict[str, dict[str, int]] = defaultdict(dict)
+    per_source: dict[str, dict[str, float]] = defaultdict(dict)
     totals = {"input": len(samples)}
     for s in samples:
         per_source[s.source or "?"]["input"] = per_source[s.source or "?"].get("input", 0) + 1

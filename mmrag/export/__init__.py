@@ -58,7 +58,7 @@ def read_manifest(run_dir: Path) -> dict[str, Any]:
     return data
 
 
-def export(run_dir: str | Path, format: str = "inspect", out: str | Path | None = None) -> list[Path]:
+def export(run_dir: str | Path, format: str = "inspect", out: str | Path | None = None) -> Written:
     """Write the run in ``run_dir`` in another tool's ``format`` (``inspect`` | ``lmms-eval``) into
     ``out`` (default ``RUN_DIR/export/FORMAT``); returns the files written."""
     from mmrag.runs.frame import read_records

@@ -10,7 +10,6 @@ index.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -228,7 +227,3 @@ def describe(index: Index) -> dict[str, Any]:
         "fingerprint": m.fingerprint,
         "on_gpu": index.on_gpu,
     }
-
-
-def rows_to_ids(index: Index, rows: Sequence[int]) -> list[str]:
-    return [index.doc_ids[r] for r in rows if r >= 0]

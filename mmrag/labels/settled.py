@@ -12,9 +12,9 @@ module counts the outcome of that hand-off, so a report can say how much of a ru
 * ``undecided``: the judge left it undecided and nobody has labelled it yet;
 * ``not_judged``: ``unparseable`` for another cause (a reply cut off, empty, a failed judge call).
 
-Failed requests have no reply and are not counted.  The undecided share of a group
-(:func:`undecided_share`) is a percentage of all responses, the denominator of every rate, so it is
-*inside* the ``unparseable`` rate, never subtracted from another rate.
+Failed requests have no reply and are not counted.  The undecided share of a group is a metric
+over verdicts (:func:`mmrag.metrics.undecided.undecided_share`, which ``summary.json`` shows for
+every run): a percentage of all responses, *inside* the ``unparseable`` rate.
 """
 
 from __future__ import annotations
@@ -26,24 +26,11 @@ from typing import Any
 import pandas as pd
 
 from mmrag.labels.store import HUMAN_LABELS
+from mmrag.metrics.undecided import is_undecided
 
-#: what the summary says beside the undecided column (which rates leave undecided replies out)
-UNDECIDED_NOTE = (
-    "*undecided % all* is the part of *unparseable* the rule judge left undecided and handed on "
-    "(to the LLM judge under `--judge rule+llm`, to a person with `mmrag label RUN --undecided`); "
-    "every rate here keeps it in its denominator, none excludes it; only `mmrag judge-agreement`'s "
-    "kappa over decided pairs and coverage leave it out."
-)
 #: who can settle a reply, in the order tables show them
 SETTLERS: tuple[str, ...] = ("rule", "llm", "person", "undecided", "not_judged")
 HEADERS = {"rule": "rule", "llm": "LLM", "person": "person", "undecided": "still undecided", "not_judged": "not judged"}
-
-
-def is_undecided(verdict: Any) -> bool:
-    """The judge's own test (one definition: :func:`mmrag.judging.modes.undecided`)."""
-    from mmrag.judging.modes import undecided
-
-    return undecided(verdict)
 
 
 def judge_settler(verdict: Any) -> str:
@@ -79,12 +66,6 @@ def settled_by(records: Sequence[Any], labels: pd.DataFrame | None = None) -> Co
         who = judge_settler(r.verdict)
         out["person" if who == "undecided" and r.key in labelled else who] += 1
     return out
-
-
-def undecided_share(records: Sequence[Any]) -> float | None:
-    """Percent of all responses (failed requests left out, as for every rate) the judge left undecided."""
-    recs = [r for r in records if r.response.error is None]
-    return 100.0 * sum(is_undecided(r.verdict) for r in recs) / len(recs) if recs else None
 
 
 def settled_groups(records: Sequence[Any], labels: pd.DataFrame | None) -> list[dict[str, Any]]:

@@ -1,9 +1,10 @@
 """The corrected rates in a run's ``summary.json`` / ``summary.md`` (when the run has labels).
 
-:func:`judge_corrected` is the one call :mod:`mmrag.runs.summary` makes (over the records the
-summary measures, failed requests left out as there); :func:`corrected_markdown` the lines it
-appends; :func:`refresh_summary` rewrites an existing summary after labelling, keeping everything
-else in it.
+Labels build on runs, never the reverse: :mod:`mmrag.runs.summary` writes a run's summary without
+them, and :func:`refresh_summary` adds the corrected rates to it after a run, a re-scoring or
+labelling (the CLI and :mod:`mmrag.api` call it), keeping everything else in it.
+:func:`judge_corrected` computes them over the records the summary measures (failed requests left
+out as there); :func:`corrected_markdown` gives the summary.md lines.
 """
 
 from __future__ import annotations
@@ -133,22 +134,30 @@ def corrected_markdown(summary: dict[str, Any]) -> list[str]:
     return lines + settled_section(summary.get(SETTLED))
 
 
-def refresh_summary(run_dir: str | Path) -> bool:
-    """Recompute the corrected rates of an existing summary (after labelling); True if rewritten."""
+def refresh_summary(run_dir: str | Path) -> dict[str, Any] | None:
+    """Recompute the corrected rates of an existing summary (after a run, a re-scoring or
+    labelling); the summary rewritten, or None when the run has no labels or no summary."""
     from mmrag.runs.frame import read_records
     from mmrag.runs.summary import summary_markdown
     from mmrag.util import atomic_write_json, atomic_write_text
 
     path = Path(run_dir) / "summary.json"
     if not path.exists() or not run_has_labels(run_dir):
-        return False
+        return None
     try:
         summary = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError):
-        return False  # a summary we cannot read is the run's business, not the labels'
+        return None  # a summary we cannot read is the run's business, not the labels'
     summary.pop(KEY, None)
     summary.pop(SETTLED, None)
     summary.update(judge_corrected(run_dir, [r for r in read_records(run_dir) if r.response.error is None]))
     atomic_write_json(path, summary)
-    atomic_write_text(Path(run_dir) / "summary.md", summary_markdown(summary))
-    return True
+    atomic_write_text(Path(run_dir) / "summary.md", summary_markdown(summary, corrected_markdown(summary)))
+    return summary
+
+
+def with_corrected(run_dir: str | Path, summary: dict[str, Any]) -> dict[str, Any]:
+    """``summary`` (a run's, as just written by a run or a re-scoring) with the judge-corrected
+    rates and who settled the replies when the run has labels, summary.json and summary.md rewritten to match."""
+    fresh = refresh_summary(run_dir)
+    return {**summary, **{k: fresh[k] for k in (KEY, SETTLED) if k in fresh}} if fresh else summary

@@ -88,7 +88,9 @@ def warn_unfit(plans: list[Any], models: list[Any]) -> list[str]:
     lines = []
     for vlm in models:
         check = getattr(vlm, "unfit", None)
-        for plan in plans if check is not None else ():
+        if check is None:
+            continue
+        for plan in plans:
             why = check(plan)
             if why:
                 lines.append(f"warning: {why}")

@@ -50,11 +50,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from mmrag.errors import InputError, pydantic_field, pydantic_message
 from mmrag.models.aio import generate_then_close
 from mmrag.models.base import Capabilities, GenerationSettings, ModelSpec, check_base_url, endpoint
-from mmrag.models.concurrency import AIMDLimiter
+from mmrag.models.concurrency import AIMDLimiter, Signal
 from mmrag.models.render import DATA_URL_TYPES, openai_messages
 from mmrag.models.retry import FatalError, RetryableError, RetryPolicy, parse_retry_after
 from mmrag.redact import redact_text, refuse_secret_settings, strip_userinfo
-from mmrag.schema import Prompt, Response, Usage
+from mmrag.schema import ErrorClass, Prompt, Response, Usage
 from mmrag.util import valid_text
 
 _OVERFLOW_MARKERS = (
@@ -354,7 +354,7 @@ class OpenAICompatible:
             finish_reason=finish if isinstance(finish, str) else None,
         )
 
-    def _failed(self, prompt: Prompt, t0: float, error: str, detail: str) -> Response:
+    def _failed(self, prompt: Prompt, t0: float, error: ErrorClass, detail: str) -> Response:
         self.meter.errors[error] += 1
         return Response(
             prompt_id=prompt.id,
@@ -402,7 +402,8 @@ class OpenAICompatible:
 
     async def _attempt(self, clients: _ShardedClients, body: bytes) -> dict[str, Any]:
         ticket = await self.limiter.acquire()
-        signal, latency = "neutral", None
+        signal: Signal = "neutral"
+        latency: float | None = None
         started = time.monotonic()
         shard = clients.take()
         try:

@@ -201,7 +201,7 @@ def answer_knowledge(s: Situation) -> Answer | None:
         entity = e_t or e_i or target
     ans = _grounded(s, entity, slot)
     if named and entity is not target:  # the evidence followed is about another entity than the one asked
-        if s.knows(target, slot):
+        if target is not None and s.knows(target, slot):
             ans = Answer(s.world.value(target, slot), 0.75, "I know this fact about the entity asked.")
         elif ans is not None:
             ans.confidence *= 0.55

@@ -293,7 +293,7 @@ def draw_modality_matrix(
     pos, neg = _ordered(data["positive_modality"]), _ordered(data["negative_modality"])
     counts = sorted(data["n_distractors"].unique())
     models = sorted(data["model"].unique()) or [None]
-    ys = [(n, p) for n in counts for p in pos] or [(None, None)]
+    ys: list[tuple[Any, Any]] = [(n, p) for n in counts for p in pos] or [(None, None)]
     titles = {(m, o): f"{model_label(m, failed)}\n{OUTCOME_LABELS[o]}" for m in models for o in MATRIX_OUTCOMES}
     longest = max((len(line) for t in titles.values() for line in t.split("\n")), default=10)
     title_lines = max((t.count("\n") + 1 for t in titles.values()), default=2)

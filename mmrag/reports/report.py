@@ -16,7 +16,7 @@ more than one run is renamed ``model (run)`` so that its runs are compared, not 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -194,6 +194,11 @@ def _write_table(df: pd.DataFrame, tables_dir: Path, name: str, written: list[Pa
     return md
 
 
+#: ``(run dirs, frame, opts, tables folder, files written) -> report.md lines``: a section a layer
+#: above the reports adds (it appends the files it writes to the list)
+ReportSection = Callable[[list[Path], pd.DataFrame, CIOptions, Path, list[Path]], list[str]]
+
+
 def report(
     run_dirs: str | Path | Sequence[str | Path],
     out_dir: str | Path | None = None,
@@ -201,13 +206,17 @@ def report(
     opts: CIOptions = CIOptions(),
     browser: bool = True,
     console=None,
+    sections: Sequence[ReportSection] = (),
     by: str | Sequence[str] | None = None,
 ) -> list[Path]:
     """Write the report of ``run_dirs`` into ``out_dir`` (default ``RUN_DIR/report`` for one run).
 
     Returns every file written.  ``console`` (a :class:`rich.console.Console`) also gets the main
-    tables printed.  ``by``: one or two knobs (``"n_distractors,negative_modality"``) for a crossed
-    table and faceted figure (:mod:`mmrag.reports.crossed`), written first.
+    tables printed.  ``sections``: report.md sections a layer above adds after the family tables
+    (:func:`mmrag.report` and ``mmrag report`` pass the judge-corrected rates of labelled runs,
+    :func:`mmrag.labels.report.corrected_section`; reports never import labels).  ``by``: one or
+    two knobs (``"n_distractors,negative_modality"``) for a crossed table and faceted figure
+    (:mod:`mmrag.reports.crossed`), written first.
     """
     dirs = [Path(run_dirs)] if isinstance(run_dirs, (str, Path)) else [Path(d) for d in run_dirs]
     if not dirs:
@@ -267,9 +276,8 @@ def report(
             md += [f"### {title}", "", text, f"[CSV](tables/{name}.csv)", ""]
             if console is not None:
                 console.print(to_rich(table, title))
-        from mmrag.labels.report import corrected_section  # only for runs with labels (`mmrag label`)
-
-        md += corrected_section(dirs, df, opts, out / "tables", written)
+        for section in sections:
+            md += section(dirs, df, opts, out / "tables", written)
         md += ["## Paired differences", ""]
         for name, title, table in (
             ("paired_models", "Models (B − A, same samples and scenario)", model_differences(df, opts=opts)),

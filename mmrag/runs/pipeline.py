@@ -35,7 +35,7 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from mmrag.errors import InputError
 from mmrag.judging import judge_many
@@ -56,7 +56,7 @@ class Lane:
     settings: Any
     window: int
     per_call: int
-    queue: asyncio.Queue = field(default=None)  # type: ignore[assignment]
+    queue: asyncio.Queue = field(default=None)  # type: ignore[arg-type]  # set by the pipeline before use
     calls: int = 0
     in_flight: int = 0
     busy_s: float = 0.0  # integral of in-flight prompts over time
@@ -103,7 +103,7 @@ async def call_model(vlm: Any, prompts: list, settings: Any) -> list[Response]:
 class Pipeline:
     def __init__(
         self,
-        cells: list[tuple[Any, list[tuple[Any, Any, list[tuple[Lane, int]]]]]],
+        cells: list[tuple[Any, list[tuple[Any, Any, list[tuple[Lane, int, str]]]]]],
         lanes: list[Lane],
         judges: dict[str, Any],
         store: Any,
@@ -288,11 +288,11 @@ class Pipeline:
                 by_kind.setdefault(it.plan.kind, []).append(i)
         for kind, idx in by_kind.items():
             items = [(batch[i][1].sample, batch[i][1].prompt, batch[i][2]) for i in idx]
-            for i, v in zip(idx, await asyncio.to_thread(judge_many, self.judges[kind], items)):
-                verdicts[i] = v
+            for i, got in zip(idx, await asyncio.to_thread(judge_many, self.judges[kind], items)):
+                verdicts[i] = got
         out = []
         dumps: dict[int, dict] = {}
-        for (lane, it, r, gen_s), v in zip(batch, verdicts):
+        for (lane, it, r, gen_s), v in zip(batch, cast("list[Verdict]", verdicts)):  # every None was judged above
             sp = it.spec
             if id(sp) not in dumps:
                 dumps[id(sp)] = sp.model_dump(mode="json")
@@ -380,7 +380,9 @@ def plan_cells(
 
     Returns (cells per plan, not-applicable counts, cells skipped as done, total applicable cells);
     ``planned``, when given, gets the applicable cells per (benchmark, scenario id, model label)."""
-    out, not_applicable, skipped, total, ord_ = [], {}, 0, 0, 0
+    out: list = []
+    not_applicable: dict[str, int] = {}
+    skipped, total, ord_ = 0, 0, 0
     for plan in plans:
         todo = []
         for spec in plan.specs:

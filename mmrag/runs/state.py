@@ -149,7 +149,7 @@ def run_state(
             planned_by[g] = planned_by.get(g, 0) + int(item.get("cells") or 0)
             if item.get("scenario"):
                 labels[g[1]] = str(item["scenario"])
-    counts = man.get("counts") if isinstance(man.get("counts"), dict) else {}
+    counts: dict[str, Any] = c if isinstance(c := man.get("counts"), dict) else {}
     planned = counts.get("planned") if isinstance(counts.get("planned"), int) else None
     if planned is None and planned_by:
         planned = sum(planned_by.values())
@@ -171,13 +171,15 @@ def nothing_to_do(run_dir: str | Path) -> str | None:
     """For ``mmrag run --resume`` of a run that finished: the sentence saying so, read from the
     manifest alone (no benchmark, index, model or record is loaded, so it answers in about a
     second).  None when anything could be left: a status other than ``complete``, failed cells or
-    judge calls, no recorded plan, or a run written by another mmrag version or revision (whose
-    plan may differ from this one's) -- then the engine checks every cell as before."""
+    judge calls, no recorded plan, a run written by another mmrag version or revision (whose
+    plan may differ from this one's), or a config naming code by dotted path or missing a redacted
+    secret (both refused on the full path) -- then the engine checks every cell as before."""
+    from mmrag.redact import find_redacted
     from mmrag.runs.manifest import git_revision, package_versions
 
     run_dir = Path(run_dir)
     man = read_manifest_quietly(run_dir)
-    counts = man.get("counts") if isinstance(man.get("counts"), dict) else {}
+    counts: dict[str, Any] = c if isinstance(c := man.get("counts"), dict) else {}
     planned = counts.get("planned")
     if man.get("status") != "complete" or not isinstance(planned, int) or planned <= 0:
         return None
@@ -185,10 +187,23 @@ def nothing_to_do(run_dir: str | Path) -> str | None:
         return None
     if man.get("mmrag_version") != package_versions().get("mmrag", "0") or man.get("git_revision") != git_revision():
         return None
+    if _names_code(man.get("config")) or find_redacted(man.get("config")):
+        return None  # the full path refuses these: code a manifest names, a secret it lost
     return (
         f"nothing to do: {run_dir} is complete ({planned} of {planned} cells, "
         f"finished {man.get('updated_at') or '?'}); its summary is {run_dir / 'summary.md'}"
     )
+
+
+def _names_code(value: Any) -> bool:
+    """Whether a manifest's config holds a string in the dotted form a registry would import
+    (``pkg.module:Attr``; URLs aside).  Conservative: a model id with a colon takes the full path
+    too, which only costs the seconds the fast path saves."""
+    if isinstance(value, dict):
+        return any(_names_code(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_names_code(v) for v in value)
+    return isinstance(value, str) and ":" in value and "://" not in value
 
 
 def records_state(run_dir: str | Path, records: Iterable[Any], **kwargs: Any) -> RunState:

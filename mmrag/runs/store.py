@@ -21,12 +21,11 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
-import json
 import os
 from collections import OrderedDict
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -164,7 +163,7 @@ class RunLock:
 
     def __init__(self, run_dir: Path) -> None:
         self.path = run_dir / "lock"
-        self._fh = None
+        self._fh: IO[str] | None = None
 
     def busy(self, who: str) -> InputError:
         """The error when another process holds the lock (``who``: ``pid N``)."""
@@ -238,7 +237,7 @@ class RunStore:
         self._rows: list[dict[str, Any]] = []
         self._objects: list[dict[str, Any]] = []
         self._memo: dict[int, tuple[Any, Any, tuple]] = {}
-        self._objmemo: dict[int, tuple[Any, str]] = {}
+        self._objmemo: dict[int, tuple[Any, int]] = {}
 
     # -- writing ---------------------------------------------------------------------------------
     def __contains__(self, key: str) -> bool:
@@ -454,7 +453,3 @@ def write_format_marker(run_dir: Path) -> None:
     p = run_dir / "FORMAT"
     if not p.exists():
         atomic_write_text(p, STORE_FORMAT + "\n")
-
-
-def json_or_empty(text: str | None) -> dict[str, Any]:
-    return json.loads(text) if text else {}

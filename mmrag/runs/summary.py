@@ -10,6 +10,7 @@ models that have any.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,10 +35,10 @@ def group_records(records: list[RunRecord]) -> dict[tuple[str, str, str], list[R
 def family_metrics(kind: str, recs: list[RunRecord]) -> dict[str, Any]:
     """The metrics the benchmark family declares (``BenchmarkFamily.metrics``)."""
     from mmrag.benchmarks.family import get_family
-    from mmrag.metrics import Scored
+    from mmrag.metrics import Scored, family_metric
 
     items = [Scored(r.sample, r.prompt, r.response, r.verdict) for r in recs]
-    return get_family(kind).metric_function()(items)
+    return family_metric(get_family(kind).metrics)(items)
 
 
 def _paper_order(item: tuple[tuple[str, str, str], list[RunRecord]]) -> tuple:
@@ -51,7 +52,7 @@ def _paper_order(item: tuple[tuple[str, str, str], list[RunRecord]]) -> tuple:
 
 
 def build_summary(records: list[RunRecord]) -> dict[str, Any]:
-    from mmrag.labels.settled import undecided_share  # the judge's hand-off, defined with the labels
+    from mmrag.metrics.undecided import undecided_share  # the judge's hand-off to the LLM or a person
 
     groups = []
     for (bench, sid, model), all_recs in sorted(group_records(records).items(), key=_paper_order):
@@ -66,7 +67,7 @@ def build_summary(records: list[RunRecord]) -> dict[str, Any]:
                 "n": len(recs),
                 "failed": len(all_recs) - len(recs),
                 "rates": _rates(recs),
-                "undecided": undecided_share(recs),  # part of unparseable: handed on, see summary.md
+                "undecided": undecided_share(r.verdict for r in recs),  # part of unparseable: handed on, see summary.md
                 "metrics": family_metrics(all_recs[0].benchmark_kind, recs) if recs else {},
             }
         )
@@ -96,9 +97,11 @@ def _state_lines(summary: dict[str, Any]) -> list[str]:
     return lines
 
 
-def summary_markdown(summary: dict[str, Any]) -> str:
-    from mmrag.labels.settled import UNDECIDED_NOTE
+def summary_markdown(summary: dict[str, Any], extra: Sequence[str] = ()) -> str:
+    """summary.md; ``extra``: lines a layer above adds (the judge-corrected rates of a labelled
+    run, :func:`mmrag.labels.summary.refresh_summary`: runs never import labels)."""
     from mmrag.metrics.rates import DENOMINATOR, RATES
+    from mmrag.metrics.undecided import UNDECIDED_NOTE
     from mmrag.scenarios.kinds import scenario_label
 
     lines = [
@@ -134,9 +137,7 @@ def summary_markdown(summary: dict[str, Any]) -> str:
             + ", ".join(f"{m} ({n})" for m, n in sorted(summary.get("failed_by_model", {}).items())),
         ]
     lines[2:2] = _state_lines(summary)  # an unfinished run says so before any rate
-    from mmrag.labels.summary import corrected_markdown  # judge-corrected rates, when the run has labels
-
-    lines += corrected_markdown(summary)
+    lines += extra
     return "\n".join(lines) + "\n"
 
 
@@ -170,9 +171,6 @@ def write_summary(
     summary.update(extra or {})
     labels = {g["scenario_id"]: scenario_label(g["scenario"]) for g in summary["groups"]}
     summary["state"] = state_summary(records_state(run_dir, records, status=status), labels)
-    from mmrag.labels.summary import judge_corrected  # rates corrected for judge error, when labelled
-
-    summary.update(judge_corrected(run_dir, [r for r in records if r.response.error is None]))
     atomic_write_json(Path(run_dir) / "summary.json", summary)
     atomic_write_text(Path(run_dir) / "summary.md", summary_markdown(summary))
     return summary
@@ -192,6 +190,7 @@ def mark_summary_running(run_dir: str | Path, done: int, planned: int) -> None:
         return
     if not isinstance(summary, dict) or done >= planned:
         return
+    extra = _extra_lines(Path(run_dir) / "summary.md", summary)
     summary["state"] = {
         "status": "running",
         "complete": False,
@@ -201,4 +200,15 @@ def mark_summary_running(run_dir: str | Path, done: int, planned: int) -> None:
         f"{time.strftime('%Y-%m-%d %H:%M:%S')}; this summary predates it and is rewritten when that run ends",
     }
     atomic_write_json(path, summary)
-    atomic_write_text(Path(run_dir) / "summary.md", summary_markdown(summary))
+    atomic_write_text(Path(run_dir) / "summary.md", summary_markdown(summary, extra))
+
+
+def _extra_lines(md_path: Path, summary: dict[str, Any]) -> list[str]:
+    """The lines a layer above added to summary.md (``summary_markdown``'s ``extra``: a labelled
+    run's corrected rates), so a rewrite here keeps them without knowing what they are."""
+    try:
+        text = md_path.read_text(encoding="utf-8")
+        base = summary_markdown(summary)
+    except (OSError, KeyError, TypeError, ValueError):
+        return []
+    return text[len(base) :].splitlines() if text.startswith(base) else []

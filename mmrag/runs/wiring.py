@@ -31,12 +31,12 @@ def make_model(spec: ModelSpec, config: RunConfig):
 
 
 def make_judge(benchmark_kind: str, config: RunConfig):
-    from mmrag.judging import make_judge as _make
-
     """The judge the benchmark family declares (``BenchmarkFamily.judge``), else the run's mode."""
     from mmrag.benchmarks.family import get_family
+    from mmrag.judging import make_judge as _make
 
-    llm = make_model(config.judge.model, config) if config.judge.model is not None else None
+    spec = config.judge.model
+    llm = make_model(spec, config) if spec is not None else None
     name = get_family(benchmark_kind).judge_name(config.judge.mode)
-    status(f"loading the judge {name}" + (f" ({config.judge.model.label})" if llm is not None else ""))
+    status(f"loading the judge {name}" + (f" ({spec.label})" if spec is not None else ""))
     return _make(name, llm=llm)

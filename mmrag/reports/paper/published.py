@@ -26,7 +26,7 @@ def published(data_file: str) -> dict[str, Any]:
     """The parsed data file (read as data with a safe loader; never executed)."""
     import yaml
 
-    text = resources.files("mmrag.reports").joinpath("paper_data", data_file).read_text(encoding="utf-8")
+    text = resources.files("mmrag.reports").joinpath("paper_data").joinpath(data_file).read_text(encoding="utf-8")
     data = yaml.safe_load(text)
     if not isinstance(data, dict) or "tables" not in data:
         raise InputError("a paper data file needs 'paper' and 'tables'", path=data_file)

@@ -67,6 +67,7 @@ def caption_of(paper: Paper, a: Artifact, ctx: Context, prov: Provenance) -> str
 
 def build_figure(paper: Paper, a: Artifact, ctx: Context, prov: Provenance):
     """Artifact ``a`` (a figure) drawn and captioned, as it is saved."""
+    assert a.build is not None  # missing() said why not otherwise
     return finish_figure(a.build(ctx), caption_of(paper, a, ctx, prov))
 
 
@@ -92,6 +93,7 @@ def write_all(
         if why:
             index[a.id] = {"made": False, "files": [], "why": why, "title": a.title, "kind": a.kind}
             continue
+        assert a.build is not None  # missing() said why not otherwise
         title = f"{paper.name} {a.id.replace('_', ' ').title()}: {a.title}"
         caption = caption_of(paper, a, ctx, prov)
         files: list[Path] = []
