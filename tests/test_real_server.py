@@ -156,13 +156,15 @@ def test_inspect_export_of_a_real_server_run_opens(first_run, tmp_path):
     log_api = pytest.importorskip("inspect_ai.log")
     root, _, _ = first_run
     assert main(["export", str(root / "run"), "--format", "inspect", "--out", str(tmp_path / "inspect")]) == 0
-    [path] = sorted((tmp_path / "inspect").glob("*.eval"))
-    log = log_api.read_eval_log(str(path))
+    paths = sorted((tmp_path / "inspect").glob("*.eval"))  # one log per benchmark x scenario x model
+    logs = [log_api.read_eval_log(str(p)) for p in paths]
     records = {r.key: r for r in read_records(root / "run")}
-    assert log.status == "success" and log.eval.model.startswith(f"openai:{ALIAS}")
-    assert sorted(s.id for s in log.samples) == sorted(records)
-    for s in log.samples:
-        r = records[s.id]
+    assert logs and all(lg.status == "success" and lg.eval.model.startswith(f"openai:{ALIAS}") for lg in logs)
+    samples = [s for lg in logs for s in lg.samples]
+    assert sorted(s.metadata["key"] for s in samples) == sorted(records)
+    for s in samples:
+        r = records[s.metadata["key"]]
+        assert s.messages[-1].role == "assistant" and s.messages[-1].text == r.response.text
         assert s.output.completion == r.response.text
         assert s.output.usage.input_tokens == r.response.usage.prompt_tokens
         assert s.output.choices[0].stop_reason == ("max_tokens" if r.response.finish_reason == "length" else "stop")
