@@ -5,7 +5,8 @@ folders.  The indices live under ``cache_dir/indices-<key>/{text,visual,multimod
 hashes the KB content hash, the encoders' fingerprints, the fusion rule and the factory; a second
 call with the same inputs loads them (size-verified) instead of rebuilding.  While building, each
 text and image is embedded once: the multimodal index reuses the text and visual embeddings
-through a small per-call memo.
+through a small per-call memo.  The miner's query vectors are kept beside the indices
+(``queries.sqlite``, :mod:`mmrag.retrieval.vectors`), so a second run mines without embedding.
 """
 
 from __future__ import annotations
@@ -99,4 +100,5 @@ def build_world_miner(
             build_index(docs, enc, kind, factory=factory, out=out, progress=progress)
             index = load_index(out, enc, kb_hash=kb_hash, verify="size")
         retrievers[kind] = DenseRetriever(index, enc)
+    miner_kwargs.setdefault("vector_cache", root / "queries.sqlite")
     return IndexMiner(store, retrievers, **miner_kwargs)

@@ -135,7 +135,13 @@ def _bundled_dir():
 
 
 def bundled_template_ids() -> list[str]:
-    return sorted(p.name[:-5] for p in _bundled_dir().iterdir() if p.name.endswith(".yaml"))
+    return list(_bundled_ids())
+
+
+@functools.cache
+def _bundled_ids() -> tuple[str, ...]:
+    """The package's template files, listed once per process (every prompt looks its template up)."""
+    return tuple(sorted(p.name[:-5] for p in _bundled_dir().iterdir() if p.name.endswith(".yaml")))
 
 
 @functools.cache
@@ -152,7 +158,7 @@ def get_template(name: str) -> PromptTemplate:
     containing a path separator)."""
     if name.endswith((".yaml", ".yml")) or "/" in name or "\\" in name:
         return load_template(name)
-    if name not in bundled_template_ids():
+    if name not in _bundled_ids():
         raise InputError(f"unknown template '{name}'; bundled: {', '.join(bundled_template_ids())}", field="template")
     return _bundled(name)
 
