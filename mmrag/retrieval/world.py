@@ -67,6 +67,7 @@ def build_world_miner(
     fusion: str = "concat",
     factory: str = "Flat",
     progress: bool | None = None,
+    store: Any = None,
     **miner_kwargs: Any,
 ) -> IndexMiner:
     """Build (or reuse) the three indices over ``documents`` and return an :class:`IndexMiner`.
@@ -87,7 +88,7 @@ def build_world_miner(
     fused = FusionEncoder(te, ie, rule=fusion)  # type: ignore[arg-type]
     kb_hash = kb_content_hash(docs)
     root = Path(cache_dir) / ("indices-" + stable_id(kb_hash, te.fingerprint, ie.fingerprint, fusion, factory))
-    store = InMemoryDocStore(docs)
+    store = store if store is not None else InMemoryDocStore(docs)  # the caller's store of these docs
     retrievers = {}
     for kind, enc in (("text", te), ("visual", ie), ("multimodal", fused)):
         if not any(document_fits(d, kind) for d in docs):

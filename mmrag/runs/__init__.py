@@ -5,13 +5,31 @@
 for runs bigger than memory; ``read_records`` gives full :class:`RunRecord` objects.
 """
 
-from mmrag.runs.columnar import dataset
+from typing import Any
+
 from mmrag.runs.config import RunConfig, load_run_config
-from mmrag.runs.engine import RunResult, execute
-from mmrag.runs.frame import load, read_records
-from mmrag.runs.manifest import RunManifest
 from mmrag.runs.records import RunRecord
-from mmrag.runs.store import ResultStore, RunStore
+
+#: public names imported on first use: ``import mmrag.runs.config`` (every command) must not pay
+#: for the engine, pyarrow or pandas
+_LAZY = {
+    "dataset": "mmrag.runs.columnar",
+    "RunResult": "mmrag.runs.engine",
+    "execute": "mmrag.runs.engine",
+    "load": "mmrag.runs.frame",
+    "read_records": "mmrag.runs.frame",
+    "RunManifest": "mmrag.runs.manifest",
+    "ResultStore": "mmrag.runs.store",
+    "RunStore": "mmrag.runs.store",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'mmrag.runs' has no attribute {name!r}")
 
 __all__ = [
     "RunConfig",

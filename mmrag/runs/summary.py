@@ -132,3 +132,46 @@ def write_summary(run_dir: str | Path, records: list[RunRecord], extra: dict[str
     atomic_write_json(Path(run_dir) / "summary.json", summary)
     atomic_write_text(Path(run_dir) / "summary.md", summary_markdown(summary))
     return summary
+
+
+def results_state(run_dir: str | Path, mmrag_version: str = "", git_revision: str | None = None) -> str:
+    """A hash of what a summary is computed from: the name, size and modification time of every
+    file under ``records/``, ``verdicts/`` and ``labels/``, and the mmrag version and revision
+    that compute it.  Segments are written once and never rewritten (new results are new files,
+    compaction renames), so an unchanged state means an unchanged summary."""
+    from mmrag.schema import stable_id
+
+    run_dir = Path(run_dir)
+    files = []
+    for sub in ("records", "verdicts", "labels"):
+        folder = run_dir / sub
+        if folder.is_dir():
+            for p in sorted(folder.rglob("*")):
+                if p.is_file():
+                    st = p.stat()
+                    files.append([str(p.relative_to(run_dir)), st.st_size, st.st_mtime_ns])
+    return stable_id(files, mmrag_version, git_revision or "", length=32)
+
+
+def reuse_summary(
+    run_dir: str | Path, previous: dict[str, Any], state: str, extra: dict[str, Any]
+) -> dict[str, Any] | None:
+    """The summary a previous invocation wrote, with ``extra`` (this invocation's not-applicable
+    counts and windows) put in, when it was computed from exactly ``state``; else None (the
+    caller computes it again).  Rewritten only when ``extra`` changed it."""
+    import json
+
+    if not state or previous.get("summary_state") != state:
+        return None
+    path = Path(run_dir) / "summary.json"
+    try:
+        summary = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(summary, dict) or not isinstance(summary.get("groups"), list):
+        return None
+    updated = {**summary, **extra}
+    if json.loads(json.dumps(updated)) != summary:
+        atomic_write_json(path, updated)
+        atomic_write_text(Path(run_dir) / "summary.md", summary_markdown(updated))
+    return updated
