@@ -125,7 +125,9 @@ def _cpu_probe_key() -> str | None:
             info = fh.read(1 << 16)
     except (OSError, metadata.PackageNotFoundError):
         return None
-    lines = [ln for ln in info.splitlines() if ln.split(":")[0].strip() in ("model name", "flags", "Features", "CPU part")]
+    lines = [
+        ln for ln in info.splitlines() if ln.split(":")[0].strip() in ("model name", "flags", "Features", "CPU part")
+    ]
     if not lines:
         return None
     env = [os.environ.get(k, "") for k in ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA")]

@@ -31,6 +31,7 @@ def __getattr__(name: str) -> Any:
         return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'mmrag.runs' has no attribute {name!r}")
 
+
 __all__ = [
     "RunConfig",
     "RunManifest",
