@@ -205,3 +205,17 @@ def test_prefetch_batches_query_embedding_and_bridge_for_text_only_samples(world
     assert q is not None and q.images and "flag_3" not in q.images[0].path
     res = miner.negatives(s, 2, "image")
     assert res.shortfall == 0 and all(d.modality == "image" and d.entity_id != "E3" for d in res.documents)
+
+
+def test_an_unusable_vector_cache_only_means_embedding_again(world, tmp_path):
+    """The vector cache is an accelerator: a damaged file is left as it is and mining goes on."""
+    docs, samples, _, root, _ = world
+    bad = tmp_path / "queries.sqlite"
+    bad.write_bytes(b"not a database" * 100)
+    miner = build_world_miner(docs, root / "cache", vector_cache=bad)
+    clean = build_world_miner(docs, root / "cache", vector_cache=None)
+    assert miner.prefetch(samples, ["text"]) == len(samples)
+    assert [miner.negatives(s, 2, "text").documents for s in samples] == [
+        clean.negatives(s, 2, "text").documents for s in samples
+    ]
+    assert bad.read_bytes() == b"not a database" * 100
