@@ -82,12 +82,11 @@ def test_a_finished_run_whose_records_changed_is_summarised_again(finished, tmp_
     assert json.loads(path.read_text()) == json.loads((finished / "summary.json").read_text())
 
 
-@pytest.mark.skipif(not Path("/proc/cpuinfo").is_file(), reason="the probe is kept only where /proc/cpuinfo says the CPU")
+@pytest.mark.skipif(
+    not Path("/proc/cpuinfo").is_file(), reason="the probe is kept only where /proc/cpuinfo says the CPU"
+)
 def test_the_cpu_bf16_answer_is_kept_in_the_home_and_read_without_torch(tmp_path):
-    code = (
-        "import sys; from mmrag.indices.encoders import cpu_has_native_bf16 as f; "
-        "print(f(), 'torch' in sys.modules)"
-    )
+    code = "import sys; from mmrag.indices.encoders import cpu_has_native_bf16 as f; print(f(), 'torch' in sys.modules)"
     env = {**os.environ, "MMRAG_HOME": str(tmp_path)}
 
     def ask() -> list[str]:
