@@ -241,7 +241,7 @@ class IndexMiner:
             found = {key: stored[dk] for key, dk in disk_keys.items() if dk in stored}
         missing = [key for key in todo if key not in found]
         if missing:
-            vecs = r.encode([todo[key] for key in missing])  # type: ignore[attr-defined]  (a dense retriever)
+            vecs = r.encode([todo[key] for key in missing])  # type: ignore[attr-defined]
             found.update(zip(missing, vecs))
             if disk_keys and self.vector_cache is not None:
                 self.vector_cache.put_many([(disk_keys[key], found[key]) for key in missing])
