@@ -42,6 +42,7 @@ ask for the same negatives, which are then searched and filtered once.
 from __future__ import annotations
 
 import hashlib
+import heapq
 import math
 import random
 import re
@@ -145,6 +146,8 @@ class IndexMiner:
         self._vecs: OrderedDict[tuple, Any] = OrderedDict()
         self._results: OrderedDict[tuple, MiningResult] = OrderedDict()
         self._ties: dict[tuple[int, str], str] = {}
+        self._texts: dict[str, tuple[Document, str]] = {}
+        self._content_keys: dict[tuple, tuple[Document, tuple[str, str]]] = {}
         self._cache_size = cache_size
         #: query vectors on disk (shared by processes and runs over the same indices), or None
         self.vector_cache = (
@@ -287,10 +290,10 @@ class IndexMiner:
         return done
 
     def candidates(
-        self, sample: Sample, kind: str, want: int, seed: int = 0
+        self, sample: Sample, kind: str, want: int, seed: int = 0, top: int | None = None
     ) -> tuple[list[tuple[Document, float]], set[str]]:
         """Filtered candidates of one kind in similarity order (at least ``want`` when the index has
-        them), and the ids dropped as answer leaks."""
+        them; only the first ``top`` when given), and the ids dropped as answer leaks."""
         query = self.mining_query(sample, kind)
         if query is None:
             return [], set()
@@ -298,32 +301,58 @@ class IndexMiner:
         pattern = leak_pattern(sample.answers, sample.question)
         seen_content = {content_key(self.store.get(g)) for g in sample.gold_doc_ids}
         depth = 4 * want + len(excluded) + 8
+        want_modality = DOC_MODALITY_OF_KIND[kind] if self.strict_modality else None
+        scanned: list[tuple[str, float]] = []
         while True:
             hits = self._search(sample, kind, query, depth)
-            leaks: set[str] = set()
-            kept: list[tuple[Document, float]] = []
-            seen_ids: set[str] = set()
-            contents = set(seen_content)
-            for doc_id, score in hits:
+            if hits[: len(scanned)] != scanned:  # not an extension of the shallower search: start over
+                scanned = []
+            if not scanned:
+                leaks: set[str] = set()
+                kept: list[tuple[Document, float]] = []
+                seen_ids: set[str] = set()
+                contents = set(seen_content)
+            # a deeper search begins with the hits already filtered: only the new ones are looked at
+            for doc_id, score in hits[len(scanned) :]:
                 if doc_id in excluded or doc_id in seen_ids or doc_id not in self.store:
                     continue
                 seen_ids.add(doc_id)
                 doc = self.store.get(doc_id)
-                if self.strict_modality and doc.modality != DOC_MODALITY_OF_KIND[kind]:
+                if want_modality is not None and doc.modality != want_modality:
                     continue
-                if pattern is not None and pattern.search(f"{doc.title}\n{doc.text}"):
+                if pattern is not None and pattern.search(self._haystack(doc)):
                     leaks.add(doc.id)
                     continue
-                ck = content_key(doc)
+                ck = self._content_key(doc)
                 if ck in contents:
                     continue
                 contents.add(ck)
                 kept.append((doc, float(score)))
+            scanned = hits
             if len(kept) >= want or len(hits) < depth or depth >= 65536:
                 break
             depth *= 4
-        kept.sort(key=lambda ds: (-round(ds[1], 6), self._tie(seed, ds[0].id)))
+        order = lambda ds: (-round(ds[1], 6), self._tie(seed, ds[0].id))  # noqa: E731
+        if top is not None and top < len(kept):  # the same head as a full sort: the key is a total order
+            return heapq.nsmallest(top, kept, key=order), leaks
+        kept.sort(key=order)
         return kept, leaks
+
+    def _haystack(self, doc: Document) -> str:
+        """What the answer-leak pattern searches in a document (kept per document: every sample
+        whose search reaches it looks at it again)."""
+        got = self._texts.get(doc.id)
+        if got is None or got[0] is not doc:
+            got = self._texts[doc.id] = (doc, f"{doc.title}\n{doc.text}")
+        return got[1]
+
+    def _content_key(self, doc: Document) -> tuple[str, str]:
+        """:func:`content_key` of a document, kept per document (and image hash, should it be set)."""
+        key = (doc.id, None if doc.image is None else doc.image.sha256)
+        got = self._content_keys.get(key)
+        if got is None or got[0] is not doc:
+            got = self._content_keys[key] = (doc, content_key(doc))
+        return got[1]
 
     def _tie(self, seed: int, doc_id: str) -> str:
         """The seeded tie-break of a document (the same for every sample: computed once)."""
@@ -382,7 +411,8 @@ class IndexMiner:
             return MiningResult(documents=[], requested=n, shortfall=n)
         per_kind, leaks = {}, set()
         for kind in kinds:
-            cands, dropped = self.candidates(sample, kind, math.ceil(n * self.pool_factor) + n, seed)
+            pool = max(n, math.ceil(n * self.pool_factor))  # what _select draws from
+            cands, dropped = self.candidates(sample, kind, math.ceil(n * self.pool_factor) + n, seed, top=pool)
             per_kind[kind] = self._select(cands, n, sample, seed, kind)
             leaks |= dropped
         picked: list[tuple[Document, float, str]] = []
