@@ -97,3 +97,25 @@ def test_the_cpu_bf16_answer_is_kept_in_the_home_and_read_without_torch(tmp_path
     first, second = ask(), ask()
     assert first[1] == "True" and second == [first[0], "False"]
     assert (tmp_path / "cache" / "cpu-bf16.json").is_file()
+
+
+def test_a_judge_returning_too_few_verdicts_fails_the_run(module_home, tmp_path, monkeypatch):
+    """Judging in slices on the event loop must not let a short answer pair verdicts with the
+    wrong replies: the run stops and says why."""
+    import mmrag.runs.pipeline as pipeline
+    from mmrag.commands._run_config import specs_from_flags
+    from mmrag.models import parse_model_arg
+    from mmrag.runs.config import BenchmarkRef, RunConfig
+    from mmrag.runs.engine import execute
+
+    real = pipeline.judge_many
+    monkeypatch.setattr(pipeline, "judge_many", lambda judge, items: real(judge, items)[:-1])
+    cfg = RunConfig(
+        benchmarks=[BenchmarkRef(name="demo", options={"seed": 0})],
+        scenarios=specs_from_flags(["parametric"], [2], ["text"], "any", ["none"], 0),
+        models=[parse_model_arg("always-deflect")],
+        limit=3,
+    )
+    with pytest.raises(RuntimeError, match="verdicts for"):
+        execute(cfg, tmp_path / "run")
+    assert json.loads((tmp_path / "run" / "manifest.json").read_text())["status"] == "failed"
