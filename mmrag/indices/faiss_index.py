@@ -190,7 +190,8 @@ def load_index(
     set_threads(threads)
     _check_file(path / m.doc_ids.file, m.doc_ids.bytes, m.doc_ids.sha256, verify)
     try:
-        table = pq.read_table(path / m.doc_ids.file, columns=["row", "doc_id", "modality"])
+        with pq.ParquetFile(path / m.doc_ids.file) as fh:  # pq.read_table would import pyarrow.dataset
+            table = fh.read(columns=["row", "doc_id", "modality"])
     except Exception as exc:
         raise IndexMismatchError(f"unreadable document-id table ({exc})", path=path / m.doc_ids.file) from None
     if table.num_rows != m.count or table.column("row").to_numpy().tolist() != list(range(m.count)):
