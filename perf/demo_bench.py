@@ -61,11 +61,13 @@ _REFERENCE = textwrap.dedent("""
 """)
 
 
-def _child(cmd: list[str], env: dict[str, str]) -> tuple[float, float, subprocess.CompletedProcess]:
-    """Wall and CPU seconds (user + system) of one child process."""
+def _child(cmd: list[str], env: dict[str, str], cwd: Path = ROOT) -> tuple[float, float, subprocess.CompletedProcess]:
+    """Wall and CPU seconds (user + system) of one child process.  It runs in ``cwd``: ``python -m``
+    and ``-c`` put the working folder first on ``sys.path``, before PYTHONPATH, so the checkout to
+    time must be the working folder too."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True)
+    proc = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True)
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
@@ -77,7 +79,7 @@ def _child(cmd: list[str], env: dict[str, str]) -> tuple[float, float, subproces
 def demo(home: Path, out: Path, limit: int | None, checkout: Path = ROOT) -> tuple[float, float, dict]:
     env = {**os.environ, **OFFLINE, "MMRAG_HOME": str(home), "PYTHONPATH": str(checkout)}
     cmd = [sys.executable, "-m", "mmrag.cli", "demo", "--out", str(out)] + (["--limit", str(limit)] if limit else [])
-    wall, cpu, _ = _child(cmd, env)
+    wall, cpu, _ = _child(cmd, env, checkout)
     manifest = json.loads((out / "manifest.json").read_text())
     return wall, cpu, manifest
 
