@@ -32,6 +32,9 @@ _RESUME = (
 
 @pytest.fixture(scope="module")
 def finished(module_home, tmp_path_factory):
+    from mmrag.indices.encoders import cpu_has_native_bf16
+
+    cpu_has_native_bf16.cache_clear()  # as in a new process: the answer is kept in this module's home
     out = tmp_path_factory.mktemp("fast") / "run"
     assert main(["demo", "--out", str(out), "--limit", "30"]) == 0
     return out
