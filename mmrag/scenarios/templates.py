@@ -43,6 +43,10 @@ _ALLOWED: dict[str, set[str]] = {
 }
 
 
+#: template -> its sha256 (templates are frozen, hashable by their fields)
+_SHA256: dict[Any, str] = {}
+
+
 class PromptTemplate(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -81,7 +85,15 @@ class PromptTemplate(BaseModel):
 
     @property
     def sha256(self) -> str:
-        return hashlib.sha256(canonical_json(self.canonical()).encode()).hexdigest()
+        """The hash of :meth:`canonical`; kept per template (a frozen model: equal templates, equal
+        hashes), because every prompt stamps its template's hash."""
+        got = _SHA256.get(self)
+        if got is None:
+            got = hashlib.sha256(canonical_json(self.canonical()).encode()).hexdigest()
+            if len(_SHA256) > 4096:
+                _SHA256.clear()
+            _SHA256[self] = got
+        return got
 
     def fill(self, field: str, **values: str) -> str:
         raw = getattr(self, field) or ""
