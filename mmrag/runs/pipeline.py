@@ -15,12 +15,13 @@ that could hold 32 requests saw about 2 on average.  Here every stage runs at on
   through the VLM protocol (``agenerate``, or ``generate`` in a thread when there is none);
 - **judge workers** take whatever replies are waiting (up to 256 at once) and judge them through
   the judge's batch entry point (:func:`mmrag.judging.judge_many`), grouped by benchmark kind.
-  A judge that calls a model (an LLM judge) runs in worker threads, four of them, so its blocking
-  calls never stall the lanes; the rule judge (well under a millisecond a reply) runs on the
-  event loop itself in slices of ``JUDGE_SLICE`` replies with a yield between slices, because a
-  thread hop per batch only made it contend with the loop for the GIL.  A failed request or an
-  incomplete reply (``finish_reason`` length or content_filter) is not shown to the judge: it
-  gets an ``unparseable`` verdict that says why;
+  A batch runs in a worker thread, so neither an LLM judge's blocking calls nor a backlog of
+  rule judging stall the lanes (four workers when the judge calls a model, their time is waiting;
+  one for rule judging, two would only contend for the same cores); a batch of at most
+  ``INLINE_JUDGE`` replies to the rule judge (a millisecond or two: what a server's replies
+  trickling in make) is judged on the event loop itself, without a thread hop.  A failed request
+  or an incomplete reply (``finish_reason`` length or content_filter) is not shown to the judge:
+  it gets an ``unparseable`` verdict that says why;
 - one **writer** adds records to the :class:`~mmrag.runs.store.RunStore` and commits a segment
   every ``flush_every`` records or ``flush_seconds`` seconds, whichever comes first (the Parquet
   write and fsync in a worker thread: they release the GIL); progress is advanced only for
@@ -50,9 +51,9 @@ from mmrag.schema import Response, Verdict
 #: a transformers VLM) then gets batches of up to this many prompts instead of a handful, and
 #: embeds them in one pass (MiniLM costs several times more CPU per text in batches of five)
 YIELD_EVERY = 32
-#: replies the rule judge takes between two yields to the event loop (a few milliseconds of work:
-#: the lanes of a real server stay responsive while a backlog is judged)
-JUDGE_SLICE = 16
+#: rule-judged batches this small are judged on the event loop (a millisecond or two; a thread hop
+#: would cost as much); larger ones in a worker thread, so a backlog never stalls the lanes
+INLINE_JUDGE = 4
 #: records the writer keeps for the summary at most (beyond, the engine reads the run back)
 KEEP_LIMIT = 250_000
 
@@ -303,16 +304,12 @@ class Pipeline:
                 await self.store_q.put(rec)
 
     async def _verdicts(self, judge: Any, items: list) -> list[Verdict]:
-        """One verdict per item, through the judge's batch entry point (see the module docstring
-        for why the rule judge stays on the event loop)."""
-        if self.judge_in_thread:
+        """One verdict per item, through the judge's batch entry point (a small batch of rule
+        judging on the event loop, anything else in a worker thread: see the module docstring)."""
+        if self.judge_in_thread or len(items) > INLINE_JUDGE:
             out = list(await asyncio.to_thread(judge_many, judge, items))
         else:
-            out = []
-            for i in range(0, len(items), JUDGE_SLICE):
-                if i:
-                    await asyncio.sleep(0)
-                out.extend(judge_many(judge, items[i : i + JUDGE_SLICE]))
+            out = list(judge_many(judge, items))
         if len(out) != len(items):  # a verdict matched to the wrong reply would be silently wrong
             raise RuntimeError(f"the judge returned {len(out)} verdicts for {len(items)} replies")
         return out
