@@ -172,7 +172,8 @@ def _child(code: str, run_dir: Path) -> str:
 
 
 LOAD = (
-    "import sys, time; import mmrag.runs as R, mmrag.runs.columnar; t = time.perf_counter(); df = R.load(sys.argv[1]); "
+    "import sys, time; import mmrag.runs as R, mmrag.runs.columnar, mmrag.runs.frame; t = time.perf_counter(); "
+    "df = R.load(sys.argv[1]); "
     "print(f'{time.perf_counter() - t:.3f} {len(df)} {df.memory_usage(deep=True).sum() / 2**20:.0f}')"
 )
 OPEN = (
