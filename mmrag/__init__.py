@@ -48,7 +48,20 @@ process, a notebook's first cell); each name imports its module on first use.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # what the lazy names are, for editors and type checkers; nothing is imported at run time
+    # (``name as name``: an explicit re-export, as the dynamic ``__all__`` below cannot say)
+    from mmrag.api import create_model as create_model
+    from mmrag.api import judge as judge
+    from mmrag.api import knowledge_base as knowledge_base
+    from mmrag.api import report as report
+    from mmrag.api import run as run
+    from mmrag.api import run_dir as run_dir
+    from mmrag.benchmarks import load_benchmark as load_benchmark
+    from mmrag.runs.config import RunConfig as RunConfig
+    from mmrag.runs.frame import load as load
+    from mmrag.scenarios.spec import ScenarioSpec as ScenarioSpec
 
 #: public name -> "module:attribute" it is read from on first use
 _EXPORTS = {

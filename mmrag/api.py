@@ -6,16 +6,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 if TYPE_CHECKING:  # for readers and type checkers only; nothing heavy is imported at run time
     import pandas as pd
 
+    from mmrag.labels.view import LabelledReport
     from mmrag.models.base import VLM, ModelSpec
-    from mmrag.reports.view import Report
     from mmrag.retrieval.kb import KnowledgeBase
     from mmrag.runs.config import RunConfig
     from mmrag.runs.engine import RunResult
+    from mmrag.schema import Verdict
 
 
 def _config(config: RunConfig | dict | str | Path | None, fields: dict[str, Any]) -> RunConfig:
@@ -67,13 +68,18 @@ def run(
 
     cfg = _config(config, fields)
     target = Path(out) if out is not None else (Path(cfg.out) if cfg.out else run_dir(cfg))
+    from mmrag.labels.summary import with_corrected
+
     with trusting_code(allow_code):
         if not progress:
-            return execute(cfg, target, retry_failed=retry_failed)
-        from mmrag.commands._console import progress_bar
+            result = execute(cfg, target, retry_failed=retry_failed)
+        else:
+            from mmrag.display import progress_bar
 
-        with progress_bar() as bar:
-            return execute(cfg, target, progress=bar, retry_failed=retry_failed)
+            with progress_bar() as bar:
+                result = execute(cfg, target, progress=bar, retry_failed=retry_failed)
+    result.summary = with_corrected(result.run_dir, result.summary)  # a labelled run's corrected rates
+    return result
 
 
 def report(
@@ -85,35 +91,48 @@ def report(
     n_boot: int = 1000,
     seed: int = 0,
     browser: bool = True,
-) -> Report:
+) -> LabelledReport:
     """The report of one run (written into ``RUN_DIR/report``) or several (into ``out``): tables
     with bootstrap intervals, paired tests, figures, ``report.md`` and the HTML sample browser.
 
-    Returns a :class:`~mmrag.reports.view.Report`: ``files`` (every file written), ``frame``,
-    ``figure(name)`` (a matplotlib Figure) and ``save(fig, name, folder)``, ``table(name)``,
+    Returns a :class:`~mmrag.labels.view.LabelledReport` (a :class:`~mmrag.reports.view.Report`
+    with ``labels``): ``files`` (every file written), ``frame``, ``figure(name)`` (a matplotlib
+    Figure) and ``save(fig, name, folder)``, ``table(name)``,
     ``rates(by, frame)`` and ``compare(a, b)`` with the same intervals, and ``labels`` (the human
     check of the judge).  ``write=False`` writes nothing (a notebook that only wants figures);
     a DataFrame in :func:`mmrag.load`'s format is accepted then too."""
+    from mmrag.labels.report import corrected_section
+    from mmrag.labels.view import LabelledReport
     from mmrag.reports import CIOptions
-    from mmrag.reports.view import Report
 
     opts = CIOptions(level=level, n_boot=n_boot, seed=seed)
     if not write:
-        return Report(run_dirs, opts)
+        return LabelledReport(run_dirs, opts)
     import pandas
 
     if isinstance(run_dirs, pandas.DataFrame):
         raise TypeError("a frame has no run directory to write a report for: pass write=False")
     from mmrag.reports import report as make_report
 
-    return Report(run_dirs, opts, files=make_report(run_dirs, out, opts=opts, browser=browser))
+    files = make_report(run_dirs, out, opts=opts, browser=browser, sections=(corrected_section,))
+    return LabelledReport(run_dirs, opts, files=files)
+
+
+@overload
+def judge(target: str | Path, mode: str = "rule", model: str | ModelSpec | None = None) -> dict[str, Any]: ...
+
+
+@overload
+def judge(
+    target: Sequence[tuple[Any, Any, Any]], mode: str = "rule", model: str | ModelSpec | None = None
+) -> list[Verdict]: ...
 
 
 def judge(
     target: str | Path | Sequence[tuple[Any, Any, Any]],
     mode: str = "rule",
     model: str | ModelSpec | None = None,
-) -> Any:
+) -> dict[str, Any] | list[Verdict]:
     """Judge replies without calling the evaluated model.
 
     ``target`` a run directory: re-judge the saved run with another judge (``rule``, ``llm``,
@@ -125,11 +144,12 @@ def judge(
     Response or the plain text of one; returns one Verdict per item (``outcome``, ``reason``,
     ``extracted``).  ``mode`` is then any registered judge (``mcq`` for multiple choice)."""
     if isinstance(target, (str, Path)):
+        from mmrag.labels.summary import with_corrected
         from mmrag.runs.config import JudgeConfig
         from mmrag.runs.rescore import rescore
 
         spec = _spec(model) if model is not None else None
-        return rescore(Path(target), JudgeConfig(mode=mode, model=spec))  # type: ignore[arg-type]
+        return with_corrected(target, rescore(Path(target), JudgeConfig(mode=mode, model=spec)))  # type: ignore[arg-type]
     from mmrag.judging import judge_many, make_judge
     from mmrag.models.factory import create_model as build
     from mmrag.schema import Response

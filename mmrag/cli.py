@@ -102,18 +102,19 @@ def main(argv: list[str] | None = None) -> int:
         if err is exc:
             raise
         print(f"mmrag: error: {err}", file=sys.stderr)
-        return err.exit_code
+        return err.exit_code  # type: ignore[union-attr]  # as_input_error gave an InputError (err is not exc)
     except typer.Abort:
         print("mmrag: aborted", file=sys.stderr)
         return 130
     except Exception as exc:
         # usage errors (unknown option, bad value): typer raises its own vendored click classes,
         # which are not subclasses of the installed click's, so recognise them by behaviour
-        if callable(getattr(exc, "show", None)) and isinstance(getattr(exc, "exit_code", None), int):
-            exc.show()
-            return exc.exit_code
-        if type(exc).__name__ == "Exit" and isinstance(getattr(exc, "exit_code", None), int):
-            return exc.exit_code
+        show, code = getattr(exc, "show", None), getattr(exc, "exit_code", None)
+        if callable(show) and isinstance(code, int):
+            show()
+            return code
+        if type(exc).__name__ == "Exit" and isinstance(code, int):
+            return code
         raise
     return rc if isinstance(rc, int) else 0
 

@@ -19,6 +19,13 @@ manifest), an environment value pasted on the command line (``argv``).  Each wri
 
 Redacted text reads ``***`` (:data:`REDACTED`); :func:`find_redacted` tells a reader (``run
 --resume``) that a config lost a secret and cannot be replayed as is.
+
+Some roads are closed rather than redacted: generation settings (``--gen-kwargs``, ``settings.extra``,
+an openai model's ``options.extra_body``) enter the model fingerprint, which names every record,
+cache row and export; a key there could only be hidden by breaking that identity.
+:func:`secret_setting` tells such a setting (``api_key``, ``authorization``, ``*token``,
+``password``, ``*key``, ``*secret``, ``headers``, a ``Bearer`` value) and the readers refuse it
+with :data:`KEY_HINT`.
 """
 
 from __future__ import annotations
@@ -45,6 +52,17 @@ _QUERY_SECRET = re.compile(
 _KEYLIKE = re.compile(r"^(?=.*[A-Za-z])(?=.*\d)[A-Za-z0-9._~+/=:\-]{16,}$")
 _USERINFO = re.compile(r"(?P<scheme>\b[a-zA-Z][a-zA-Z0-9+.\-]*://)(?P<info>[^/?#@\s\"']+)@")
 _CREDENTIAL = re.compile(r"\b(?P<kind>Bearer|Basic|Token)\s+(?P<value>[A-Za-z0-9._~+/=\-]{6,})", re.IGNORECASE)
+#: a generation-setting name that carries a credential: split at ``_ - .`` (``x-api-key``,
+#: ``extra_headers``), a last piece ending in key/token(s are counts: ``max_tokens`` stays), any piece
+#: holding secret/passw/auth/credential/cookie, or a last piece ``header(s)``
+_SETTING_PIECES = re.compile(r"[_\-.\s]+")
+_SETTING_ANY = re.compile(r"secret|passw|^pwd$|^auth|credential|cookie|bearer", re.IGNORECASE)
+_SETTING_LAST = re.compile(r"key$|^token$|^headers?$", re.IGNORECASE)
+#: where a key belongs instead (the pointer every refusal gives)
+KEY_HINT = (
+    "give the key with --api-key-env VAR (or api_key_env: VAR in a config): only the variable's name "
+    "is stored, the key is read from the environment and sent as a Bearer header"
+)
 _MIN_LEN = 6  # shorter values ("1", "true") would redact ordinary words
 _registered: set[str] = set()
 
@@ -84,6 +102,28 @@ def header_secrets(headers: Mapping[str, Any] | None) -> set[str]:
         if m:
             out.add(m.group("value"))
     return out
+
+
+def secret_setting(name: Any, value: Any = None) -> bool:
+    """A generation setting that would carry a credential into the fingerprint, the manifest, the
+    records and the request body: a secret-looking name (module docstring) or a credential value
+    (``Bearer ...``, ``Basic ...``).  ``max_tokens``, ``top_k``, ``stop_token_ids`` are not."""
+    pieces = [p for p in _SETTING_PIECES.split(str(name).strip()) if p]
+    if pieces and (_SETTING_LAST.search(pieces[-1]) or any(_SETTING_ANY.search(p) for p in pieces)):
+        return True
+    return isinstance(value, str) and bool(_CREDENTIAL.search(value))
+
+
+def secret_settings(settings: Mapping[str, Any] | None) -> list[str]:
+    """The names of :func:`secret_setting` entries of a mapping, in order (never their values)."""
+    return [str(k) for k, v in (settings or {}).items() if secret_setting(k, v)]
+
+
+def refuse_secret_settings(settings: Mapping[str, Any] | None) -> None:
+    """``ValueError`` (for a pydantic validator) naming the first :func:`secret_setting` entry."""
+    found = secret_settings(settings)
+    if found:
+        raise ValueError(f"{found[0]!r} looks like a credential; {KEY_HINT}")
 
 
 def strip_userinfo(url: str) -> str:
@@ -152,6 +192,7 @@ def find_redacted(obj: Any, where: str = "") -> str | None:
     """The dotted location of the first string holding ``***`` (a secret removed on writing)."""
     if isinstance(obj, str):
         return where or "." if REDACTED in obj else None
+    items: Iterable[tuple[Any, Any]]
     if isinstance(obj, dict):
         items = obj.items()
     elif isinstance(obj, (list, tuple)):

@@ -1,6 +1,6 @@
 """Items/s of the rule judge against an older judge from a git tag, side by side in one run.
 
-    python perf/judge_bench.py [--tag 5253bb8] [--repeats N] [--files NAME ...]
+    python perf/judge_bench.py [--tag 5253bb8] [--repeats N] [--files NAME ...] [--run RUN_DIR]
 
 Judges the tuning replies (``tests/labels/hand_labelled.jsonl``, ``judge_tuning.jsonl``,
 ``judge_tuning2.jsonl``: 501 items; ``--repeats`` copies them) with this checkout's ``RuleJudge``
@@ -9,6 +9,8 @@ each in its own subprocess with that folder first on ``PYTHONPATH``, so neither 
 caches warm the other.  Each worker first judges 40 other replies (``judge_tuning3.jsonl``; the older
 judge loads MiniLM and its classifiers there; that warm-up is reported apart), then times
 ``judge_many`` over the whole batch.
+``--run RUN_DIR`` judges that run's replies instead (e.g. the demo's 6,480: ``mmrag demo`` prints
+its run directory), written out first as judge records so both judges read the same items.
 Prints items/s of both and the ratio.
 """
 
@@ -34,7 +36,7 @@ def worker(files: list[str], repeats: int) -> dict:
 
     batch = []
     for name in files:
-        path = LABELS / f"{name}.jsonl"
+        path = Path(name) if name.endswith(".jsonl") else LABELS / f"{name}.jsonl"
         batch += [
             record_to_item(json.loads(x), path, i) for i, x in enumerate(path.read_text().splitlines(), 1) if x.strip()
         ]
@@ -77,23 +79,51 @@ def run(pythonpath: Path, files: list[str], repeats: int) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def run_records(run_dir: Path, out: Path) -> None:
+    """A run's replies as judge records (``mmrag judge --input`` format) in ``out``."""
+    from mmrag.runs import read_records
+
+    with out.open("w", encoding="utf-8") as f:
+        for r in read_records(run_dir):
+            s, p = r.sample, r.prompt
+            choices = p.choices or s.choices
+            label = p.label or s.label
+            rec = {
+                "id": r.key,
+                "question": s.question,
+                "answers": [label] if choices and label else list(s.answers),
+                "response": r.response.text,
+                "source": s.source,
+                "choices": [{"letter": c.letter, "text": c.text} for c in choices],
+                "numeric_ranges": [list(x) for x in s.numeric_ranges],
+                "metadata": {k: v for k, v in s.metadata.items() if k in ("polarity", "false_premise", "dimension")},
+            }
+            f.write(json.dumps(rec, ensure_ascii=False) + "\n")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tag", default="5253bb8")
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--files", nargs="+", default=list(FILES))
+    ap.add_argument("--run", type=Path, help="judge this run directory's replies (e.g. the demo's)")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
         print(json.dumps(worker(args.files, args.repeats)))
         return
     with tempfile.TemporaryDirectory() as tmp:
+        if args.run:
+            items = Path(tmp) / "run_items.jsonl"
+            run_records(args.run, items)
+            args.files = [str(items)]
+        (Path(tmp) / "old").mkdir()
         archive = subprocess.run(
             ["git", "-C", str(ROOT), "archive", args.tag, "mmrag"], capture_output=True, check=True
         ).stdout
-        subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
-        old = run(Path(tmp), args.files, args.repeats)
-    new = run(ROOT, args.files, args.repeats)
+        subprocess.run(["tar", "-x", "-C", str(Path(tmp) / "old")], input=archive, check=True)
+        old = run(Path(tmp) / "old", args.files, args.repeats)
+        new = run(ROOT, args.files, args.repeats)
     for r in (old, new):
         print(
             f"{r['judge']:<10} {r['items']:>6} items  {r['seconds']:7.2f} s  {r['items_per_s']:8.0f} items/s"

@@ -200,6 +200,49 @@ def run_cases(f: CaseFiles) -> Cases:
             ["MMRAG_TEST_UNSET_KEY"],
             out,
         ),
+        "gen-kwargs api key": (
+            ["run", "--benchmark", "demo", *openai, "--gen-kwargs", "api_key=sk-planted-12345678", *run],
+            ["--gen-kwargs", "api_key", "--api-key-env"],
+            out,
+        ),
+        "gen-kwargs bearer value": (
+            ["run", "--benchmark", "demo", *openai, "--gen-kwargs", "authorization=Bearer sk-planted-1234", *run],
+            ["--gen-kwargs", "authorization", "--api-key-env"],
+            out,
+        ),
+        "config settings extra token": (
+            [
+                "run",
+                "--config",
+                cfg(
+                    "c15.yaml",
+                    "benchmarks: [{name: demo}]\nmodels: [{backend: openai, model: m, base_url: "
+                    "'http://127.0.0.1:9/v1', settings: {extra: {access_token: planted-123456}}}]\n",
+                ),
+                *run,
+            ],
+            ["c15.yaml", "settings.extra", "--api-key-env"],
+            out,
+        ),
+        "base url with userinfo": (
+            [
+                "run",
+                "--benchmark",
+                "demo",
+                "--model",
+                "openai:m",
+                "--base-url",
+                "http://u:p-secret@127.0.0.1:9/v1",
+                *run,
+            ],
+            ["user:password@", "--api-key-env"],
+            out,
+        ),
+        "one model under two spellings": (
+            ["run", "--benchmark", "demo", "--model", "sim-vlm,sim-vlm:text_prior=0.5", *run],
+            ["--model", "'sim-vlm'", "'sim-vlm:text_prior=0.5'", "once"],
+            out,
+        ),
         "source file missing": (run_src("deflection", t / "missing.jsonl"), ["missing.jsonl"], out),
         "deflection invalid json": (
             run_src("deflection", jsonl(t / "defl" / "a.jsonl", [defl(), "{oops"])),

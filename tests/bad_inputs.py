@@ -128,6 +128,25 @@ def build_cases(t: Path) -> Cases:
             None,
         ),
         "judge-agreement parquet": (["judge-agreement", str(pq), str(pq)], ["data.parquet", "parquet"], None),
+        "judge-agreement id twice": (
+            [
+                "judge-agreement",
+                str(jsonl(t / "ja_a.jsonl", [{"id": "x", "label": "correct"}, {"id": "y", "label": "deflection"}])),
+                str(
+                    jsonl(
+                        t / "ja_b.jsonl",
+                        [
+                            {"id": "x", "outcome": "correct"},
+                            {"id": "y", "outcome": "correct"},
+                            {"id": "x", "outcome": "deflection"},
+                        ],
+                    )
+                ),
+            ],
+            ["ja_b.jsonl:3", "'x'", "twice", "id"],
+            None,
+        ),
+        **output_folder_cases(t),
         "judge-agreement two empty files": (
             ["judge-agreement", str(empty), str(empty)],
             ["empty.jsonl", "no labelled records"],
@@ -169,3 +188,32 @@ def build_cases(t: Path) -> Cases:
         ),
     }
     return cases
+
+
+def output_folder_cases(t: Path) -> Cases:
+    """``report --out`` / ``export --out`` into a folder of a user's files, and a label import whose
+    ``at`` is not a time: on a small run written by ``tests/runfactory.py``."""
+    from runfactory import build_run
+
+    run = build_run(t / "labelled", full=False)
+    notes = t / "notes"
+    write(notes / "report.md", "my own notes\n")
+    key = json.loads((run / "samples.jsonl").read_text().splitlines()[0])["key"]
+    line = {"key": key, "label": "correct", "labeller": "ann", "at": "not-a-date"}
+    return {
+        "report out into a folder of other files": (
+            ["report", str(run), "--out", str(notes), "--quiet", "--no-browser", "--n-boot", "100"],
+            ["notes", "report.md", "--out"],
+            notes / "tables",
+        ),
+        "export out into a folder of other files": (
+            ["export", str(run), "--format", "lmms-eval", "--out", str(notes)],
+            ["notes", "report.md", "--out"],
+            notes / ".mmrag-export",
+        ),
+        "label import at not a date": (
+            ["label", str(run), "--import", str(jsonl(t / "at.jsonl", [line]))],
+            ["at.jsonl:1", "'at'", "not-a-date"],
+            run / "labels" / "ann.jsonl",
+        ),
+    }

@@ -28,3 +28,16 @@ def module_home(tmp_path_factory, request):
     mp.setenv("MMRAG_HOME", str(path))
     yield path
     mp.undo()
+
+
+@pytest.fixture(scope="session")
+def llama_server(tmp_path_factory):
+    """A real llama.cpp server (tests/real_server.py) for the whole session, stopped by its PID."""
+    from real_server import LlamaServer, llm_venv, missing_reason, require_or_skip
+
+    venv = llm_venv()
+    reason = missing_reason(venv)
+    if reason:
+        require_or_skip(reason)
+    with LlamaServer(venv, tmp_path_factory.mktemp("llama")) as server:
+        yield server

@@ -206,7 +206,7 @@ class ServerCore:
                 self.queue.extend(acts)
             await self.send(writer, 200, b"{}")
             return True
-        if method != "POST" or not path.endswith("/chat/completions"):
+        if method != "POST" or not path.partition("?")[0].endswith("/chat/completions"):  # a query stays a query
             await self.send(writer, 404, b'{"error":{"message":"not found"}}')
             return True
         return await self.chat(headers, raw, writer, path)

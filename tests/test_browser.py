@@ -237,3 +237,38 @@ def test_list_shows_responses_scrolls_to_the_selection_and_tables_metadata(page,
     heads = page.eval_on_selector_all("#d-question table.meta th", "hs => hs.map(h => h.textContent)")
     assert heads == sorted(rec.sample.metadata)
     assert page.errors == []
+
+
+@pytest.mark.parametrize("width", [1280, 1920])
+def test_the_list_pane_shows_every_column_at_common_widths(browser, run, width):
+    """No horizontal scrolling in the list: the outcome badge of every row is in view (long ids and
+    names wrap, the reply is cut with an ellipsis)."""
+    page = browser.new_page(viewport={"width": width, "height": 900})
+    try:
+        page.goto(run[2].as_uri())
+        page.wait_for_selector("tr.row")
+        box = page.evaluate(
+            """() => { const l = document.getElementById('list');
+              const rights = [...document.querySelectorAll('tr.row')].map(
+                tr => tr.lastElementChild.getBoundingClientRect().right);
+              return {right: l.getBoundingClientRect().right, outcome: Math.max(...rights),
+                      scroll: l.scrollWidth, client: l.clientWidth}; }"""
+        )
+        assert box["outcome"] <= box["right"] + 1 and box["scroll"] <= box["client"] + 1, box
+    finally:
+        page.close()
+
+
+def test_the_header_counts_in_words(browser, tmp_path):
+    recs = [r for r in read_records(build_run(tmp_path, full=False)) if r.model == "good-vlm"]
+    from runfactory import write_run
+
+    one = write_browser(write_run(tmp_path / "one", recs))
+    page = browser.new_page()
+    try:
+        page.goto(one.as_uri())
+        page.wait_for_selector("tr.row")
+        stats = page.inner_text("#stats")
+        assert "1 model ·" in stats and "1 models" not in stats and f"{len(recs)} records" in stats
+    finally:
+        page.close()

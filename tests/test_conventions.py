@@ -16,6 +16,7 @@ import re
 from pathlib import Path
 
 import pytest
+from cli_runs import cli_run
 from loopback_server import LoopbackServer
 from typer.testing import CliRunner
 
@@ -45,26 +46,7 @@ def test_openai_env_variables_are_used_when_no_flag_is_given(tmp_path, monkeypat
         monkeypatch.setenv("OPENAI_API_KEY", KEY)
         monkeypatch.setenv("OPENAI_BASE_URL", srv.url)
         run = tmp_path / "run"
-        assert (
-            main(
-                [
-                    "run",
-                    "-b",
-                    "demo",
-                    "-m",
-                    "openai:env-model",
-                    "--scenarios",
-                    "parametric",
-                    "--limit",
-                    "2",
-                    "--cache-path",
-                    str(tmp_path / "cache.sqlite"),
-                    "--out",
-                    str(run),
-                ]
-            )
-            == 0
-        )
+        cli_run(run, "--cache-path", str(tmp_path / "cache.sqlite"), model="openai:env-model")
         assert srv.records and all(r.headers.get("authorization") == f"Bearer {KEY}" for r in srv.records)
     manifest = json.loads((run / "manifest.json").read_text())
     [m] = manifest["config"]["models"]
@@ -103,32 +85,19 @@ def test_gen_kwargs_parse_like_lmms_eval():
 def test_generation_flags_reach_the_body_the_fingerprint_and_the_cache_key(tmp_path, module_home):
     with LoopbackServer(answer="Paris") as srv:
         run = tmp_path / "run"
-        assert (
-            main(
-                [
-                    "run",
-                    "-b",
-                    "demo",
-                    "-m",
-                    "openai:gen-model",
-                    "--base-url",
-                    srv.url,
-                    "--scenarios",
-                    "parametric",
-                    "--limit",
-                    "1",
-                    "--top-p",
-                    "0.5",
-                    "--seed",
-                    "7",
-                    "--gen-kwargs",
-                    "max_new_tokens=9,repetition_penalty=1.1",
-                    "--no-cache",
-                    "--out",
-                    str(run),
-                ]
-            )
-            == 0
+        cli_run(
+            run,
+            "--base-url",
+            srv.url,
+            "--top-p",
+            "0.5",
+            "--seed",
+            "7",
+            "--gen-kwargs",
+            "max_new_tokens=9,repetition_penalty=1.1",
+            "--no-cache",
+            model="openai:gen-model",
+            limit=1,
         )
         [rec] = srv.records
     body = rec.body
@@ -171,7 +140,7 @@ def test_a_flag_and_the_same_gen_kwarg_is_an_error(tmp_path, capsys):
 def test_the_base_url_path_is_part_of_the_model_identity():
     a = OpenAICompatible("m", "http://127.0.0.1:9/team-a/v1")
     b = OpenAICompatible("m", "http://127.0.0.1:9/team-b/v1")
-    c = OpenAICompatible("m", "http://user:pw-secret@127.0.0.1:9/team-a/v1/")
+    c = OpenAICompatible("m", "http://127.0.0.1:9/team-a/v1/?api_key=pw-secret")
     assert a.fingerprint == "openai:m@127.0.0.1:9/team-a/v1" and a.fingerprint != b.fingerprint
     assert c.fingerprint == a.fingerprint and "pw-secret" not in c.fingerprint
     p, s = _prompt(), GenerationSettings()

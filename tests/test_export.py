@@ -3,16 +3,15 @@ lmms-eval's ``--log_samples`` JSONL plus results JSON (read back line by line)."
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 import pytest
+from cli_runs import cli_run
 
 from mmrag.cli import main
 from mmrag.errors import InputError
 from mmrag.export import export
-from mmrag.export.lmms import read_samples
 from mmrag.runs import load
 from mmrag.schema import OUTCOMES
 
@@ -20,91 +19,58 @@ from mmrag.schema import OUTCOMES
 @pytest.fixture(scope="module")
 def demo_run(tmp_path_factory, module_home) -> Path:
     run = tmp_path_factory.mktemp("export") / "run"
-    assert (
-        main(
-            [
-                "run",
-                "-b",
-                "demo",
-                "-m",
-                "context-reader,always-deflect",
-                "--scenarios",
-                "parametric,oracle,adversarial",
-                "--limit",
-                "4",
-                "--no-cache",
-                "--out",
-                str(run),
-            ]
-        )
-        == 0
+    cli_run(
+        run, "--no-cache", model="context-reader,always-deflect", scenarios="parametric,oracle,adversarial", limit=4
     )
     return run
 
 
 def test_inspect_reads_the_log_with_the_samples_and_scores_of_load(demo_run, tmp_path, capsys):
+    """One log per benchmark x scenario x model, each sample as Inspect shows its own: the question
+    first in ``input``, the system prompt as the system message, the reply as the assistant turn,
+    the verdict as the score's value, usage summed into ``stats.model_usage``, images inside."""
     log_api = pytest.importorskip("inspect_ai.log")
     assert main(["export", str(demo_run), "--format", "inspect", "--out", str(tmp_path / "inspect")]) == 0
     df = load(demo_run)
-    logs = [log_api.read_eval_log(str(p)) for p in sorted((tmp_path / "inspect").glob("*.eval"))]
-    assert len(logs) == df["model"].nunique() == 2
+    paths = sorted((tmp_path / "inspect").glob("*.eval"))
+    logs = [log_api.read_eval_log(str(p), resolve_attachments=True) for p in paths]
+    assert len(logs) == df.groupby(["benchmark", "scenario_id", "model"]).ngroups == 6
     assert sum(len(lg.samples) for lg in logs) == len(df)
-    by_key = df.set_index("key")
+    by_cell = df.set_index(["scenario_id", "model", "sample_id"])
+    images = 0
     for lg in logs:
-        assert lg.status == "success" and lg.eval.task == "mmrag/demo"
-        rows = by_key.loc[[s.id for s in lg.samples]]
-        assert set(rows["model"]) == {lg.eval.model}
+        scenario_id = lg.eval.metadata["scenario_id"]
+        label = df.loc[df["scenario_id"] == scenario_id, "scenario"].iloc[0]
+        assert lg.status == "success" and lg.eval.task == f"mmrag/demo/{label}"
+        assert lg.eval.dataset.samples == len(lg.samples) == lg.results.total_samples
+        assert lg.eval.task_args["kind"] == label.split()[0]
+        rows = []
         for s in lg.samples:
-            row = by_key.loc[s.id]
-            value = s.scores["mmrag"].value
-            assert {o: bool(value[o]) for o in OUTCOMES} == {o: bool(row[o]) for o in OUTCOMES}
+            row = by_cell.loc[(scenario_id, lg.eval.model, s.metadata["sample_id"])]
+            rows.append(row)
+            assert s.id == f"{s.metadata['sample_id']}/{label.replace(' ', '_')}"
+            assert s.scores["mmrag"].value == row["outcome"]
+            assert s.scores["mmrag"].explanation.startswith(row["outcome"])
+            assert s.scores["mmrag"].answer == (
+                row["extracted"] if isinstance(row["extracted"], str) else row["response"]
+            )
             assert s.output.completion == row["response"]
-            assert s.metadata["scenario_id"] == row["scenario_id"] and s.metadata["sample_id"] == row["sample_id"]
+            first = s.input[0]
+            assert first.role == "user" and first.content[0].text == row["question"]
+            roles = [m.role for m in s.messages]
+            assert roles[0] == "system" and roles[-1] == "assistant" and s.messages[-1].text == row["response"]
+            parts = [p for m in s.messages for p in (m.content if isinstance(m.content, list) else [])]
+            embedded = [p.image for p in parts if p.type == "image"]
+            assert all(u.startswith("data:image/") for u in embedded)
+            images += len(embedded)
             assert len(s.metadata["contexts"]) == row["n_contexts"]
-            assert "source" in s.metadata
-        means = {sc.name: sc.metrics["mean"].value for sc in lg.results.scores}
+        metrics = lg.results.scores[0].metrics
         for o in OUTCOMES:
-            assert means[o] == pytest.approx(rows[o].mean())
+            assert metrics[o].value == pytest.approx(sum(bool(r[o]) for r in rows) / len(rows))
+        assert lg.eval.model in lg.stats.model_usage
+    assert images > 0  # the demo's question images travel inside the logs
     oracle = [s for lg in logs for s in lg.samples if s.metadata["scenario"]["kind"] == "oracle"]
     assert oracle and all(c["role"] == "gold" for s in oracle for c in s.metadata["contexts"])
-
-
-def test_lmms_eval_samples_round_trip(demo_run, tmp_path):
-    paths = export(demo_run, "lmms-eval", tmp_path / "lmms")
-    df = load(demo_run).set_index("key")
-    sample_files = [p for p in paths if p.suffix == ".jsonl"]
-    results = [p for p in paths if p.name.endswith("_results.json")]
-    assert len(results) == 2 and len(sample_files) == 2 * 3  # per model: one task per scenario
-    seen = 0
-    for f in sample_files:
-        lines = read_samples(f)
-        assert [x["doc_id"] for x in lines] == list(range(len(lines)))
-        for x in lines:
-            assert set(x) >= {
-                "doc_id",
-                "doc",
-                "target",
-                "arguments",
-                "resps",
-                "filtered_resps",
-                "doc_hash",
-                "prompt_hash",
-                "target_hash",
-                *OUTCOMES,
-            }
-            row = df.loc[x["doc"]["key"]]
-            assert x["resps"] == [[row["response"]]] and x["doc"]["question"] == row["question"]
-            assert {o: bool(x[o]) for o in OUTCOMES} == {o: bool(row[o]) for o in OUTCOMES}
-            seen += 1
-    assert seen == len(df)
-    res = json.loads(results[0].read_text())
-    assert set(res) >= {"results", "configs", "versions", "n-shot", "higher_is_better", "n-samples", "config", "date"}
-    task, metrics = next(iter(res["results"].items()))
-    lines = read_samples(next(f for f in sample_files if f.parent == results[0].parent and task in f.name))
-    assert metrics["alias"] == task and metrics["correct,none"] == pytest.approx(
-        sum(x["correct"] for x in lines) / len(lines)
-    )
-    assert "correct_stderr,none" in metrics and res["n-samples"][task]["effective"] == len(lines)
 
 
 def test_bad_requests_fail_clearly(demo_run, tmp_path, monkeypatch, capsys):
@@ -116,3 +82,27 @@ def test_bad_requests_fail_clearly(demo_run, tmp_path, monkeypatch, capsys):
     with pytest.raises(InputError, match=r"mmrag\[inspect\]"):
         export(demo_run, "inspect", tmp_path / "none")
     assert not list((tmp_path / "none").glob("*.eval"))
+
+
+def test_inspect_score_explains_the_verdict_with_its_evidence(tmp_path):
+    """The judge's evidence (the step that decided, the span it read, the reference, the rule)
+    is the score's explanation, readable in Inspect's scoring tab."""
+    log_api = pytest.importorskip("inspect_ai.log")
+    from runfactory import deflection_records, write_run
+
+    from mmrag.schema import Evidence
+
+    recs = [r for r in deflection_records(tmp_path, n_questions=1, full=False) if r.response.error is None][:3]
+    ev = Evidence(step="match", span="Paris", start=4, end=9, reference="Paris", rule="the reference appears")
+    recs[0].verdict = recs[0].verdict.model_copy(
+        update={"outcome": "correct", "reason": "gives the reference", "evidence": ev}
+    )
+    run = write_run(tmp_path / "run", recs)
+    paths = export(run, "inspect", tmp_path / "out")
+    samples = {s.metadata["key"]: s for p in paths for s in log_api.read_eval_log(str(p)).samples}
+    score = samples[recs[0].key].scores["mmrag"]
+    assert score.value == "correct"
+    assert score.explanation.startswith("correct: gives the reference")
+    for part in ("decided by match", "«Paris» (chars 4-9)", "reference «Paris»", "the reference appears"):
+        assert part in score.explanation
+    assert score.metadata["evidence"]["span"] == "Paris"

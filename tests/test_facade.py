@@ -166,6 +166,13 @@ def test_report_without_writing_gives_figures_tables_rates_and_paired_tests(smal
     diff = rep.compare(a, b)  # B - A in points, paired on sample_id
     assert diff["n_pairs"] == 6
     assert diff["d_correct"] == pytest.approx(100 * (b["correct"].mean() - a["correct"].mean()))
+    named = rep.compare(baseline=a, treatment=b)  # the sign named: treatment - baseline
+    assert named["d_correct"] == diff["d_correct"] and named["correct_b"] == pytest.approx(100 * b["correct"].mean())
+    assert rep.compare(baseline=b, treatment=a)["d_correct"] == pytest.approx(-diff["d_correct"])
+    with pytest.raises(InputError, match="both baseline= and treatment="):
+        rep.compare(baseline=a)
+    with pytest.raises(InputError, match="not both"):
+        rep.compare(a, baseline=a, treatment=b)
     assert "scenario" in rep.table_names and not rep.table("paired_models").empty
 
     fig = rep.figure("distractor_curve", frame=df)  # any frame; the figure carries what it draws
@@ -257,3 +264,25 @@ def test_runconfig_names_its_builtin_sweeps():
 def test_python_dash_m_mmrag_runs_the_command_line():
     out = subprocess.run([sys.executable, "-m", "mmrag", "--help"], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and "Usage: python -m mmrag" in out.stdout
+
+
+def test_no_weight_loading_bars_leak_into_a_notebook(tmp_path):
+    """transformers' 'Loading weights' bar is switched off while mmrag loads MiniLM (the CLI also
+    sets HF_HUB_DISABLE_PROGRESS_BARS; a notebook imports mmrag without it)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = (
+        "import mmrag\n"
+        "from mmrag.indices.encoders import SentenceTransformerEncoder\n"
+        "SentenceTransformerEncoder().encode_text(['hello'])\n"
+        "from transformers.utils import logging as tl\n"
+        "assert tl.is_progress_bar_enabled()  # the user's own loads keep their bars\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "HF_HUB_DISABLE_PROGRESS_BARS"}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])
+    res = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "Loading weights" not in res.stderr + res.stdout

@@ -179,7 +179,7 @@ def _curate_cfg(tmp: Path, url: str, **extra) -> Path:
     gate = {
         "backend": "openai",
         "model": "gate",
-        "base_url": url.replace("http://", f"http://bob:{URL_SECRET}@"),
+        "base_url": f"{url}?api_key={URL_SECRET}",
         "options": {"max_retries": 0, "headers": {"X-Api-Key": HDR_SECRET}},
     }
     return write_yaml(
@@ -227,7 +227,7 @@ def test_curation_files_hold_no_secret_and_a_rerun_is_accepted(tmp_path, capsys,
     _no_secret_in(out)
     config = json.loads((out / "config.json").read_text())
     assert config["gating_models"][0]["options"]["headers"]["X-Api-Key"] == "***"
-    assert "***@127.0.0.1" in config["gating_models"][0]["base_url"]
+    assert config["gating_models"][0]["base_url"].endswith("?api_key=***")
 
 
 def test_dead_llm_judge_in_curation_is_an_error_not_a_verdict(tmp_path, capsys, module_home):

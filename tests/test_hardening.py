@@ -1,5 +1,7 @@
 """Nothing lost, nothing silently wrong: a damaged response cache, a curation
-folder holding another curation, a full disk, and the spool folders of killed index builds."""
+folder holding another curation, a full disk, the spool folders of killed index builds, one model
+under two spellings, a labelled file holding one id twice, and ``report``/``export`` pointed at a
+folder they did not make."""
 
 from __future__ import annotations
 
@@ -176,3 +178,88 @@ def test_stale_build_folders_are_removed_and_reported(tmp_path, capsys):
     (tmp_path / "idx" / "manifest.json").write_text(json.dumps(manifest))
     assert main(["index", "info", str(tmp_path / "idx")]) != 0
     assert "0 shard(s)" in capsys.readouterr().err
+
+
+# -- one model under two spellings ----------------------------------------------------------------
+def _one_error_line(capsys) -> str:
+    err = capsys.readouterr().err
+    lines = [ln for ln in err.splitlines() if "error" in ln]
+    assert len(lines) == 1 and "Traceback" not in err, err
+    return lines[0]
+
+
+def test_one_model_under_two_spellings_is_refused_naming_both(tmp_path, capsys, module_home):
+    run = tmp_path / "run"
+    flags = ["--scenarios", "parametric", "--limit", "2", "--out", str(run)]
+    assert main(["run", "-b", "demo", "-m", "sim-vlm,sim-vlm:text_prior=0.5", *flags]) != 0
+    line = _one_error_line(capsys)
+    assert "'sim-vlm'" in line and "'sim-vlm:text_prior=0.5'" in line and "once" in line
+    assert not run.exists()
+    cfg = tmp_path / "two.yaml"  # vision=0.8 is the default: a config spelling it is the same model
+    models = [{"backend": "sim-vlm"}, {"backend": "sim-vlm", "model": "vision=0.8"}]
+    cfg.write_text(
+        yaml.safe_dump({"benchmarks": [{"name": "demo"}], "scenarios": [{"kind": "parametric"}], "models": models})
+    )
+    assert main(["run", "--config", str(cfg), "--out", str(run)]) != 0
+    assert "one model" in _one_error_line(capsys) and not run.exists()
+    # two real variants still run side by side
+    assert main(["run", "-b", "demo", "-m", "sim-vlm,sim-vlm:text_prior=0.9", *flags]) == 0, capsys.readouterr().err
+
+
+# -- judge-agreement: one id twice ------------------------------------------------------------------
+def test_judge_agreement_refuses_an_id_given_twice_naming_file_line_and_id(tmp_path, capsys):
+    people = tmp_path / "people.jsonl"
+    judge = tmp_path / "judge.jsonl"
+    rows = [("a", "correct"), ("b", "deflection"), ("c", "hallucination")]
+    people.write_text("".join(json.dumps({"id": i, "label": lab}) + "\n" for i, lab in rows))
+    twice = [*rows[:2], ("a", "deflection")]  # 'a' twice, 'c' missing: used to pair rows wrongly, rc 0
+    judge.write_text("".join(json.dumps({"id": i, "outcome": lab}) + "\n" for i, lab in twice))
+    for a, b in ((people, judge), (judge, people)):
+        assert main(["judge-agreement", str(a), str(b)]) != 0
+        line = _one_error_line(capsys)
+        assert "judge.jsonl:3" in line and "'a'" in line and "lines 1 and 3" in line
+    judge.write_text("".join(json.dumps({"id": i, "outcome": lab}) + "\n" for i, lab in reversed(rows)))
+    assert main(["judge-agreement", str(people), str(judge)]) == 0  # same ids in another order: fine
+    assert "kappa=1.000" in capsys.readouterr().out
+
+
+# -- report --out / export --out never write into a folder they did not make ------------------------
+@pytest.fixture(scope="module")
+def small_run(tmp_path_factory, module_home):
+    run = tmp_path_factory.mktemp("small") / "run"
+    argv = ["run", "-b", "demo", "-m", "always-deflect", "--scenarios", "parametric", "--limit", "2"]
+    assert main([*argv, "--out", str(run)]) == 0
+    return run
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["report", "{run}", "--quiet", "--n-boot", "100", "--no-browser"],
+        ["export", "{run}", "--format", "lmms-eval"],
+        ["report", "{run}", "--paper", "deflectionbench", "--n-boot", "100"],
+    ],
+    ids=["report", "export", "paper"],
+)
+def test_report_and_export_out_refuse_a_folder_they_did_not_make(command, small_run, tmp_path, capsys):
+    argv = [a.replace("{run}", str(small_run)) for a in command]
+    mine = tmp_path / "notes"
+    mine.mkdir()
+    (mine / "report.md").write_text("my own notes\n")
+    assert main([*argv, "--out", str(mine)]) != 0
+    line = _one_error_line(capsys)
+    assert "notes" in line and "report.md" in line and "--out" in line
+    assert sorted(p.name for p in mine.iterdir()) == ["report.md"]  # nothing written
+    assert (mine / "report.md").read_text() == "my own notes\n"
+    fresh = tmp_path / "fresh"
+    for _ in range(2):  # a folder it made is written again
+        assert main([*argv, "--out", str(fresh)]) == 0, capsys.readouterr().err
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main([*argv, "--out", str(empty)]) == 0  # an empty folder is fine, as for run
+    other = "export" if argv[0] == "report" else "report"  # (the paper's marker is "paper")
+    (tmp_path / "theirs").mkdir()
+    (tmp_path / "theirs" / f".mmrag-{other}").touch()
+    (tmp_path / "theirs" / "x.txt").write_text("x")
+    assert main([*argv, "--out", str(tmp_path / "theirs")]) != 0  # another command's folder is not ours
+    capsys.readouterr()

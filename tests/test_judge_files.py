@@ -24,7 +24,7 @@ def test_judge_file_and_agreement(tmp_path):
     rows = [json.loads(x) for x in out.read_text().splitlines()]
     assert all({"outcome", "extracted", "judge_id", "label"} <= set(r) for r in rows)
     res = agreement(DATA, out, field_a="label")
-    assert res["kappa"] >= 0.9 and res["n"] == len(rows)
+    assert res["kappa_decided"] >= 0.95 and res["coverage"] >= 0.7 and res["n"] == len(rows)
 
 
 def test_bad_records_name_line_and_field(tmp_path):
@@ -55,8 +55,14 @@ def test_cli_commands(tmp_path):
     assert r.exit_code == 0, r.output
     assert Counter(json.loads(x)["outcome"] for x in out.read_text().splitlines())["correct"] > 50
     r = runner.invoke(app, ["judge-agreement", str(DATA), str(out), "--field-a", "label", "--json"])
-    assert r.exit_code == 0 and json.loads(r.output)["kappa"] >= 0.9
+    assert r.exit_code == 0 and json.loads(r.output)["kappa_decided"] >= 0.95
     r = runner.invoke(app, ["judge-agreement", str(DATA), str(out), "--field-a", "label"])
     assert r.exit_code == 0 and "kappa=" in r.output and "correct" in r.output
+    # the four confusions beside kappa, overall and per group
+    names = ("hallucination→correct", "correct→hallucination", "deflection→hallucination", "hallucination→deflection")
+    assert all(f"{k}=" in r.output for k in names)
+    r = runner.invoke(app, ["judge-agreement", str(DATA), str(out), "--field-a", "label", "--json"])
+    conf = json.loads(r.output)["confusions"]
+    assert set(conf) == set(names) and conf["hallucination→correct"]["n"] > 0
     r = runner.invoke(app, ["judge", "--input", str(DATA), "--output", str(out), "--judge", "llm"])
     assert r.exit_code == 2 and "judge model" in r.output

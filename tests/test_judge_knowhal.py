@@ -139,8 +139,6 @@ def test_knowhal_open_negatives_go_to_the_premise_prompt_with_an_llm_and_stay_wi
     model = ScriptedJudgeModel(lambda t: "A")
     v = RuleThenLLMJudge(RuleJudge(), LLMJudge(model)).judge(s, p, r)  # decided by the rules: kept
     assert v.outcome == "hallucination" and v.details["judged_by"] == "rules" and not model.calls
-    s2, p2, r2 = item(
-        question="What flavour is the cake?", answers=[], text="I can't tell what flavour it is.", meta=neg
-    )
+    s2, p2, r2 = item(question="What flavour is the cake?", answers=[], text="I can't tell.", meta=neg)
     v = RuleJudge().judge(s2.model_copy(update={"source": "knowhal"}), p2, r2)
     assert v.outcome == "deflection"  # neither affirms nor rejects the premise

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from cli_runs import cli_run
 from loopback_core import Action, last_user_text
 from loopback_server import LoopbackServer
 
@@ -54,10 +55,10 @@ def test_judge_command_rule_plus_llm_caches_and_fails_on_a_failed_judge_call(hom
         {
             "id": "c",
             "source": "viquae",
-            "question": "Which city is this?",
-            "answers": ["Lyon"],
-            "response": "Lille.",
-        },  # decided (another city): kept
+            "question": "In which year was this tower built?",
+            "answers": ["1887"],
+            "response": "1902.",
+        },  # decided (another year): kept
         {
             "id": "d",
             "source": "viquae",
@@ -121,29 +122,7 @@ def test_judge_command_rule_plus_llm_caches_and_fails_on_a_failed_judge_call(hom
 def test_run_command_takes_the_judge_model(home, tmp_path, key):
     with LoopbackServer(answer="C") as srv:
         out = tmp_path / "run"
-        assert (
-            main(
-                [
-                    "run",
-                    "--benchmark",
-                    "demo",
-                    "--model",
-                    "always-deflect",
-                    "--scenarios",
-                    "parametric",
-                    "--limit",
-                    "2",
-                    "--judge",
-                    "llm",
-                    *GRADER,
-                    "--judge-base-url",
-                    srv.url,
-                    "--out",
-                    str(out),
-                ]
-            )
-            == 0
-        )
+        cli_run(out, "--judge", "llm", *GRADER, "--judge-base-url", srv.url)
         recs = records(out)
         assert len(recs) == 2 and len(graded(srv)) >= 1
         assert all(
@@ -184,25 +163,7 @@ def test_sweep_command_takes_the_judge_model(home, tmp_path, key):
 
 
 def test_score_command_takes_the_judge_model(home, tmp_path, key, capsys):
-    out = tmp_path / "run"
-    assert (
-        main(
-            [
-                "run",
-                "--benchmark",
-                "demo",
-                "--model",
-                "always-deflect",
-                "--scenarios",
-                "parametric",
-                "--limit",
-                "2",
-                "--out",
-                str(out),
-            ]
-        )
-        == 0
-    )
+    out = cli_run(tmp_path / "run")
     with LoopbackServer(answer="B") as srv:
         assert main(["score", str(out), "--judge", "llm", *GRADER, "--judge-base-url", srv.url]) == 0
         assert "outcomes changed: 2" in capsys.readouterr().out

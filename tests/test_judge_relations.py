@@ -1,55 +1,13 @@
-"""The rule judge's newer steps: cut-off replies held to the slot the question asks, the line
-after a table or list, bare tables read by row, swapped comparisons and roles, self-corrections."""
+"""The rule judge's reading of structure: the line after a table or list, bare tables read by row,
+swapped comparisons and roles, self-corrections."""
 
 from __future__ import annotations
 
 import pytest
 from judgeitems import judge
 
-from mmrag.judging.final import asserted_part, final_answer, table_answer
-from mmrag.judging.question import asked_slot
+from mmrag.judging.final import final_answer, table_answer
 from mmrag.judging.relation import comparison, relation_conflicts, role
-
-
-@pytest.mark.parametrize(
-    "question,slot",
-    [
-        ("How many arches does the bridge have?", "number"),
-        ("What is the length of this ship in metres?", "number"),
-        ("When was this university founded?", "year"),
-        ("What colour is the hull?", "class"),
-        ("Is the Hoover Dam in Nevada or Arizona?", "polar"),
-        ("Who designed this building?", "name"),
-        ("What were the main reasons for the decline?", "other"),
-        ("How do you reset the router?", "other"),
-    ],
-)
-def test_asked_slot(question, slot):
-    assert asked_slot(question) == slot
-
-
-def test_asserted_part_keeps_finished_clauses_about_the_question():
-    q = "In which city did this jazz singer die?"
-    text = "This is Billie Holiday. She died in 1959 in Baltimore, the city where she grew up, after a long"
-    assert asserted_part(text, q) == "She died in 1959 in Baltimore, the city where she grew up"
-    assert asserted_part("The commissioning milestone falls in", "When is the commissioning?") == ""
-
-
-def test_cut_off_reasoning_with_an_incidental_figure_is_a_deflection():
-    v = judge(
-        "What is the name of this satellite?",
-        ["Sputnik 1"],
-        "This appears to be a model of a satellite, a polished sphere with four long antennas. The satellite is",
-        finish_reason="length",
-    )
-    assert v.outcome == "deflection"
-
-
-def test_cut_off_after_a_wrong_answer_to_the_slot_is_a_hallucination():
-    v = judge(
-        "How many wheels does the locomotive have?", ["4"], "The locomotive has two driving wheels and", "infoseek"
-    )
-    assert v.outcome == "hallucination"
 
 
 def test_closing_line_after_a_table_is_the_final_answer():
@@ -116,21 +74,22 @@ def test_cut_off_after_giving_the_reference_is_correct():
     assert v.outcome == "correct"
 
 
-def test_a_vague_reply_that_names_a_rival_is_a_hallucination_not_a_deflection():
+def test_vague_replies_and_unlisted_rivals_are_left_to_a_reader():
+    """Vagueness and another name never decide alone: both are undecided (rule+llm, mmrag label)."""
     q = "In which city is this stadium located?"
-    assert judge(q, ["Rio de Janeiro"], "A large stadium somewhere in South America.").outcome == "deflection"
+    v = judge(q, ["Rio de Janeiro"], "A large stadium somewhere in South America.")
+    assert v.outcome == "unparseable" and v.evidence is None
     assert (
-        judge(q, ["Rio de Janeiro"], "The large oval stadium is located in São Paulo, Brazil.").outcome
-        == "hallucination"
+        judge(q, ["Rio de Janeiro"], "The large oval stadium is located in São Paulo, Brazil.").outcome == "unparseable"
     )
-
-
-def test_a_second_candidate_beside_the_reference_is_a_hallucination():
     q = "Which river does the Charles Bridge cross?"
-    assert judge(q, ["Vltava"], "The Vltava, or possibly the Elbe.").outcome == "hallucination"
-    assert (
-        judge(q, ["634"], "It stands at 634 m, though some sources say 450 m.", "infoseek").outcome == "hallucination"
-    )
+    v = judge(q, ["Vltava"], "The Vltava, or possibly the Elbe.")
+    assert v.outcome == "unparseable" and v.details["undecided"]
+
+
+def test_a_second_figure_beside_the_reference_is_not_credited():
+    v = judge("How tall is it?", ["634"], "It stands at 634 m, though some sources say 450 m.", "infoseek")
+    assert v.outcome != "correct"
 
 
 @pytest.mark.parametrize(
@@ -184,4 +143,5 @@ def test_a_number_inside_cjk_text_is_read():
 
 def test_only_references_the_reply_shares_a_word_with_compete():
     refs = ["Louis XIV", "Louis-Dieudonné", "the Sun King"]
-    assert judge("Which king is depicted in this portrait?", refs, "This is Louis XV.").outcome == "hallucination"
+    v = judge("Which king is depicted in this portrait?", refs, "This is Louis XV.")
+    assert v.outcome == "unparseable" and v.details["undecided"] == "unchecked conflict"  # entity: a reader's call

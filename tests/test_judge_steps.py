@@ -1,20 +1,21 @@
-"""The rule judge's steps one by one: final answer and truncation, refusal, quantities, slot
-contradictions, the decision from typed signals, and the kinds of reply the judge must get right."""
+"""The rule judge's reading steps one by one: final answer, refusal, quantities, slot
+contradictions; the kinds of reply the judge must get right; the one policy for cut-off replies.
+(The scorers of the cascade, each on its own, are in test_judge_scorers.py.)"""
 
 from __future__ import annotations
 
 import pytest
 from judgeitems import judge
 
-from mmrag.judging import RuleJudge, Signals, decide
+from mmrag.judging import RuleJudge
 from mmrag.judging.contradict import conflicts
-from mmrag.judging.final import cut_off, final_answer
+from mmrag.judging.final import final_answer
 from mmrag.judging.lexicon import clean, closed_class, direction, names, sentences, words
 from mmrag.judging.quantity import compare, quantities
 from mmrag.judging.refusal import DEFAULT_DETECTOR
 
 
-# -- step 1: final answer and truncation ------------------------------------------------------------
+# -- the final answer ------------------------------------------------------------
 @pytest.mark.parametrize(
     "text,answer,method",
     [
@@ -36,27 +37,19 @@ def test_final_answer(text, answer, method):
     assert (f.answer, f.method) == (answer, method)
 
 
-@pytest.mark.parametrize(
-    "text,finish,cut",
-    [
-        ("The bridge was designed by", None, True),
-        ("It was built in 1887 and", None, True),
-        ("<think>First I look at the", None, True),
-        ("Paris", None, False),
-        ("It is Paris.", None, False),
-        ("It is Paris.", "length", True),
-        ("The answer is 42", None, False),
-    ],
-)
-def test_cut_off(text, finish, cut):
-    assert cut_off(text, finish) is cut
+def test_a_cut_off_reply_is_never_judged_by_any_judge():
+    """One owner: the judge and the run engine give a cut-off reply the same verdict."""
+    from mmrag.runs.pipeline import engine_verdict
+    from mmrag.schema import Response
 
-
-def test_a_cut_off_reply_is_never_correct():
-    assert judge("Who designed the bridge?", ["Gustave Eiffel"], "The bridge was designed by").outcome == "deflection"
-    assert judge("Capital?", ["Paris"], "Paris is the capital", finish_reason="length").outcome == "deflection"
-    v = judge("When was it built?", ["1887"], "It was built in 1902, after the fire of", finish_reason="length")
-    assert v.outcome == "hallucination"  # it already asserted something wrong
+    v = judge("Capital?", ["Paris"], "Paris is the capital", finish_reason="length")
+    assert v.outcome == "unparseable" and not v.details.get("undecided") and "finish_reason=length" in v.reason
+    e = engine_verdict(Response(prompt_id="p", text="Paris is the capital", finish_reason="length"))
+    assert e is not None and e.reason == v.reason and e.outcome == v.outcome
+    failed = engine_verdict(Response(prompt_id="p", text="", error="timeout"))
+    assert failed is not None and failed.reason == "request failed: timeout"
+    # a reply that stops mid-clause without saying so is read like any other
+    assert judge("Who designed the bridge?", ["Gustave Eiffel"], "The bridge was designed by").outcome == "unparseable"
 
 
 # -- the lexicon ------------------------------------------------------------------------------------
@@ -68,7 +61,7 @@ def test_lexicon_format_characters_never_split_a_word():
     assert closed_class("gray") == "colour" and direction(words("it rose sharply")) == 1
 
 
-# -- step 2: refusals -------------------------------------------------------------------------------
+# -- refusals -------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     "text",
     [
@@ -89,16 +82,19 @@ def test_a_guess_after_a_refusal_is_judged():
     assert not a.is_deflection and a.guess
 
 
-# -- step 3: quantities (pint) ----------------------------------------------------------------------
+# -- quantities (pint) ----------------------------------------------------------------------
 def test_quantities_convert_units():
     assert compare("7 cm", "70 mm") == "gives" and compare("2 years", "24 months") == "gives"
     assert compare("1,200 metres", "1,200 feet") == "contradicts"
     assert compare("24 °C", "75 °F") == "gives"
+    # written in one unit, one number: a rounder or transposed figure is not the reference's
+    assert compare("18,460 kg", "18,640 kg") == "contradicts" and compare("324 m", "300 m") == "contradicts"
+    assert compare("£2,418.37", "two thousand four hundred and eighteen pounds and thirty-seven pence") == "gives"
     assert [q.dim for q in quantities("It is 5 in wide and 3 in a row")] == ["count", "count"]  # "in" is no unit
     assert quantities("1 hour and 25 minutes")[0].value == 85 * 60
 
 
-# -- step 4: contradictions per slot kind -----------------------------------------------------------
+# -- contradictions per slot kind -----------------------------------------------------------
 @pytest.mark.parametrize(
     "ref,reply,kind",
     [
@@ -132,23 +128,14 @@ def test_aliases_are_not_rival_answers():
     assert v.outcome == "unparseable" and v.details["undecided"] == "unlisted alias"
 
 
-# -- step 5: decide or abstain ----------------------------------------------------------------------
-def test_decide_reads_only_typed_signals():
-    assert decide(Signals(match="gives"))[0] == "correct"
-    out, reason, why = decide(Signals(match="gives", match_certain=False, match_kind="name"))
-    assert out == "unparseable" and reason.startswith("undecided:") and why == "weak match"
-    assert decide(Signals(match="absent", candidate=True))[0] == "hallucination"
-    assert decide(Signals(match="absent", refusal="bare"))[0] == "deflection"
-    assert decide(Signals(match="absent", cut_off=True, candidate=True))[0] == "deflection"
-    assert decide(Signals(match="gives", cut_off=True))[0] == "correct"  # cut off after the answer
-
-
+# -- the whole judge on kinds of reply ---------------------------------------------------------------
 def test_final_answer_wins_other_language_matches_and_surname_only_is_undecided():
     assert judge("When was it built?", ["1887"], "Built in 1887 ... so the answer is 1902.").outcome == "hallucination"
-    assert judge("Who built it?", ["Louis XIV"], "It was built for Louis XVI.").outcome == "hallucination"
+    v = judge("Who built it?", ["Louis XIV"], "It was built for Louis XVI.")  # a name sharing a word: a reader's call
+    assert v.outcome == "unparseable" and v.details["undecided"] == "unchecked conflict"
     assert judge("Capital of France?", ["Paris"], "La capitale de la France est Paris.").outcome == "correct"
     v = judge("Who designed the tower?", ["Gustave Eiffel"], "It was designed by Eiffel.")
-    assert v.outcome == "unparseable" and v.details["undecided"] == "weak match" and v.details["signals"]["match"]
+    assert v.outcome == "unparseable" and v.details["undecided"] == "weak match" and v.evidence is None
 
 
 def test_judge_records_take_an_optional_finish_reason(tmp_path):
@@ -171,7 +158,8 @@ def test_judge_records_take_an_optional_finish_reason(tmp_path):
     f.write_text("".join(json.dumps(r) + "\n" for r in rows))
     judge_file(f, tmp_path / "out.jsonl", RuleJudge())
     out = [json.loads(x) for x in (tmp_path / "out.jsonl").read_text().splitlines()]
-    assert [r["outcome"] for r in out] == ["deflection", "correct"]
+    assert [r["outcome"] for r in out] == ["unparseable", "correct"]  # cut off: never judged
+    assert "finish_reason=length" in out[0]["judge_reason"]
     f.write_text(json.dumps({**rows[0], "finish_reason": 3}) + "\n")
     with pytest.raises(InputError) as exc:
         judge_file(f, tmp_path / "o2.jsonl", RuleJudge())

@@ -176,3 +176,42 @@ def test_time_to_label_50(browser, tmp_path):
         f"the page answers; each press = POST + fsync + next item fetched and drawn)"
     )
     assert len(L.load(run)) == 50
+
+
+def goto(page, key: str, n: int) -> None:
+    """Move right through the page's items until ``key`` is shown."""
+    for _ in range(n):
+        if page.get_attribute("#item", "data-key") == key:
+            return
+        before = page.get_attribute("#item", "data-key")
+        page.keyboard.press("ArrowRight")
+        page.wait_for_function(f"() => document.getElementById('item').dataset.key !== '{before}'")
+    assert page.get_attribute("#item", "data-key") == key
+
+
+def test_show_judge_shows_the_evidence_with_its_span_highlighted(browser, tmp_path):
+    import httpx
+    from labelrun import settled_run
+
+    d = settled_run(tmp_path)
+    session = L.open_session(d, "eve", n=500, show_judge=True)
+    keys = session.keys
+    at = next(i for i, k in enumerate(keys) if session.records[k].verdict.evidence is not None)
+    plain = next(i for i, k in enumerate(keys) if i > at and session.records[k].verdict.evidence is None)
+    key, ev = keys[at], session.records[keys[at]].verdict.evidence
+    with LabelServer(session) as srv:
+        page = open_page(browser, srv.url)
+        goto(page, key, len(keys))
+        assert page.inner_text("#reply") == session.records[key].response.text  # the whole reply, as text
+        assert page.eval_on_selector_all("#reply mark.evidence", "ms => ms.map(m => m.textContent)") == [ev.span]
+        shown = page.inner_text("#judge-evidence")
+        assert ev.step in shown and f"reference: {ev.reference}" in shown and ev.rule in shown
+        goto(page, keys[plain], len(keys))  # an item without evidence: no mark, no evidence box
+        assert page.eval_on_selector_all("#reply mark", "ms => ms.length") == 0
+        assert not page.is_visible("#judge-evidence") and page.is_visible("#judge")
+        assert page.errors == []
+        page.close()
+    blind = L.open_session(d, "eve", n=500)  # without --show-judge the page gets no verdict, no evidence
+    with LabelServer(blind) as srv:
+        item = httpx.get(srv.url + f"api/item/{blind.keys.index(key)}").json()
+        assert "judge" not in item and "reference_match" not in json.dumps(item)

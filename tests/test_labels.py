@@ -347,11 +347,13 @@ def test_per_source_where_labels_allow_else_pooled(run_dir):
 
 
 def test_report_and_summary_show_corrected_rates(run_dir, tmp_path):
+    from mmrag.labels.report import corrected_section
+    from mmrag.labels.summary import with_corrected
     from mmrag.reports import CIOptions, report
     from mmrag.runs.frame import read_records
     from mmrag.runs.summary import write_summary
 
-    paths = report(run_dir, tmp_path / "rep", opts=CIOptions(n_boot=200), browser=False)
+    paths = report(run_dir, tmp_path / "rep", opts=CIOptions(n_boot=200), browser=False, sections=(corrected_section,))
     md = (tmp_path / "rep" / "report.md").read_text()
     assert "## Rates corrected for judge error" in md and "Rogan & Gladen" in md and "Assumption:" in md
     assert "judged → corrected" in md and "coverage %" in md
@@ -362,7 +364,7 @@ def test_report_and_summary_show_corrected_rates(run_dir, tmp_path):
     scen = pd.read_csv(tmp_path / "rep" / "tables" / "scenario.csv")
     assert np.allclose(scen["coverage"], 100 - scen["unparseable"])
     assert any(p.name == "corrected.csv" for p in paths)
-    summary = write_summary(run_dir, read_records(run_dir))
+    summary = with_corrected(run_dir, write_summary(run_dir, read_records(run_dir)))
     jc = summary["judge_corrected"]
     assert jc["labeller"] == "ann" and jc["groups"] and "Rogan" in jc["method"]
     g = jc["groups"][0]

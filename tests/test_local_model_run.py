@@ -7,9 +7,28 @@ from __future__ import annotations
 import json
 
 import pytest
+from cli_runs import demo_run_argv
 from test_transformers_backend import build_tiny_qwen2vl
 
 from mmrag.cli import main
+
+
+def _argv(ckpt, out) -> list[str]:
+    """The demo run over the tiny local checkpoint: three scenarios, image negatives, 3 questions."""
+    return demo_run_argv(
+        out,
+        "--negative-modality",
+        "image",
+        "--distractors",
+        "1",
+        "--max-new-tokens",
+        "8",
+        "--batch-size",
+        "4",
+        model=f"transformers:{ckpt}",
+        scenarios="parametric,oracle,adversarial",
+        limit=3,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -19,29 +38,7 @@ def ckpt(tmp_path_factory):
 
 def test_transformers_model_runs_the_demo_scenarios(ckpt, tmp_path, capsys):
     out = tmp_path / "run"
-    code = main(
-        [
-            "run",
-            "--benchmark",
-            "demo",
-            "--model",
-            f"transformers:{ckpt}",
-            "--scenarios",
-            "parametric,oracle,adversarial",
-            "--negative-modality",
-            "image",
-            "--distractors",
-            "1",
-            "--limit",
-            "3",
-            "--max-new-tokens",
-            "8",
-            "--batch-size",
-            "4",
-            "--out",
-            str(out),
-        ]
-    )
+    code = main(_argv(ckpt, out))
     assert code == 0, capsys.readouterr().err
     from mmrag.runs import read_records
 
@@ -57,30 +54,5 @@ def test_transformers_model_runs_the_demo_scenarios(ckpt, tmp_path, capsys):
     assert any(fp.startswith("transformers") or "transformers" in fp for fp in manifest["models"].values())
     # greedy answers are cached: the same command into a new directory makes no model call
     again = tmp_path / "again"
-    assert (
-        main(
-            [
-                "run",
-                "--benchmark",
-                "demo",
-                "--model",
-                f"transformers:{ckpt}",
-                "--scenarios",
-                "parametric,oracle,adversarial",
-                "--negative-modality",
-                "image",
-                "--distractors",
-                "1",
-                "--limit",
-                "3",
-                "--max-new-tokens",
-                "8",
-                "--batch-size",
-                "4",
-                "--out",
-                str(again),
-            ]
-        )
-        == 0
-    )
+    assert main(_argv(ckpt, again)) == 0
     assert json.loads((again / "manifest.json").read_text())["counts"]["model_calls"] == 0

@@ -11,10 +11,10 @@ import re
 
 import pandas as pd
 import pytest
+from cli_runs import cli_run
 from loopback_core import last_user_text
 from loopback_server import LoopbackServer
 
-from mmrag.cli import main
 from mmrag.metrics.rates import RATES, header
 from mmrag.schema import DEFLECTION_PHRASE
 
@@ -34,26 +34,7 @@ def run_dir(module_home, tmp_path_factory):
 
     out = tmp_path_factory.mktemp("surfaces") / "run"
     with LoopbackServer(responder=model) as srv:
-        assert (
-            main(
-                [
-                    "run",
-                    "-b",
-                    "demo",
-                    "-m",
-                    "openai:m",
-                    "--base-url",
-                    srv.url,
-                    "--scenarios",
-                    "parametric,oracle",
-                    "--limit",
-                    "16",
-                    "--out",
-                    str(out),
-                ]
-            )
-            == 0
-        )
+        cli_run(out, "--base-url", srv.url, model="openai:m", scenarios="parametric,oracle", limit=16)
     return out
 
 

@@ -391,3 +391,19 @@ def test_titles_never_overlap_and_failed_models_are_marked(tmp_path, names):
     texts = [ax.get_title() for ax in draw_modality_matrix(frame, FAST).axes]
     for model, n in failed.items():
         assert any(f"FAILED: {n} request" in t and model in t.replace("\n", "") for t in texts)
+
+
+@pytest.mark.parametrize("width", [100, 140])
+def test_terminal_tables_keep_each_interval_whole(df, width):
+    """In the terminal a rate is two lines, the value over ``[lo, hi]``: never an interval split
+    over three lines by a narrow column."""
+    from rich.console import Console
+
+    from mmrag.reports import CIOptions, rate_table, to_rich
+
+    table = rate_table(df, ["model", "kind"], opts=CIOptions(n_boot=100))
+    console = Console(width=width, record=True, color_system=None)
+    console.print(to_rich(table, "rates"))
+    lines = console.export_text().splitlines()
+    cells = [c.strip() for ln in lines for c in ln.split("│") if "[" in c or "]" in c]
+    assert cells and all(c.startswith("[") and c.endswith("]") and ", " in c for c in cells), cells[:10]

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from cli_runs import cli_run
 from loopback_core import last_user_text
 from loopback_server import LoopbackServer
 
@@ -134,19 +135,7 @@ def test_score_rejudges_saved_responses_without_model_calls(demo, tmp_path, caps
 def test_rescoring_updates_the_judge_named_in_the_manifest(demo, tmp_path):
     with LoopbackServer(answer="A") as grader:
         out = tmp_path / "run"
-        cli(
-            "run",
-            "--benchmark",
-            "demo",
-            "--model",
-            "always-deflect",
-            "--scenarios",
-            "parametric",
-            "--limit",
-            "2",
-            "--out",
-            out,
-        )
+        cli_run(out)
         cli("score", out, "--judge", "llm", "--judge-model", "openai:judge", "--judge-base-url", grader.url)
         manifest = json.loads((out / "manifest.json").read_text())
         assert manifest["config"]["judge"]["mode"] == "llm"

@@ -3,19 +3,19 @@
 * A plug-in named by dotted path in a config is imported only with ``--allow-code``, must be a
   class with the protocol's methods, and is never imported from a run directory (``--resume``).
 * A key planted every way it can travel — echoed by the server in an error body, in the base
-  URL's userinfo, in ``api_key_env``, in ``options.headers`` (``Authorization`` and ``X-Api-Key``)
+  URL's query, in ``api_key_env``, in ``options.headers`` (``Authorization`` and ``X-Api-Key``)
   — reaches no byte of any file the run, the report, the browser or the response cache write.
 """
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 from pathlib import Path
 
 import pytest
 import yaml
+from cli_runs import cli_run
 from loopback_server import LoopbackServer
 
 from mmrag.cli import main
@@ -81,25 +81,7 @@ def test_registry_rules_without_the_cli():
 
 
 def test_resume_never_imports_code_a_manifest_names(tmp_path, capsys, module_home):
-    run = tmp_path / "run"
-    assert (
-        main(
-            [
-                "run",
-                "--benchmark",
-                "demo",
-                "--model",
-                "always-deflect",
-                "--scenarios",
-                "parametric",
-                "--limit",
-                "2",
-                "--out",
-                str(run),
-            ]
-        )
-        == 0
-    )
+    run = cli_run(tmp_path / "run")
     marker = tmp_path / "pwned"
     man = json.loads((run / "manifest.json").read_text())
     man["config"]["retrieval"]["retrievers"] = {"text": {"name": "os:system", "command": f"touch {marker}"}}
@@ -190,7 +172,7 @@ def test_no_planted_key_reaches_any_file(tmp_path, monkeypatch, capsys, module_h
                     {
                         "backend": "openai",
                         "model": "m-a",
-                        "base_url": f"http://alice:{URL_SECRET}@127.0.0.1:{port}/v1",
+                        "base_url": f"http://127.0.0.1:{port}/v1?api-version=1&key={URL_SECRET}",
                         "options": {"max_retries": 0},
                     },
                     {
@@ -214,9 +196,8 @@ def test_no_planted_key_reaches_any_file(tmp_path, monkeypatch, capsys, module_h
         )
         run = tmp_path / "run"
         assert main(["run", "--config", str(cfg), "--out", str(run)]) == 0
-        sent = json.dumps([r.headers for r in srv.core.records])
-    basic = base64.b64encode(f"alice:{URL_SECRET}".encode()).decode()
-    assert all(s in sent for s in (API_KEY, HDR_SECRET, XKEY_SECRET, basic))  # every key did travel
+        sent = json.dumps([(r.headers, r.path) for r in srv.core.records])
+    assert all(s in sent for s in (API_KEY, HDR_SECRET, XKEY_SECRET, URL_SECRET))  # every key did travel
     assert main(["report", str(run), "--out", str(tmp_path / "report"), "--quiet", "--n-boot", "100"]) == 0
     assert main(["browse", str(run), "--out", str(tmp_path / "browser.html")]) == 0
     from mmrag.runs import read_records
@@ -226,7 +207,6 @@ def test_no_planted_key_reaches_any_file(tmp_path, monkeypatch, capsys, module_h
     assert any("invalid credentials" in d and REDACTED in d for d in details)  # echoed, then redacted
     assert (tmp_path / "cache" / "responses.audit.jsonl").is_file()
     planted = [s.encode() for s in (API_KEY, URL_SECRET, HDR_SECRET, XKEY_SECRET)]
-    planted.append(base64.b64encode(f"alice:{URL_SECRET}".encode()))
     scanned = 0
     for f in _files(
         run, tmp_path / "report", tmp_path / "browser.html", tmp_path / "cache", Path(os.environ["MMRAG_HOME"])
@@ -239,25 +219,7 @@ def test_no_planted_key_reaches_any_file(tmp_path, monkeypatch, capsys, module_h
 
 
 def test_resume_of_a_redacted_manifest_is_refused_clearly(tmp_path, capsys, module_home):
-    run = tmp_path / "run"
-    assert (
-        main(
-            [
-                "run",
-                "--benchmark",
-                "demo",
-                "--model",
-                "always-deflect",
-                "--scenarios",
-                "parametric",
-                "--limit",
-                "1",
-                "--out",
-                str(run),
-            ]
-        )
-        == 0
-    )
+    run = cli_run(tmp_path / "run", limit=1)
     man = json.loads((run / "manifest.json").read_text())
     man["config"]["models"] = [{"backend": "openai", "model": "m", "base_url": f"http://{REDACTED}@127.0.0.1:9/v1"}]
     (run / "manifest.json").write_text(json.dumps(man))
@@ -313,3 +275,101 @@ def test_query_secrets_and_keylike_headers_reach_no_file(tmp_path, capsys, modul
         redact_text("GET http://h/v1?x=1&access_token=tok-1234567&alt=json")
         == f"GET http://h/v1?x=1&access_token={REDACTED}&alt=json"
     )
+
+
+# -- credentials in generation settings are refused, never written ------------------------------
+GEN_SECRET = "sk-genkwarg-planted-0006"
+
+
+def _refused_with_one_line(capsys) -> str:
+    err = capsys.readouterr().err
+    lines = [ln for ln in err.splitlines() if "error" in ln]
+    assert len(lines) == 1 and "Traceback" not in err, err
+    assert "--api-key-env" in lines[0] and GEN_SECRET not in err
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    "gen_kwargs",
+    [
+        f"api_key={GEN_SECRET}",
+        f"max_new_tokens=8,authorization=Bearer {GEN_SECRET}",
+        f"x-api-key={GEN_SECRET}",
+        f"access_token={GEN_SECRET}",
+        f"password={GEN_SECRET}",
+        f"client_secret={GEN_SECRET}",
+        f"extra_headers={GEN_SECRET}",
+        f"note=Bearer {GEN_SECRET}",
+    ],
+)
+def test_a_credential_in_gen_kwargs_is_refused_and_written_nowhere(gen_kwargs, tmp_path, capsys, module_home):
+    run = tmp_path / "run"
+    with LoopbackServer(answer="Paris") as srv:
+        argv = ["run", "-b", "demo", "-m", "openai:x", "--base-url", srv.url, "--gen-kwargs", gen_kwargs]
+        code = main([*argv, "--scenarios", "parametric", "--limit", "1", "--out", str(run)])
+        assert code != 0 and not srv.core.records  # refused before any request
+    line = _refused_with_one_line(capsys)
+    assert "--gen-kwargs" in line
+    assert not run.exists()
+    for f in _files(tmp_path, Path(os.environ["MMRAG_HOME"])):
+        assert GEN_SECRET.encode() not in f.read_bytes(), f"leaked into {f}"
+
+
+def test_a_credential_in_a_config_s_settings_or_extra_body_is_refused(tmp_path, capsys, module_home):
+    model = {"backend": "openai", "model": "m", "base_url": "http://127.0.0.1:9/v1"}
+    for i, where in enumerate(
+        ({"settings": {"extra": {"api_key": GEN_SECRET}}}, {"options": {"extra_body": {"token": GEN_SECRET}}})
+    ):
+        cfg = _yaml(
+            tmp_path / f"c{i}.yaml",
+            {"benchmarks": [{"name": "demo"}], "scenarios": PARAMETRIC, "models": [{**model, **where}]},
+        )
+        assert main(["run", "--config", str(cfg), "--out", str(tmp_path / "run")]) != 0
+        line = _refused_with_one_line(capsys)
+        assert ("settings.extra" in line or "extra_body" in line) and not (tmp_path / "run").exists()
+
+
+def test_which_setting_names_count_as_credentials():
+    from mmrag.redact import secret_setting
+
+    for name in ("api_key", "apiKey", "X-Api-Key", "authorization", "auth", "token", "access_token", "password"):
+        assert secret_setting(name), name
+    for name in ("client_secret", "headers", "extra_headers", "cookie", "openai_key", "credentials"):
+        assert secret_setting(name), name
+    for name in ("max_tokens", "max_completion_tokens", "stop_token_ids", "top_k", "num_beams", "min_tokens"):
+        assert not secret_setting(name, 1), name
+    for name in ("skip_special_tokens", "repetition_penalty", "logit_bias", "response_format", "seed"):
+        assert not secret_setting(name, 1), name
+    assert secret_setting("note", "Bearer abcdef123456") and not secret_setting("note", "a plain sentence")
+
+
+# -- base URLs: a query stays a query, userinfo is refused ---------------------------------------
+def test_a_base_url_query_is_sent_as_the_query_of_the_chat_route(tmp_path, capsys, module_home):
+    with LoopbackServer(answer="Paris") as srv:
+        url = f"{srv.url}?api-version=2024-06-01"
+        argv = ["run", "-b", "demo", "-m", "openai:m", "--base-url", url, "--scenarios", "parametric"]
+        assert main([*argv, "--limit", "2", "--no-cache", "--out", str(tmp_path / "run")]) == 0, capsys.readouterr()
+        paths = {r.path for r in srv.core.records}
+    assert paths == {"/v1/chat/completions?api-version=2024-06-01"}
+
+
+def test_userinfo_in_a_base_url_is_refused_never_sent_as_basic_auth(tmp_path, capsys, monkeypatch, module_home):
+    monkeypatch.setenv("MMRAG_TEST_KEY", "sk-the-real-bearer-key-0007")
+    with LoopbackServer(answer="Paris") as srv:
+        userinfo = srv.url.replace("http://", f"http://alice:{URL_SECRET}@")
+        flags = ["-b", "demo", "-m", "openai:m", "--api-key-env", "MMRAG_TEST_KEY", "--scenarios", "parametric"]
+        for i, how in enumerate((["--base-url", userinfo], [])):
+            if not how:
+                monkeypatch.setenv("OPENAI_BASE_URL", userinfo)  # the SDK's variable, read when no flag is given
+            run = tmp_path / f"run{i}"
+            assert main(["run", *flags, *how, "--limit", "1", "--out", str(run)]) != 0
+            err = capsys.readouterr().err
+            lines = [ln for ln in err.splitlines() if "error" in ln]
+            assert len(lines) == 1 and "Traceback" not in err, err
+            assert "user:password@" in lines[0] and "Basic" in lines[0] and "--api-key-env" in lines[0]
+            assert URL_SECRET not in err and not run.exists()
+        assert not srv.core.records  # nothing was sent
+    with pytest.raises(InputError, match="user:password@"):
+        from mmrag.models import OpenAICompatible
+
+        OpenAICompatible("m", f"http://bob:{URL_SECRET}@127.0.0.1:9/v1")

@@ -113,7 +113,7 @@ class DeflectionBenchmark:
             question=rec.question,
             images=images,
             answers=answers,
-            numeric_ranges=[tuple(r) for r in rec.numeric_ranges],
+            numeric_ranges=[(lo, hi) for lo, hi in rec.numeric_ranges],
             choices=choices_from_options(rec.options),
             label=rec.label,
             gold_doc_ids=[g.doc_id for g in rec.gold_contexts],

@@ -17,9 +17,7 @@ declared where the benchmark is, in a few lines.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from mmrag.registry import Registry
 from mmrag.scenarios import kinds as _kinds
@@ -31,22 +29,12 @@ class BenchmarkFamily:
     label: str
     #: scenario kind ids its samples can be shown under, in the order a run lists them
     scenario_kinds: tuple[str, ...]
-    #: a name in METRICS (or ``pkg.module:function``): ``items -> dict``
+    #: a name in METRICS (or ``pkg.module:function``): ``items -> dict``, resolved by
+    #: :func:`mmrag.metrics.family_metric` (benchmarks do not import metrics)
     metrics: str
     #: a registered judge name (``mcq``, ``knowhal`` …); None = the run's judge mode
     judge: str | None = None
     description: str = ""
-
-    def metric_function(self) -> Callable[..., dict[str, Any]]:
-        """The family's metric.  A ``pkg.module:function`` path here is part of the family object,
-        which only code defines (a built-in or an installed entry point), never a config or a run
-        directory; so it resolves like a scenario kind's builder, not through the guarded
-        registry path that refuses dotted names read from configs."""
-        from mmrag.metrics import METRICS
-
-        if ":" in self.metrics:
-            return _kinds._resolve(self.metrics)
-        return METRICS.get(self.metrics)
 
     def judge_name(self, run_mode: str) -> str:
         """The judge to build: the family's own, else the run's mode (rule | llm | rule+llm)."""
@@ -76,15 +64,6 @@ def register_family(family: BenchmarkFamily) -> BenchmarkFamily:
 def get_family(family_id: str) -> BenchmarkFamily:
     """The registered family ``family_id``; InputError naming the known ones."""
     return BENCHMARK_FAMILIES.get_instance(family_id, BenchmarkFamily, "benchmark kind")
-
-
-def family_ids() -> list[str]:
-    return BENCHMARK_FAMILIES.names()
-
-
-def families_where(pred: Callable[[BenchmarkFamily], bool]) -> list[str]:
-    """Ids of the known families satisfying ``pred`` (unloadable plug-ins are skipped)."""
-    return BENCHMARK_FAMILIES.ids_where(pred, get_family)
 
 
 DEFLECTION = register_family(

@@ -8,13 +8,14 @@ checks them line by line.  Image paths are relative to the JSONL file's folder u
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from mmrag.schema import Document, DocumentFields, ImageRef, Modality
 
-DEFLECTION_SOURCES = ("infoseek", "evqa", "webqa", "viquae", "mragbench", "mmdocrag", "demo")
+DeflectionSource = Literal["infoseek", "evqa", "webqa", "viquae", "mragbench", "mmdocrag", "demo"]
+DEFLECTION_SOURCES: tuple[DeflectionSource, ...] = get_args(DeflectionSource)
 
 
 class _Rec(BaseModel):
@@ -60,7 +61,7 @@ class DeflectionRecord(_Rec):
     numeric_ranges: list[tuple[float, float]] = Field(default_factory=list)
     gold_contexts: list[GoldContext] = Field(min_length=1)
     negative_doc_ids: list[str] = Field(default_factory=list)
-    source: Literal["infoseek", "evqa", "webqa", "viquae", "mragbench", "mmdocrag", "demo"]
+    source: DeflectionSource
     question_type: str | None = None
     entity_id: str | None = None
     options: dict[str, str] | None = None

@@ -117,7 +117,7 @@ def validate_deflection(path: Path) -> Problems:
         _dup(rec.sample_id, ln, seen, "sample_id", problems)
         for i, img in enumerate(rec.query_images):
             _image_ok(img, path.parent, ln, f"query_images.{i}", rec.sample_id, problems)
-        if kb is None:
+        if kb is None or kb_path is None:
             continue
         for i, g in enumerate(rec.gold_contexts):
             if g.doc_id not in kb:

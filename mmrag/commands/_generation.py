@@ -12,13 +12,35 @@ import typer
 from mmrag.errors import InputError
 
 TEMPERATURE = typer.Option(None, "--temperature", min=0.0, help="sampling temperature (default 0: greedy, cached)")
-TOP_P = typer.Option(None, "--top-p", min=0.0, max=1.0, help="nucleus sampling mass (default 1)")
+TOP_P = typer.Option(None, "--top-p", "--top_p", min=0.0, max=1.0, help="nucleus sampling mass (default 1)")
 GEN_KWARGS = typer.Option(
     None,
     "--gen-kwargs",
+    "--gen_kwargs",  # lmms-eval's spelling
     help="more generation settings as k=v,k=v (lmms-eval style), e.g. "
     "max_new_tokens=64,num_beams=1; keys that are not settings go to the backend as given",
 )
+MAX_NEW_TOKENS = typer.Option(
+    None, "--max-new-tokens", "--max_new_tokens", min=1, help="generation limit per reply (default: the backend's)"
+)
+#: lmms-eval's ``--max_tokens`` is a budget of all tokens of the evaluation, not a per-reply limit:
+#: taking it as ``--max-new-tokens`` would silently change what the flag means, so it is refused
+LMMS_MAX_TOKENS = typer.Option(
+    None,
+    "--max_tokens",
+    "--max-tokens",
+    hidden=True,
+    help="refused: lmms-eval's budget of all tokens of an evaluation; the per-reply limit is --max-new-tokens",
+)
+
+
+def refuse_max_tokens(value: int | None) -> None:
+    if value is not None:
+        raise InputError(
+            "lmms-eval's --max_tokens is a budget of all tokens of the evaluation, which mmrag does not "
+            "have; for a limit per reply use --max-new-tokens (or --gen-kwargs max_new_tokens=N)",
+            field="--max_tokens",
+        )
 
 
 def generation(

@@ -58,13 +58,15 @@ def specs_from_flags(
                 for neg in negs:
                     try:
                         specs.append(
-                            ScenarioSpec(
-                                kind=kind,
-                                n_distractors=n,
-                                negative_modality=neg,
-                                positive_modality=positive,
-                                strictness=strict,
-                                seed=seed,
+                            ScenarioSpec.model_validate(  # flag values: pydantic checks them, naming the flag
+                                {
+                                    "kind": kind,
+                                    "n_distractors": n,
+                                    "negative_modality": neg,
+                                    "positive_modality": positive,
+                                    "strictness": strict,
+                                    "seed": seed,
+                                }
                             )
                         )
                     except ValidationError as exc:
@@ -106,7 +108,7 @@ def config_from_flags(
         benchmarks=[BenchmarkRef(name=b) for b in benchmark],
         scenarios=specs,
         models=models,
-        judge=judge_cfg or JudgeConfig(mode=judge),
+        judge=judge_cfg or JudgeConfig.model_validate({"mode": judge}),
         limit=limit,
         seed=seed,
         batch_size=batch_size,

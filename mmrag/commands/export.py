@@ -27,3 +27,5 @@ def export(
     paths = run_export(run_dir, format, out)
     folder = paths[0].parent if len(paths) == 1 else Path(out) if out else run_dir / "export" / format
     console.print(f"[green]export ({format}):[/green] {folder}  ({len(paths)} files)")
+    if getattr(paths, "notice", None):
+        console.print(f"[yellow]{run_dir}: {paths.notice}[/yellow]")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import NoReturn
 
 import typer
 
@@ -16,7 +17,7 @@ from mmrag.errors import InputError, MmragError
 score_app = typer.Typer(help="Score saved predictions.", no_args_is_help=True)
 
 
-def _fail(exc: MmragError) -> None:
+def _fail(exc: MmragError) -> NoReturn:
     typer.echo(f"error: {exc}", err=True)
     raise typer.Exit(code=exc.exit_code)
 

@@ -23,6 +23,12 @@ def label(
     ),
     seed: int | None = typer.Option(None, "--seed", help="seed of the sample (default 0)"),
     show_judge: bool = typer.Option(False, "--show-judge", help="show the judge's verdict on the page"),
+    undecided: bool = typer.Option(
+        False,
+        "--undecided",
+        help="first every reply the judge left undecided (in the sample or not), then the sample: "
+        "your label settles them",
+    ),
     port: int = typer.Option(0, "--port", min=0, max=65535, help="port on 127.0.0.1 (default: a free one)"),
     export: Path | None = typer.Option(None, "--export", help="write the sample (no verdicts) as JSONL and exit"),
     import_: Path | None = typer.Option(
@@ -45,7 +51,7 @@ def label(
         console.print("[green]imported:[/green] " + ", ".join(f"{k}: {v} lines" for k, v in sorted(counts.items())))
         return
     who = check_labeller(labeller) if labeller else default_labeller()
-    session = open_session(run_dir, who, n=n, seed=seed, show_judge=show_judge)
+    session = open_session(run_dir, who, n=n, seed=seed, show_judge=show_judge, undecided=undecided)
     if export is not None:
         from mmrag.labels.items import export_sample
         from mmrag.labels.store import labels_dir
@@ -55,15 +61,16 @@ def label(
                 "write the export outside RUN_DIR/labels/ (its .jsonl files are label files)", field="--export"
             )
 
-        count = export_sample(export, [session.records[k] for k in session.sample.keys])
+        count = export_sample(export, [session.records[k] for k in session.keys])
         console.print(f"[green]exported:[/green] {export} ({count} items, no verdicts)")
         return
     from mmrag.labels.server import LabelServer
 
     server = LabelServer(session, port=port)
     done = len([v for v in session.file.current().values() if v != "skip"])
+    first = f", the {session.n_undecided} the judge left undecided first" if undecided else ""
     console.print(
-        f"labelling {len(session.sample.keys)} replies of {run_dir} as [bold]{who}[/bold] "
+        f"labelling {len(session.keys)} replies of {run_dir} as [bold]{who}[/bold]{first} "
         f"({done} labelled so far); labels go to {session.file.path}"
     )
     console.print(f"open [bold]{server.url}[/bold]   (Ctrl-C to stop)")

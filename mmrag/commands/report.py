@@ -13,7 +13,7 @@ from mmrag.errors import InputError
 
 
 def report(
-    run_dirs: list[Path] = typer.Argument(..., help="one or more run directories (each with samples.jsonl)"),
+    run_dirs: list[Path] = typer.Argument(..., help="one or more run directories (mmrag run --out DIR)"),
     out: Path | None = typer.Option(
         None, "--out", "-o", help="report folder (default RUN_DIR/report; required with several runs)"
     ),
@@ -22,6 +22,12 @@ def report(
     seed: int = typer.Option(0, "--seed", help="bootstrap seed (same seed, same numbers)"),
     browser: bool = typer.Option(True, "--browser/--no-browser", help="also write the HTML sample browser of each run"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="do not print the tables"),
+    by: str | None = typer.Option(
+        None,
+        "--by",
+        help="KNOB[,KNOB]: a table of the rates crossed by one or two knobs or record columns "
+        "(n_distractors,negative_modality) and a figure with a panel per value of the second",
+    ),
     paper: str | None = typer.Option(
         None,
         "--paper",
@@ -36,6 +42,7 @@ def report(
     ),
 ) -> None:
     """Tables with confidence intervals, paired tests, PNG/SVG figures and report.md."""
+    from mmrag.labels.report import corrected_section
     from mmrag.reports import CIOptions
     from mmrag.reports import report as make_report
 
@@ -54,6 +61,9 @@ def report(
             raise InputError("several runs: say where the paper's tables go with --out DIR", field="--out")
         target = out or run_dirs[0] / "paper"
         df = load(run_dirs)
+        from mmrag.outdir import claim
+
+        claim(target, "paper", check=out is not None)  # --out: never into a folder of other files
         names = sorted(df["model"].unique()) if len(df) else []
         index = write_paper(
             paper,
@@ -73,6 +83,8 @@ def report(
         opts=CIOptions(level=level, n_boot=n_boot, seed=seed),
         browser=browser,
         console=None if quiet else console,
+        sections=(corrected_section,),  # the judge-corrected rates of labelled runs
+        by=by,
     )
     md = next(p for p in paths if p.name == "report.md")
     console.print(f"[green]report:[/green] {md}  ({len(paths)} files)")

@@ -55,7 +55,7 @@ def run_paper(
         models=[parse_model_arg(m, base_url=base_url, api_key_env=api_key_env) for m in models],
         sweeps=list(paper.presets),
         limit=limit,
-        judge=JudgeConfig(mode=judge or "rule"),
+        judge=JudgeConfig.model_validate({"mode": judge or "rule"}),
     )
     run_dir = out / "run"
     run_and_print(cfg, run_dir, title=f"mmrag reproduce {paper.name}")
@@ -68,7 +68,7 @@ def run_paper(
         ccfg = CurateConfig(
             benchmark=ref,
             gating_models=[parse_model_arg(m, base_url=base_url, api_key_env=api_key_env) for m in gating_models],
-            judge=JudgeConfig(mode=judge or "rule"),
+            judge=JudgeConfig.model_validate({"mode": judge or "rule"}),
             limit=limit,
             k_min=k_min,
         )
@@ -118,7 +118,10 @@ def reproduce(
     ),
     k_min: int = typer.Option(5, "--k-min", min=0, help="negatives a sample must keep through curation (paper: 5)"),
     paper_model: str | None = typer.Option(
-        None, "--paper-model", help="a model of the paper: show its published numbers beside yours"
+        None,
+        "--paper-model",
+        help="a model of the paper: line its published numbers up with yours, one by one, with the difference "
+        "(every table lists all published rows anyway)",
     ),
     judge: str | None = typer.Option(None, "--judge", help="rule | llm | rule+llm (default rule)"),
     base_url: str | None = typer.Option(None, "--base-url", help="base URL of an OpenAI-compatible server"),

@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import typer
 from rich.text import Text
@@ -16,7 +16,15 @@ from rich.text import Text
 from mmrag.benchmarks.family import DEFLECTION
 from mmrag.commands._console import choices, console, err_console, progress_bar, refuse_extra_flags, results_table
 from mmrag.commands._engine import ADDRESS, ENGINE, ENGINE_FLAGS, REPLICAS, engine_scope
-from mmrag.commands._generation import GEN_KWARGS, TEMPERATURE, TOP_P, generation
+from mmrag.commands._generation import (
+    GEN_KWARGS,
+    LMMS_MAX_TOKENS,
+    MAX_NEW_TOKENS,
+    TEMPERATURE,
+    TOP_P,
+    generation,
+    refuse_max_tokens,
+)
 from mmrag.commands._run_config import (
     config_from_flags,
     config_from_manifest,
@@ -31,15 +39,24 @@ from mmrag.commands.judge import JudgeBaseUrlOpt, JudgeKeyEnvOpt, JudgeModelOpt,
 from mmrag.errors import InputError
 from mmrag.registry import allow_code as trusting_code
 from mmrag.runs.config import BenchmarkRef, RunConfig, load_run_config
-from mmrag.runs.engine import RunResult, default_run_dir, execute
 from mmrag.scenarios.kinds import kind_ids
 from mmrag.scenarios.spec import MODALITIES, STRICTNESS_LEVELS
+
+if TYPE_CHECKING:  # the engine (pandas, pyarrow) is imported when a run starts, not with the CLI
+    from mmrag.runs.engine import RunResult
+
+
+def default_run_dir(name: str) -> Path:
+    from mmrag.runs.engine import default_run_dir as default
+
+    return default(name)
+
 
 ALLOW_CODE_HELP = (
     "import plug-ins the config names by dotted path (pkg.module:Class); only for configs you "
     "trust, never taken from a run directory"
 )
-Modality = Literal[MODALITIES]  # type: ignore[valid-type]  (typer lists the choices in --help)
+Modality = Literal[MODALITIES]  # type: ignore[valid-type]  # built from the tuple: typer lists the choices in --help
 
 #: one help text per flag, shared by every command that has the flag (one meaning everywhere)
 BENCHMARK_HELP = (
@@ -87,13 +104,17 @@ def _builtin_sweep_names() -> list[str]:
 
 def run_and_print(config: RunConfig, out: Path, title: str = "Results", retry_failed: bool = False) -> RunResult:
     """Execute and print; a run over its error budget exits 1 with a one-line reason on stderr."""
+    from mmrag.labels.summary import with_corrected
     from mmrag.util import as_input_error
 
     t0 = time.perf_counter()
     err_console.print(Text.assemble(("run directory: ", "bold"), str(out)), highlight=False)
     try:
         with progress_bar() as progress:
+            from mmrag.runs.engine import execute
+
             result = execute(config, out, argv=sys.argv, progress=progress, retry_failed=retry_failed)
+        result.summary = with_corrected(result.run_dir, result.summary)  # a labelled run's corrected rates
     except OSError as exc:  # a full disk, a quota, a file-size limit: one line, and how to go on
         err = as_input_error(exc, out, f"free space and resume: mmrag run --resume {out}")
         if err is exc:
@@ -170,9 +191,8 @@ def run(
         None, "--cache-path", help="SQLite response cache to use (default: MMRAG_HOME's shared cache)"
     ),
     batch_size: int = typer.Option(32, "--batch-size", min=1, help="prompts per model request batch"),
-    max_new_tokens: int | None = typer.Option(
-        None, "--max-new-tokens", min=1, help="generation limit per reply (default: the backend's)"
-    ),
+    max_new_tokens: int | None = MAX_NEW_TOKENS,
+    max_tokens: int | None = LMMS_MAX_TOKENS,
     out: Path | None = typer.Option(None, "--out", "-o", help=OUT_HELP),
     allow_code: bool = typer.Option(False, "--allow-code", help=ALLOW_CODE_HELP),
     max_concurrency: int | None = typer.Option(None, "--max-concurrency", min=1, help=_MAX_CONC),
@@ -185,6 +205,7 @@ def run(
     replicas: int | None = REPLICAS,
 ) -> None:
     """Run benchmarks x scenarios x models, judge every answer, write a run directory."""
+    refuse_max_tokens(max_tokens)
     if resume is not None and allow_code:
         raise InputError(
             "--allow-code does not apply to --resume: a run directory is data and the code its "
@@ -199,6 +220,12 @@ def run(
     elif config is not None:
         refuse_extra_flags(ctx, "--config", allowed=(*CONFIG_OVERRIDES, *EXECUTION_FLAGS))
     if resume is not None:
+        from mmrag.runs.state import nothing_to_do
+
+        done = None if (max_concurrency or max_failures) else nothing_to_do(resume)
+        if done:  # a finished run: said from its manifest, before anything heavy is imported
+            console.print(f"[green]{done}[/green]")
+            return
         with engine_scope(engine, address, replicas):
             run_and_print(
                 with_execution(config_from_manifest(resume), max_concurrency, max_failures), resume, retry_failed=True
@@ -261,7 +288,8 @@ def sweep(
     limit: int | None = typer.Option(None, "--limit", min=1, help=LIMIT_HELP),
     temperature: float | None = TEMPERATURE,
     top_p: float | None = TOP_P,
-    max_new_tokens: int | None = typer.Option(None, "--max-new-tokens", min=1, help="generation limit per reply"),
+    max_new_tokens: int | None = MAX_NEW_TOKENS,
+    max_tokens: int | None = LMMS_MAX_TOKENS,
     seed: int | None = typer.Option(None, "--seed", help="generation seed (the sweep file seeds its scenarios)"),
     gen_kwargs: str | None = GEN_KWARGS,
     judge: str | None = typer.Option(None, "--judge", help=JUDGE_HELP),
@@ -277,6 +305,7 @@ def sweep(
     replicas: int | None = REPLICAS,
 ) -> None:
     """Run every cell of a sweep; cells already in the run directory are not run again."""
+    refuse_max_tokens(max_tokens)
     from mmrag.mapping_files import read_yaml_mapping
     from mmrag.models import parse_model_arg
     from mmrag.scenarios import builtin_sweeps

@@ -52,8 +52,10 @@ def score(
             postprocess=postprocess,
         )
         return
+    from mmrag.labels.summary import with_corrected
     from mmrag.runs.rescore import rescore
 
     summary = rescore(Path(target), judge_config(judge, judge_model, judge_base_url, judge_api_key_env))
+    summary = with_corrected(target, summary)  # a labelled run's corrected rates, for the new verdicts
     console.print(results_table(summary, title=f"Re-judged ({judge})"))
     console.print(f"outcomes changed: {summary['changed_outcomes']}")

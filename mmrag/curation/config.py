@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from mmrag.mapping_files import load_yaml_model
 from mmrag.models.base import GenerationSettings, ModelSpec
 from mmrag.runs.config import BenchmarkRef, CacheConfig, JudgeConfig, RetrievalConfig
+from mmrag.schema import Modality
 
 
 class CurateConfig(BaseModel):
@@ -25,9 +26,7 @@ class CurateConfig(BaseModel):
     gating_models: list[ModelSpec] = Field(min_length=1)
     judge: JudgeConfig = Field(default_factory=JudgeConfig)
     settings: GenerationSettings = Field(default_factory=GenerationSettings)
-    modalities: list[Literal["text", "image", "multimodal"]] = Field(
-        default_factory=lambda: ["text", "image", "multimodal"]
-    )
+    modalities: list[Literal["text", "image", "multimodal"]] = Field(default_factory=lambda: list(get_args(Modality)))
     negatives_per_modality: int = Field(default=4, ge=1)
     k_min: int = Field(default=5, ge=0)
     #: "curated": Stage II starts from the sample's own negatives (WebQA negFacts, MMDocRAG quotes,

@@ -18,7 +18,7 @@ def sample_to_record(sample: Sample, store, negative_doc_ids: list[str]) -> Defl
         numeric_ranges=list(sample.numeric_ranges),
         gold_contexts=[GoldContext(doc_id=d, modality=store.get(d).modality) for d in sample.gold_doc_ids],
         negative_doc_ids=list(negative_doc_ids),
-        source=sample.source if sample.source in DEFLECTION_SOURCES else "demo",
+        source=next((s for s in DEFLECTION_SOURCES if s == sample.source), "demo"),
         question_type=sample.metadata.get("question_type"),
         entity_id=sample.entity_id,
         options=options,

@@ -35,7 +35,7 @@ from mmrag.judging.llm import raise_judge_failures
 from mmrag.redact import redact
 from mmrag.retrieval.base import MiningResult
 from mmrag.runs.config import RunConfig
-from mmrag.runs.wiring import make_judge, make_model
+from mmrag.runs.wiring import make_judge, make_model, model_settings
 from mmrag.scenarios import compose
 from mmrag.scenarios.kinds import ADVERSARIAL, ORACLE, PARAMETRIC
 from mmrag.scenarios.spec import ScenarioSpec
@@ -61,7 +61,7 @@ class Gate:
 
     models: list[Any]
     judge: Any
-    settings: Any
+    settings: list[Any]  # one per model, in order: each is asked with the settings its fingerprint names
     batch_size: int
 
     def ask(self, items: list[tuple[Sample, Prompt]]) -> list[dict[str, Verdict]]:
@@ -69,10 +69,10 @@ class Gate:
         no verdict: it raises :class:`~mmrag.errors.DependencyError` (the stage is not written,
         and running ``mmrag curate`` again redoes it; the response cache keeps what succeeded)."""
         out: list[dict[str, Verdict]] = [dict() for _ in items]
-        for vlm in self.models:
+        for vlm, settings in zip(self.models, self.settings, strict=True):
             for start in range(0, len(items), self.batch_size):
                 chunk = items[start : start + self.batch_size]
-                responses = vlm.generate([p for _, p in chunk], self.settings)
+                responses = vlm.generate([p for _, p in chunk], settings)
                 if len(responses) != len(chunk):
                     raise DependencyError(
                         f"gating model {vlm.fingerprint} returned {len(responses)} replies for {len(chunk)} prompts"
@@ -150,7 +150,7 @@ def curate(config: CurateConfig, out: str | Path, progress: Any = None) -> dict[
     gate = Gate(
         [make_model(m, run_cfg) for m in config.gating_models],
         make_judge(bench.kind, run_cfg),
-        config.settings,
+        [model_settings(m, config.settings) for m in config.gating_models],
         config.batch_size,
     )
     from mmrag.runs.plan import build_miner, index_hashes
@@ -292,7 +292,7 @@ def curate(config: CurateConfig, out: str | Path, progress: Any = None) -> dict[
 
 def _report(samples: list[Sample], *stages: list[dict[str, Any]]) -> dict[str, Any]:
     names = ["input", "stage1_parametric", "stage2_mining", "stage3_oracle"]
-    per_source: dict[str, dict[str, int]] = defaultdict(dict)
+    per_source: dict[str, dict[str, float]] = defaultdict(dict)
     totals = {"input": len(samples)}
     for s in samples:
         per_source[s.source or "?"]["input"] = per_source[s.source or "?"].get("input", 0) + 1

@@ -120,26 +120,25 @@ def build_index_ray(
     *,
     address: str | None = None,
     pool_size: int | None = None,
-    batch_size: int = 256,
     block_docs: int = DEFAULT_BLOCK_DOCS,
     encoder_cpus: float = 1,
-    shard_size: int | None = None,
-    train_size: int | None = None,
-    seed: int = 0,
-    search_params: dict[str, Any] | None = None,
-    threads: int | None = None,
-    device: str | None = "cpu",
-    include_title: bool = True,
     progress: bool | None = None,
     stats: dict[str, Any] | None = None,
+    **settings: Any,
 ) -> IndexManifest:
     """Build the index ``build_index(iter_kb(kb), create_encoder(encoder_spec), kind, ...)`` would
-    build, with parsing and encoding on a Ray cluster.  ``pool_size``: encoder actors (default:
-    one per GPU, else one per ``encoder_cpus`` of the cluster's CPUs, leaving one for parsing).
-    ``stats``, when given, receives where the time went (scan, encode pipeline, FAISS)."""
-    from mmrag.indices.build import _multimodal_encoder, _new_index, build_index_from_embeddings
+    build, with parsing and encoding on a Ray cluster.  ``settings``: the local build's own
+    (:class:`~mmrag.indices.build.IndexSettings`: ``batch_size``, ``shard_size``, ``train_size``,
+    ``seed``, ``search_params``, ``threads``, ``device``, ``include_title``).  ``pool_size``:
+    encoder actors (default: one per GPU, else one per ``encoder_cpus`` of the cluster's CPUs,
+    leaving one for parsing).  ``stats``, when given, receives where the time went (scan, encode
+    pipeline, FAISS)."""
+    from mmrag.indices.build import IndexSettings, prepared_encoder, write_encoded
     from mmrag.indices.registry import create_encoder
     from mmrag.registry import code_allowed
+
+    s = IndexSettings(**settings)
+    batch_size, include_title = s.batch_size, s.include_title
 
     kb = Path(kb)
     if kind not in INDEX_KINDS:
@@ -148,11 +147,9 @@ def build_index_ray(
         raise InputError("knowledge base file not found", path=kb)
     if block_docs < 1 or batch_size < 1:
         raise InputError("block size and batch size must be at least 1", field="--batch-size")
-    enc = create_encoder(encoder_spec)  # on the driver for its dim / fingerprint / spec (weights load lazily)
-    if kind == "multimodal":
-        enc = _multimodal_encoder(enc)
-    if factory != "auto":
-        _new_index(enc.dim, factory)  # a bad factory string fails before any work is sent out
+    # on the driver for its dim / fingerprint / spec (weights load lazily); a bad factory string
+    # fails before any work is sent out
+    enc = prepared_encoder(create_encoder(encoder_spec), kind, factory)
     ray = connect(address)
     from ray.data import ActorPoolStrategy, DataContext
 
@@ -224,25 +221,7 @@ def build_index_ray(
         timing["encode_s"] = time.perf_counter() - t1
 
     try:
-        manifest = build_index_from_embeddings(
-            batches(),
-            out,
-            dim=enc.dim,
-            kind=kind,
-            encoder_fingerprint=enc.fingerprint,
-            encoder_spec=enc.spec() if hasattr(enc, "spec") else None,
-            kb_content_hash=hasher.hexdigest(),
-            factory=factory,
-            shard_size=shard_size,
-            train_size=train_size,
-            seed=seed,
-            search_params=search_params,
-            threads=threads,
-            device=device,
-            progress=False,
-            source=kb,
-            extra_params={"batch_size": batch_size, "include_title": include_title},
-        )
+        manifest = write_encoded(batches(), out, enc, kind, factory, hasher.hexdigest(), s, progress=False, source=kb)
     finally:
         options.preserve_order = keep_order
     timing["total_s"] = time.perf_counter() - t0

@@ -106,7 +106,8 @@ class RayVLM:
         if infos[0]["key_extra"]:
             # A backend that widens its cache key (the baselines) reads the prompt only; a driver
             # copy computes the same key the local run would, so both share cache entries.
-            self.cache_key_extra: Callable[[Prompt], Any] = MODELS.create(spec.backend, spec).cache_key_extra
+            local: Any = MODELS.create(spec.backend, spec)  # a backend with key_extra has cache_key_extra
+            self.cache_key_extra: Callable[[Prompt], Any] = local.cache_key_extra
         # the window a streaming engine keeps in flight for this model: two calls' worth per replica,
         # so each replica has its next batch queued while the driver judges and stores the last
         self.max_concurrency = 2 * len(self.actors) * self.max_batch

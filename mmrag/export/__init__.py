@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from mmrag.errors import InputError
+from mmrag.outdir import claim
 from mmrag.registry import Registry
 
 #: ``EXPORTERS.get(format)(records, manifest, out_dir) -> list[Path]``
@@ -57,7 +58,7 @@ def read_manifest(run_dir: Path) -> dict[str, Any]:
     return data
 
 
-def export(run_dir: str | Path, format: str = "inspect", out: str | Path | None = None) -> list[Path]:
+def export(run_dir: str | Path, format: str = "inspect", out: str | Path | None = None) -> Written:
     """Write the run in ``run_dir`` in another tool's ``format`` (``inspect`` | ``lmms-eval``) into
     ``out`` (default ``RUN_DIR/export/FORMAT``); returns the files written."""
     from mmrag.runs.frame import read_records
@@ -69,14 +70,21 @@ def export(run_dir: str | Path, format: str = "inspect", out: str | Path | None 
     if not records:
         raise InputError("the run has no records yet: nothing to export", path=run_dir)
     target = Path(out) if out is not None else run_dir / "export" / format
-    try:
-        target.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise InputError(f"cannot create the export folder ({exc.strerror})", path=target) from None
+    claim(target, "export", check=out is not None)  # --out: never into a folder of other files
     written = writer(records, manifest, target)
     if not written:  # lmms-eval has no failed samples: a run of failures has nothing to write
         raise InputError(f"nothing to export as {format}: every cell of this run failed", path=run_dir)
-    return written
+    from mmrag.runs.state import records_state
+
+    return Written(written, notice=records_state(run_dir, records, manifest=manifest).notice())
+
+
+class Written(list):
+    """The files an export wrote; ``notice`` says ``incomplete: X of Y cells`` for an unfinished run."""
+
+    def __init__(self, paths: list[Path], notice: str | None = None) -> None:
+        super().__init__(paths)
+        self.notice = notice
 
 
 def slug(text: str) -> str:
@@ -94,4 +102,4 @@ class _CallableModule(types.ModuleType):
 
 sys.modules[__name__].__class__ = _CallableModule
 
-__all__ = ["EXPORTERS", "export", "read_manifest", "slug"]
+__all__ = ["EXPORTERS", "Written", "export", "read_manifest", "slug"]

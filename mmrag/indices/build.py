@@ -22,6 +22,7 @@ import os
 import shutil
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -156,11 +157,17 @@ def build_index(
     joint-space encoder that is then fused with rule "mean").  ``source`` (the KB file) only
     names the file in error messages.  Returns the manifest written to ``out/manifest.json``.
     """
-    index_kind(kind)
-    if kind == "multimodal":
-        encoder = _multimodal_encoder(encoder)
-    if factory != "auto":
-        _new_index(encoder.dim, factory)  # fail on a bad factory string before encoding anything
+    encoder = prepared_encoder(encoder, kind, factory)
+    settings = IndexSettings(
+        shard_size=shard_size,
+        batch_size=batch_size,
+        train_size=train_size,
+        seed=seed,
+        search_params=search_params,
+        threads=threads,
+        device=device,
+        include_title=include_title,
+    )
     hasher = KBHasher()
 
     def batches() -> Iterator[tuple[list[str], list[str], np.ndarray]]:
@@ -195,25 +202,70 @@ def build_index(
                 )
             bar.advance(read)
 
-    spec = encoder.spec() if hasattr(encoder, "spec") else None
+    return write_encoded(
+        batches(), out, encoder, kind, factory, hasher.hexdigest, settings, progress=progress, source=source
+    )
+
+
+@dataclass(frozen=True)
+class IndexSettings:
+    """The knobs of a build that do not depend on who encodes the documents (this process,
+    :func:`build_index`, or a Ray cluster, :func:`mmrag.distributed.build_index_ray`); both
+    builds take them by these names and end in :func:`write_encoded`."""
+
+    shard_size: int | None = None
+    batch_size: int = 256
+    train_size: int | None = None
+    seed: int = 0
+    search_params: dict[str, Any] | None = None
+    threads: int | None = None
+    device: str | None = "cpu"
+    include_title: bool = True
+
+
+def prepared_encoder(encoder: Any, kind: str, factory: str) -> Any:
+    """The encoder a ``kind`` index is built with (a multimodal index fuses text and image), after
+    an unknown kind or a bad ``factory`` string has failed, before anything is encoded."""
+    index_kind(kind)
+    if kind == "multimodal":
+        encoder = _multimodal_encoder(encoder)
+    if factory != "auto":
+        _new_index(encoder.dim, factory)
+    return encoder
+
+
+def write_encoded(
+    batches: Iterable[tuple[Sequence[str], Sequence[str], np.ndarray]],
+    out: str | Path,
+    encoder: Any,
+    kind: str,
+    factory: str,
+    kb_content_hash: str | Any,
+    settings: IndexSettings,
+    *,
+    progress: bool | None = None,
+    source: str | Path | None = None,
+) -> IndexManifest:
+    """:func:`build_index_from_embeddings` for vectors ``encoder`` made: its dimension,
+    fingerprint and spec and the encoding settings go into the manifest."""
     return build_index_from_embeddings(
-        batches(),
+        batches,
         out,
         dim=encoder.dim,
         kind=kind,
         encoder_fingerprint=encoder.fingerprint,
-        encoder_spec=spec,
-        kb_content_hash=hasher.hexdigest,
+        encoder_spec=encoder.spec() if hasattr(encoder, "spec") else None,
+        kb_content_hash=kb_content_hash,
         factory=factory,
-        shard_size=shard_size,
-        train_size=train_size,
-        seed=seed,
-        search_params=search_params,
-        threads=threads,
-        device=device,
+        shard_size=settings.shard_size,
+        train_size=settings.train_size,
+        seed=settings.seed,
+        search_params=settings.search_params,
+        threads=settings.threads,
+        device=settings.device,
         progress=progress,
         source=source,
-        extra_params={"batch_size": batch_size, "include_title": include_title},
+        extra_params={"batch_size": settings.batch_size, "include_title": settings.include_title},
     )
 
 

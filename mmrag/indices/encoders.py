@@ -18,7 +18,7 @@ import os
 import platform
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -64,12 +64,32 @@ def shared_sentence_transformer(folder: str | Path, device: str) -> Any:
         if key not in _MODELS:
             from sentence_transformers import SentenceTransformer
 
-            _MODELS[key] = SentenceTransformer(key[0], device=device)
+            with no_weight_bars():
+                _MODELS[key] = SentenceTransformer(key[0], device=device)
         return _MODELS[key]
 
 
 #: device nodes without which torch cannot see a GPU on Linux (NVIDIA, ROCm, WSL's GPU bridge)
 _GPU_NODES = ("/dev/nvidiactl", "/dev/nvidia0", "/dev/kfd", "/dev/dxg")
+
+
+@contextlib.contextmanager
+def no_weight_bars() -> Iterator[None]:
+    """transformers draws a 'Loading weights' bar for every model it loads; mmrag's own progress
+    shows what matters, and in a notebook that bar is noise in the cell's output.  Switched off
+    for the load only (the user's own loads keep theirs)."""
+    try:
+        from transformers.utils import logging as tf_logging
+    except ImportError:  # pragma: no cover - transformers comes with sentence-transformers
+        yield
+        return
+    was = tf_logging.is_progress_bar_enabled()
+    tf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was:
+            tf_logging.enable_progress_bar()
 
 
 def resolve_device(device: str | None) -> str:

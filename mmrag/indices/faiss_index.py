@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -251,7 +251,3 @@ def describe(index: Index) -> dict[str, Any]:
         "fingerprint": m.fingerprint,
         "on_gpu": index.on_gpu,
     }
-
-
-def rows_to_ids(index: Index, rows: Sequence[int]) -> list[str]:
-    return [index.doc_ids[r] for r in rows if r >= 0]

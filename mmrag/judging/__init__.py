@@ -8,14 +8,17 @@ Public names are re-exported here; judges register in :data:`JUDGES` under their
 * ``mcq``       :class:`MCQJudge` (HumbleBench)
 * ``knowhal``   :class:`KnowHalJudge` (``llm=`` optional: open negatives by LLM when given)
 
-The rule judge (``rule@18``) is a pipeline of small steps: final answer and truncation
-(:mod:`.final`), refusal (:mod:`.refusal`, other languages in :mod:`.language`), the source's
-answer rule (:data:`ANSWER_RULES` in :mod:`.rules`: ``webqa``, ``evqa``, ``infoseek``,
-``knowhal``/``vqa``, ``default``; the key phrase of sentence references in :mod:`.keyphrase`), slot
-contradictions (:mod:`.contradict`, :mod:`.number_checks` for the numbers, :mod:`.relation` for
-swapped comparisons and roles) and the decision from typed signals (:mod:`.signals`), which
-abstains (``unparseable``, reason ``undecided: ...``) where the signals cannot settle a reply.  The
-types the steps pass on are in :mod:`.base`.  Whole-judge sources (KnowHal) are in
+The rule judge (``rule@19``) is a **cascade of scorers** (:mod:`.cascade`, the built-ins in
+:mod:`.scorers`): each ``(item, reply) -> verdict with evidence | pass``, registered in
+:data:`SCORERS` and tried in its declared order (KnowHal's premise rule and the sources' official
+answer rules first).  A decided verdict names its :class:`~mmrag.schema.Evidence`; a reply no
+scorer decides is undecided (outcome ``unparseable``, ``details["undecided"]`` its cause) and goes
+to the LLM judge (``rule+llm``) or a person (``mmrag label --undecided``).  The reading steps the
+scorers share: the final answer (:mod:`.final`), refusals (:mod:`.refusal`, :mod:`.language`), the
+sources' answer rules (:data:`ANSWER_RULES` in :mod:`.rules`, :mod:`.evqa`, :mod:`.webqa`,
+:mod:`.keyphrase`), slot conflicts (:mod:`.contradict`, :mod:`.number_checks`, :mod:`.relation`)
+and the false-premise call (:mod:`.premise`).  Failed, cut-off and empty replies are never judged
+(:func:`unjudged`, also the run engine's policy).  Whole-judge sources (KnowHal) are in
 :data:`SOURCE_JUDGES`.  Multiple choice: the robust extractor in :mod:`.mcq`, HumbleBench's
 official rule in :mod:`.mcq_official`.
 
@@ -27,6 +30,8 @@ from __future__ import annotations
 
 from mmrag.errors import InputError
 from mmrag.judging.base import JUDGES, Judge
+from mmrag.judging.cascade import SCORERS, Reading, Scorer, cascade
+from mmrag.judging.failed import unjudged
 from mmrag.judging.knowhal import KnowHalJudge
 from mmrag.judging.llm import LLMJudge, parse_grade
 from mmrag.judging.mcq import MCQJudge, extract_choice, nota_letter, parse_inline_options
@@ -39,7 +44,6 @@ from mmrag.judging.open_answer import OpenAnswerConfig, OpenAnswerJudge
 from mmrag.judging.premise import PremiseRejectionDetector, rejects_premise
 from mmrag.judging.refusal import REFUSAL_PATTERNS, DeflectionDetector, is_deflection
 from mmrag.judging.rules import ANSWER_RULES, AnswerContext, Match, rule_for
-from mmrag.judging.signals import Signals, decide
 from mmrag.judging.webqa import WebQARule
 
 
@@ -78,8 +82,11 @@ __all__ = [
     "make_judge",
     "judge_many",
     "undecided",
-    "Signals",
-    "decide",
+    "SCORERS",
+    "Scorer",
+    "Reading",
+    "cascade",
+    "unjudged",
     "RuleJudge",
     "RuleThenLLMJudge",
     "LLMJudge",

@@ -78,7 +78,10 @@ def _runs(text: str) -> list[tuple[str, ...]]:
     out = []
     for m in _RUN.finditer(text):
         toks = tuple(fold(t) for t in m.group(0).split() if fold(t) not in STOPWORDS)
-        if toks and (len(toks) > 1 or m.start() > 0 and text[: m.start()].rstrip()[-1:] not in ".!?"):
+        # the character before the run (within a bounded window: a slice to the start would make this quadratic)
+        if toks and (
+            len(toks) > 1 or m.start() > 0 and text[max(0, m.start() - 80) : m.start()].rstrip()[-1:] not in ".!?"
+        ):
             out.append(toks)
     return out
 
@@ -102,6 +105,7 @@ def entity(reference: str, reply: str, question: str) -> Conflict | None:
     ref_runs, said_runs = _runs(reference), _runs(reply)
     ref_words = {t for r in ref_runs for t in r} | set(words(reference))
     said_words = set(words(reply))
+    lowered = reply.lower()
     for p in said_runs:
         if set(p) <= ref_words:
             continue
@@ -112,7 +116,7 @@ def entity(reference: str, reply: str, question: str) -> Conflict | None:
             odd = [t for t in p if t not in ref_words and not any(_abbreviates(t, w) for w in ref_words)]
             if not odd:
                 continue
-            at = reply.lower().find(odd[0])
+            at = lowered.find(odd[0])
             if at > 0 and ALIAS.search(reply[max(0, at - 40) : at]):
                 continue
             return Conflict("entity", f"{' '.join(p)!r} where the reference names {' '.join(r)!r}")

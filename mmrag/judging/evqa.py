@@ -93,13 +93,14 @@ class EVQARule(GenericRule):
             return any(contains_phrase(t, f) for f in every)
 
         items = [i for i in re.split(r",|\band\b|&|;", self.answer_span(reply, names)) if i.strip()]
-        best = 0.0
+        best, complete = 0.0, False
         for ref in forms:
             hit = [fs for fs in ref if any(contains_phrase(norm, f) for f in fs)]
             # an item naming any reference's part ("grey (rufous)" beside grey && red) is no wrong extra
             extra = [i for i in items if len(words(i)) <= 3 and not names(i)]
             iou = len(hit) / (len(ref) + len(extra)) if ref else 0.0
             best = max(best, iou)
+            complete = complete or (bool(ref) and len(hit) == len(ref))
         details = {"multi_answer_iou": round(best, 3)}
         if best >= 1.0:
             return Match(
@@ -113,7 +114,8 @@ class EVQARule(GenericRule):
                 reply,
                 f"part of the list only (official IoU {best:.2f} >= {self.IOU} would credit it)",
                 kind="list",
-                certain=not set(words(reply)) & NEGATORS,
+                # every part named, with words beside them the rules read as items: a reader's call
+                certain=not set(words(reply)) & NEGATORS and not complete,
                 details={**details, "official_credit": True},
             )
         if best > 0:

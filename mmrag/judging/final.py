@@ -1,4 +1,4 @@
-"""Step 1 of the judge: the reply's final answer, and whether the reply was cut off.
+"""The reply's final answer: what it concludes after reasoning, markers, tables and lists.
 
 A reasoning reply names candidates on its way ("Built in 1887 ... so the answer is 1902."); what
 it asserts is its conclusion.  :func:`final_answer` takes, in order: the text after the last
@@ -7,11 +7,9 @@ wrappers); after the last "final answer:" / "answer:" / "so the answer is" / "th
 answer is"; a closing bold line after other lines ("... \\n**Danube**").  Without any of these the
 whole reply is the answer.
 
-A reply cut off at the token limit is judged on what it finished saying about the question
-(:func:`asserted_part`): cut before its answer it is not attempted (SimpleQA's NOT_ATTEMPTED).
-The backend says so with ``finish_reason == "length"``; without it, :func:`cut_off` reads a reply
-that stops mid-clause: an unclosed ``<think>``, or a last word that cannot end an English clause
-("The bridge was designed by") with no closing punctuation.
+A reply cut off at the token limit (``finish_reason`` length) is never judged
+(:func:`mmrag.judging.failed.unjudged`); one that stops mid-clause without saying so is read like
+any other, and its final answer is whatever it finished saying.
 """
 
 from __future__ import annotations
@@ -19,7 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from mmrag.judging.lexicon import STOPWORDS, clean, content_stems, sentences
+from mmrag.judging.lexicon import clean, content_stems, sentences
 
 THINK_END = re.compile(r"</think>", re.I)
 #: the tags a reasoning model wraps its answer in (HumbleBench's ``<answer>``, ``<CONCLUSION>``)
@@ -40,18 +38,6 @@ _CORRECTION = re.compile(
     re.I | re.S,
 )
 _BOLD_LINE = re.compile(r"\n\s*\*\*([^*\n]{1,120})\*\*[.!]?\s*$")
-#: last words that leave a clause open ("designed by", "is the", "and")
-_OPEN_ENDS = (
-    STOPWORDS
-    - frozenset(
-        """
-it them this that these those there here too all both either neither each some any one's s 's yes why how
-what who where when which whom then also known called named done been had have has do does did me us
-you him her his theirs our i
-""".split()
-    )
-) | {"approximately", "about", "around"}
-_CLOSED = re.compile(r"[.!?)\]}\"'*`»」。！？%°]\s*$")
 
 
 @dataclass(frozen=True)
@@ -109,44 +95,6 @@ def _after_structure(raw: str) -> str | None:
     tail = [x for x in lines[last + 1 :] if not _PADDING.search(x)]
     text = clean(" ".join(tail))
     return text if text and (_CONCLUDES.search(text) or len(text.split()) <= 12) else None
-
-
-def cut_off(text: str, finish_reason: str | None = None) -> bool:
-    """Whether the reply stopped before its end (see the module docstring)."""
-    if finish_reason == "length":
-        return True
-    t = text.strip()
-    if not t:
-        return False
-    if re.search(r"<think>", t, re.I) and not THINK_END.search(t):
-        return True
-    if _CLOSED.search(t):
-        return False
-    last = re.findall(r"[A-Za-z']+|\d+|[,:;(\-–]$", t)
-    if not last:
-        return False
-    end = last[-1].lower()
-    return end in (",", ":", ";", "(", "-", "–") or (end in _OPEN_ENDS and len(t.split()) >= 3)
-
-
-#: where a cut-off reply's last, unfinished clause begins
-_LAST_CLAUSE = re.compile(
-    r"(?:[,;:]\s+|\s+(?:and|but|while|which|that|who|because|so)(?:\s+|$))"
-    r"(?!.*(?:[,;:]\s|\s(?:and|but|while|which|that|who|because|so)(?:\s|$)))",
-    re.S,
-)
-
-
-def asserted_part(text: str, question: str) -> str:
-    """What a cut-off reply has finished saying about the question: its clauses up to the last
-    complete one, keeping only the sentences that share a content word with the question (a
-    reasoning reply describes the image and its sources before it answers, and a figure or name
-    it mentions on the way is not its answer)."""
-    m = _LAST_CLAUSE.search(text)
-    # without a clause boundary the last sentence is the unfinished clause: keep those before it
-    done = text[: m.start()] if m else " ".join(sentences(text)[:-1])
-    asked = set(content_stems(question))
-    return " ".join(x for x in sentences(done) if asked & set(content_stems(x)))
 
 
 _ROW = re.compile(r"^\s*\|(.*)\|\s*$")

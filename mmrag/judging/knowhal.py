@@ -11,9 +11,9 @@ Following the paper's setup (papers/001, "Evaluation"):
 * open-ended negative (false-premise) questions are correct when the reply rejects the premise.
   With an LLM judge (the paper uses GPT-4o-mini) the LLM decides with the premise prompt and the
   rule call is kept beside it (``details["rule_outcome"]``, ``details["llm_outcome"]``); without
-  one, the rules decide: a reply that neither affirms nor rejects the premise ("I can't tell what
-  flavour it is") is a deflection, a denial of the premise (:mod:`mmrag.judging.premise`) is
-  correct, a reply cut off before it says either is a deflection, anything else accepts it.
+  one, the cascade's ``premise`` scorer (:mod:`.scorers`) decides: a denial of the premise
+  (:mod:`mmrag.judging.premise`) is correct, a refusal that does not take the premise up a
+  deflection, an answer that takes it as given a hallucination; anything else is undecided.
 
 ``Sample.metadata`` carries ``polarity`` (positive | negative), ``dimension`` (E | A | R | K),
 ``pair_id`` and, for negatives, ``false_premise``.
@@ -23,14 +23,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from mmrag.judging.final import cut_off, final_answer
+from mmrag.judging.failed import unjudged
 from mmrag.judging.llm import LLMJudge
 from mmrag.judging.mcq import MCQJudge, effective_choices
-from mmrag.judging.open_answer import OpenAnswerJudge, error_verdict
-from mmrag.judging.premise import DEFAULT_PREMISE_DETECTOR, PremiseRejectionDetector
+from mmrag.judging.open_answer import OpenAnswerJudge
+from mmrag.judging.scorers import PremiseScorer
 from mmrag.schema import Prompt, Response, Sample, Verdict
-
-_PREMISE_TO_OUTCOME = {"rejects": "correct", "accepts": "hallucination", "neither": "deflection"}
 
 
 def polarity(sample: Sample) -> str:
@@ -45,16 +43,14 @@ class KnowHalJudge:
         self,
         llm=None,
         *,
-        premise_detector: PremiseRejectionDetector | None = None,
         llm_settings=None,
         open_judge: OpenAnswerJudge | None = None,
         mcq: MCQJudge | None = None,
     ) -> None:
-        self.premise = premise_detector or DEFAULT_PREMISE_DETECTOR
         self.mcq = mcq or MCQJudge()
         self.open = open_judge or OpenAnswerJudge()
         self.llm = LLMJudge(llm, llm_settings, kind="premise") if llm is not None else None
-        self.judge_id = "knowhal@3" + (f"+{self.llm.judge_id}" if self.llm else "+rules")
+        self.judge_id = "knowhal@4" + (f"+{self.llm.judge_id}" if self.llm else "+rules")
 
     def judge(self, sample: Sample, prompt: Prompt, response: Response) -> Verdict:
         return self.judge_many([(sample, prompt, response)])[0]
@@ -85,54 +81,16 @@ class KnowHalJudge:
     def _rules(self, sample: Sample, prompt: Prompt, response: Response) -> Verdict:
         pol = polarity(sample)
         base = {"polarity": pol, "dimension": sample.metadata.get("dimension"), "judged_by": "rules"}
-        if response.error:
-            v = error_verdict(response, self.judge_id)
-            v.details.update(base)
-            return v
-        if not response.text.strip():
-            return Verdict(
-                outcome="unparseable",
-                judge_id=self.judge_id,
-                reason="empty response",
-                details={**base, "decided": True},
-            )
+        v = unjudged(response, self.judge_id)
         choices, label = effective_choices(sample, prompt)
-        if choices and label:  # Relation, either polarity: direct option matching
+        if v is None and choices and label:  # Relation, either polarity: direct option matching
             v = self.mcq.judge(sample, prompt, response)
-            return Verdict(
-                outcome=v.outcome,
-                extracted=v.extracted,
-                judge_id=self.judge_id,
-                reason=v.reason,
-                score=v.score,
-                details={**v.details, **base},
-            )
-        if pol == "negative":
-            return self._negative(sample, response, base)
-        if not sample.answers:
-            raise ValueError(f"KnowHal positive sample {sample.id} has no reference answers")
-        v = self.open.judge(sample, prompt, response, rule_name="knowhal")
+        elif v is None and pol == "negative":  # the cascade's premise scorer
+            v = PremiseScorer().decide(self.open.reading(sample, response))
+        elif v is None:  # positives: VQA soft matching through the open-answer cascade
+            if not sample.answers:
+                raise ValueError(f"KnowHal positive sample {sample.id} has no reference answers")
+            v = self.open.judge(sample, prompt, response, rule_name="knowhal")
         v.judge_id = self.judge_id
         v.details.update(base)
         return v
-
-    def _negative(self, sample: Sample, response: Response, base: dict) -> Verdict:
-        a = self.premise.analyse(final_answer(response.text).answer, sample.question)
-        call, pattern = a.call, a.pattern
-        if call == "accepts" and cut_off(response.text, response.finish_reason):
-            call, pattern = "neither", "cut off"
-        outcome = _PREMISE_TO_OUTCOME[call]
-        return Verdict(
-            outcome=outcome,
-            judge_id=self.judge_id,
-            score=1.0 if outcome == "correct" else 0.0,
-            reason=f"premise {call}" + (f" ({pattern})" if pattern else ""),
-            details={
-                **base,
-                "premise_call": call,
-                "premise_pattern": pattern,
-                "rule_outcome": outcome,
-                "llm_eligible": True,
-                "decided": True,
-            },
-        )

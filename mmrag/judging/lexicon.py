@@ -40,10 +40,6 @@ not no never neither nor none isn't aren't wasn't weren't doesn't don't didn't h
 isnt arent wasnt werent doesnt dont didnt nothing nowhere without
 """.split()
 )
-#: words that hedge a claim or offer it as one of several
-HEDGES = frozenset(
-    "or maybe perhaps probably possibly might could likely either unclear guess presumably apparently".split()
-)
 #: reporting verbs: a document "says" its answer; the verb is not part of what it says
 REPORTING = frozenset(
     """say says said state states stated show shows shown showed indicate indicates indicated
@@ -176,28 +172,6 @@ def names(text: str) -> set[str]:
     return {m.group(1) for m in _NAME.finditer(text.strip())}
 
 
-_MODIFIER = re.compile(r"(?:\b(?:in|of|from|near|across|around)\s+(?:the\s+)?)$")
-
-
-def head_names(text: str) -> set[str]:
-    """The names a reply offers as its answer, not as a place or a kind that qualifies a vaguer
-    one: "a waterfall in North America", "some Japanese martial art" and "a Scottish sea stack"
-    name no candidate; "Lake Bled", "Louis XV" and "São Paulo, Brazil" do."""
-    t = text.strip()
-    out = set()
-    for m in _NAME.finditer(t):
-        before, after = t[: m.start()], t[m.end() :]
-        if _MODIFIER.search(before) or re.match(r"\s+[a-z]", after) or re.search(r"[A-Z][\w'-]*\s+$", before):
-            continue
-        out.add(m.group(1))
-    return out
-
-
-def negated_at(tokens, index: int, window: int = 3) -> bool:
-    """Whether a negator stands within ``window`` tokens before ``index``."""
-    return any(t in NEGATORS for t in tokens[max(0, index - window) : index])
-
-
 def direction(tokens) -> int:
     """+1 when a text says more / up / larger, -1 when less / down / smaller, 0 when neither or both
     (the first two opposite pairs of ``lexicon.json``)."""
@@ -206,12 +180,9 @@ def direction(tokens) -> int:
     return (up > down) - (down > up)
 
 
-def hedged(text: str) -> bool:
-    return bool(set(words(text)) & HEDGES)
-
-
-def negated(text: str) -> bool:
-    return bool(set(words(text)) & NEGATORS)
+def negated_at(tokens, index: int, window: int = 3) -> bool:
+    """Whether a negator stands within ``window`` tokens before ``index``."""
+    return any(t in NEGATORS for t in tokens[max(0, index - window) : index])
 
 
 @lru_cache(maxsize=1)
@@ -243,11 +214,6 @@ def _opposite_index() -> dict[str, tuple[int, int]]:
 def polarity(word: str) -> tuple[int, int] | None:
     """(pair index, side) of a word in an opposite pair (rose/fell, before/after...), or None."""
     return _opposite_index().get(word)
-
-
-@lru_cache(maxsize=1)
-def vague_words() -> frozenset[str]:
-    return frozenset(w for ws in data()["vague"].values() for w in ws)
 
 
 @lru_cache(maxsize=64)

@@ -33,8 +33,8 @@ from pathlib import Path
 import yaml
 
 from mmrag.errors import JudgeError, MmragError
+from mmrag.judging.failed import unjudged
 from mmrag.judging.mcq import effective_choices, parse_inline_options
-from mmrag.judging.open_answer import error_verdict
 from mmrag.schema import ContentPart, Message, Prompt, Response, Sample, Verdict
 from mmrag.util import valid_text
 
@@ -207,13 +207,8 @@ class LLMJudge:
         out: list[Verdict | None] = [None] * len(items)
         todo: list[int] = []
         for i, (_, _, resp) in enumerate(items):
-            if resp.error:
-                out[i] = error_verdict(resp, self.judge_id)
-            elif not resp.text.strip():
-                out[i] = Verdict(
-                    outcome="unparseable", judge_id=self.judge_id, reason="empty response", details={"decided": True}
-                )
-            else:
+            out[i] = unjudged(resp, self.judge_id)
+            if out[i] is None:
                 todo.append(i)
         if todo:
             prompts = [self.build_prompt(*items[i]) for i in todo]

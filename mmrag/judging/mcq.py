@@ -18,7 +18,7 @@ from functools import lru_cache
 from mmrag.judging.final import REASONING_TAGS, THINK_END
 from mmrag.judging.mcq_official import OFFICIAL_CHOICES, official_extract, official_is_correct
 from mmrag.judging.refusal import DEFAULT_DETECTOR, DeflectionDetector
-from mmrag.schema import Choice, Prompt, Response, Sample, Verdict, is_nota_text
+from mmrag.schema import Choice, Evidence, Prompt, Response, Sample, Verdict, is_nota_text
 
 _LETTER_AFTER = r"\s*(?:is|would be|should be|:|=|-)?\s*[:\-]?\s*[(\[]?\s*([A-Za-z])(?=([)\].:,;!\s]|$))"
 _STRONG_MARKER = re.compile(
@@ -179,6 +179,30 @@ def effective_choices(sample: Sample, prompt: Prompt | None) -> tuple[list[Choic
     return choices, label
 
 
+_LETTER = {c: re.compile(rf"(?<![A-Za-z]){c}(?![A-Za-z])") for c in "ABCDEFGHIJ"}
+
+
+def _evidence(text: str, step: str, span: str, gold: str | None, rule: str) -> Evidence:
+    """The evidence of a multiple-choice verdict: the chosen letter's last stand-alone mention
+    in the reply (or the refusal clause), the gold letter, the rule that read it."""
+    at = -1
+    if len(span) == 1 and span in _LETTER:
+        hits = list(_LETTER[span].finditer(text))
+        at = hits[-1].start() if hits else -1
+    elif span:
+        at = text.find(span)
+        at = at if at >= 0 else text.lower().find(span.lower())
+        span = text[at : at + len(span)] if at >= 0 else span
+    return Evidence(
+        step=step,
+        span=span,
+        start=at if at >= 0 else None,
+        end=at + len(span) if at >= 0 else None,
+        reference=gold,
+        rule=rule,
+    )
+
+
 class MCQJudge:
     """Robust extraction for the verdict; the official rule side by side in ``details``.
 
@@ -192,7 +216,8 @@ class MCQJudge:
         self.detector = detector or DEFAULT_DETECTOR
 
     def judge(self, sample: Sample, prompt: Prompt, response: Response) -> Verdict:
-        from mmrag.judging.open_answer import error_verdict
+        from mmrag.judging.cascade import READ_LIMIT
+        from mmrag.judging.failed import unjudged
 
         choices, label = effective_choices(sample, prompt)
         if label is None:
@@ -206,12 +231,12 @@ class MCQJudge:
             "gold_is_nota": nota is not None and label == nota,
             "nota_letter": nota,
         }
-        if response.error:
-            v = error_verdict(response, self.judge_id)
+        if (v := unjudged(response, self.judge_id)) is not None:
             v.details.update(details)
             return v
         # the deflection detector runs first; a refusal that still names an option in its other
         # clauses ("E. I cannot see any of these") has answered
+        text = text[-READ_LIMIT:]  # the final choice is at the end; reading stays linear (cascade.READ_LIMIT)
         analysis = self.detector.analyse(strip_reasoning(text))
         if analysis.is_deflection:
             ext = extract_choice(analysis.answer_text, choices) if analysis.content else None
@@ -219,8 +244,14 @@ class MCQJudge:
                 details.update(
                     {"decided": True, "chose_nota": False, "refusal_patterns": [n for n, _ in analysis.refusals]}
                 )
+                clause = analysis.refusals[0][1] if analysis.refusals else text.strip()[:300]
                 return Verdict(
-                    outcome="deflection", judge_id=self.judge_id, reason="refusal", score=0.0, details=details
+                    outcome="deflection",
+                    judge_id=self.judge_id,
+                    reason="refusal",
+                    score=0.0,
+                    details=details,
+                    evidence=_evidence(response.text or "", "refusal", clause, None, "a refusal and no option chosen"),
                 )
         else:
             ext = extract_choice(text, choices)
@@ -235,12 +266,14 @@ class MCQJudge:
             # "B or C": a hedge between options commits to none of them -- wrong (SimpleQA's rule for
             # hedged answers and the labelling guide's "two options at once")
             details["decided"] = True
+            why = f"hedges between options {', '.join(ext.candidates)} ({ext.method})"
             return Verdict(
                 outcome="hallucination",
                 judge_id=self.judge_id,
                 score=0.0,
                 details=details,
-                reason=f"hedges between options {', '.join(ext.candidates)} ({ext.method})",
+                reason=why,
+                evidence=_evidence(response.text or "", "option", text.strip()[-300:], label, why),
             )
         if ext.letter is None:
             empty = not text.strip()
@@ -262,4 +295,5 @@ class MCQJudge:
             reason=reason,
             score=1.0 if correct else 0.0,
             details=details,
+            evidence=_evidence(response.text or "", "option", ext.letter, label, f"{reason} ({ext.method})"),
         )

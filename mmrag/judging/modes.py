@@ -22,8 +22,8 @@ from mmrag.schema import Prompt, Response, Sample, Verdict
 
 Item = tuple[Sample, Prompt, Response]
 
-#: the rule judge's id (docs/judging.md): ``rule@18`` is the abstaining pipeline
-JUDGE_ID = "rule@18"
+#: the rule judge's id (docs/judging.md): ``rule@19`` is the cascade of evidence-naming scorers
+JUDGE_ID = "rule@19"
 
 #: source tag -> factory(open_judge, mcq_judge) of a judge that handles that source's open items
 SOURCE_JUDGES: Registry = Registry("source judge", group="mmrag.source_judges")

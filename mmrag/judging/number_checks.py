@@ -27,9 +27,23 @@ _APPROX = re.compile(
 )
 
 
-def _new(qs: list[Quantity], question: str) -> list[Quantity]:
+#: a number that points at the evidence, not at the world ("page 2", "image 1", "passage 3")
+_POINTER = re.compile(
+    r"\b(?:pages?|p\.|pp\.|images?|img|passages?|documents?|docs?|text|figures?|fig\.|tables?|sections?|"
+    r"rows?|columns?|charts?|quotes?|sources?|exhibits?|notes?|items?|steps?|options?|lines?|clauses?)\s*#?$",
+    re.I,
+)
+
+
+def _new(qs: list[Quantity], question: str, text: str = "") -> list[Quantity]:
+    """The reply's amounts the question does not hold and that do not point at a page or passage."""
     asked = quantities(question)
-    return [q for q in qs if not any(q.dim == a.dim and q.number == a.number for a in asked)]
+    return [
+        q
+        for q in qs
+        if not any(q.dim == a.dim and q.number == a.number for a in asked)
+        and not _POINTER.search(text[max(0, q.start - 12) : q.start])
+    ]
 
 
 def _bound(text: str) -> dict[float, set[str]]:
@@ -53,8 +67,8 @@ def _bound(text: str) -> dict[float, set[str]]:
 
 def numbers(reference: str, reply: str, question: str) -> Conflict | None:
     ref = quantities(reference)
-    said = _new(list(quantities(reply)), question)
     text = digits_for_words(reply)
+    said = _new(list(quantities(reply)), question, text)
     for q in said:  # an amount of a dimension the reference states, which none of its numbers is
         same = [r for r in ref if r.dim == q.dim]
         if q.dim == "count" or (

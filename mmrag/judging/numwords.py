@@ -145,7 +145,12 @@ def digits_for_words(text: str) -> str:
     text = _ORDINAL.sub(lambda m: _ORDINALS[m.group(1).lower()], text)
     text = _MONEY.sub(_money, _UNIT_HYPHEN.sub(r"\1 \2", text))
     text = _words_to_digits(_SCALED.sub(_scaled, text))
-    return _SCALED.sub(_scaled, _HALF.sub(lambda m: f"{m.group(1)}.5", text))
+    text = _SCALED.sub(_scaled, _HALF.sub(lambda m: f"{m.group(1)}.5", text))
+    return _SUBUNIT.sub(r"\1.\3 \2", text) if "pound" in text or "euro" in text or "dollar" in text else text
+
+
+#: "2418 pounds and 37 pence", "1842 pounds 60" (number words read): one amount, 2418.37 pounds
+_SUBUNIT = re.compile(r"\b(\d+) (pounds?|euros?|dollars?),?(?: and)? (\d{2})(?: (?:pence|p|cents?))?\b(?!\.\d)", re.I)
 
 
 def _words_to_digits(text: str) -> str:

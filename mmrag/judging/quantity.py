@@ -148,11 +148,26 @@ def quantities(text: str) -> tuple[Quantity, ...]:
     return tuple(out)
 
 
+def _step(x: float) -> float:
+    """The precision a number is written to: 18460 -> 10, 18500 -> 100, 46215.37 -> 0.01."""
+    text = f"{abs(x):.6f}".rstrip("0")
+    if not text.endswith("."):
+        return 10.0 ** -len(text.split(".")[1])
+    whole = text[:-1]
+    return 10.0 ** (len(whole) - len(whole.rstrip("0"))) if whole.strip("0") else 1.0
+
+
 def close(a: Quantity, b: Quantity, tolerance: float = TOLERANCE) -> bool:
+    """One amount: within ``tolerance`` after conversion; written in the same unit, the same number
+    ("18,640 kg" is not 18,460 kg, "300 m" not 324 m: a rounder figure is vaguer, and a reply
+    that says so, "about 300 m", is left to a reader by the judge's vagueness check)."""
     if a.dim != b.dim:
         return False
     if a.dim == "temperature":  # relative closeness means nothing on a scale with an arbitrary zero
         return abs(a.value - b.value) <= TEMPERATURE_SLACK
+    if a.number and b.number and abs(a.value / a.number - b.value / b.number) <= 1e-9 * abs(a.value / a.number):
+        step = min(_step(a.number), _step(b.number))
+        return abs(a.number - b.number) <= step / 2 + 1e-9 * step
     return abs(a.value - b.value) <= tolerance * max(abs(a.value), abs(b.value), 1e-12)
 
 

@@ -8,15 +8,16 @@ Input records (one JSON object per line):
   ``response`` (str or null, required);
 * optional: ``id``, ``question_id``, ``choices`` (a list of ``{"letter", "text"}``, a list of
   "A. text" strings, or a ``{"A": "text"}`` mapping), ``numeric_ranges`` ([[lo, hi], ...]),
-  ``error`` (the error class of a failed request), ``finish_reason`` (``length`` marks a reply cut
-  off at the token limit: judged on what it finished saying), ``source`` (routes the record to that source's
+  ``error`` (the error class of a failed request), ``finish_reason`` (``length`` / ``content_filter``
+  mark a reply cut off or withheld: never judged, as in a run), ``source`` (routes the record to that source's
   answer rule: ``webqa``, ``evqa``, ``infoseek``, ``viquae``, ``mmdocrag``, ``mragbench``,
   ``knowhal``, ``humblebench``), ``question_type`` (WebQA's ``Qcate``, E-VQA's question type,
   KnowHal's dimension ``Entity|Attribute|Relation|Knowledge``), ``metadata`` (KnowHal:
   ``polarity`` positive|negative, ``false_premise``), ``label`` and ``note`` (carried through).
 
-Each record is written back unchanged plus ``outcome``, ``extracted``, ``judge_id`` and
-``judge_reason`` (atomically: the output file appears whole or not at all).
+Each record is written back unchanged plus ``outcome``, ``extracted``, ``judge_id``,
+``judge_reason`` and ``evidence`` (what a decided verdict rests on: scorer, span and offsets,
+reference, rule; null when undecided) (atomically: the output file appears whole or not at all).
 """
 
 from __future__ import annotations
@@ -174,7 +175,14 @@ def judge_file(input_path: str | Path, output_path: str | Path, judge) -> dict[s
     out = []
     for rec, v in zip(rows, verdicts):
         out.append(
-            {**rec, "outcome": v.outcome, "extracted": v.extracted, "judge_id": v.judge_id, "judge_reason": v.reason}
+            {
+                **rec,
+                "outcome": v.outcome,
+                "extracted": v.extracted,
+                "judge_id": v.judge_id,
+                "judge_reason": v.reason,
+                "evidence": v.evidence.model_dump() if v.evidence is not None else None,
+            }
         )
     write_jsonl_atomic(output_path, out)
     return judge_stats(verdicts)

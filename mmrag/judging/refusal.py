@@ -27,7 +27,8 @@ _GAP = r"(?:\S+\s+){0,3}?"  # up to three filler words between the parts of a pa
 _SOURCES = (
     r"(?:context|contexts|passages?|documents?|docs|text|texts|sources?|evidence|snippets?|"
     r"articles?|excerpts?|information|image|images|picture|photo|retrieved \w+|provided \w+|"
-    r"given \w+|available \w+)"
+    r"given \w+|available \w+|notice|card|label|report|table|chart|pages?|caption|form|leaflet|letter|"
+    r"receipt|statement|manual|minutes|brochure|filing|invoice)"
 )
 _NEG_AUX = r"(?:does not|doesn't|doesnt|do not|don't|dont|did not|didn't|fails? to|never)"
 _SAY_VERBS = (
@@ -46,11 +47,18 @@ REFUSAL_PATTERNS: tuple[tuple[str, str], ...] = (
         r"not possible to|no way to|won't be able to|will not be able to)\s+"
         + _GAP
         + r"(?:answer|determine|tell|say|identify|verify|confirm|know|provide|infer|conclude|"
-        r"specify|be determined|be answered|be identified|be inferred|be confirmed|"
+        r"specify|be determined|be answered|be identified|be inferred|be confirmed|decode|read|make out|"
         r"be (?:\S+ )?(?:sure|certain)|pinpoint|deduce|recogni[sz]e|find)\b",
     ),
     ("not_sure", r"(?:\bnot|\bnever|n't)\s+(?:\S+\s+){0,2}?(?:sure|certain)\b"),
     ("unsure", r"\b(?:unsure|uncertain)\b"),
+    (
+        "hard_to",
+        r"\b(?:hard|difficult|impossible|tricky)\s+(?:for me\s+)?to\s+(?:tell|say|answer|determine|judge|know|"
+        r"make out|read|see|identify)\b",
+    ),
+    ("unclear", r"\b(?:it'?s|it is|that'?s|that is|this is|remains)\s+(?:\S+\s+)?unclear\b"),
+    ("outside_what", r"\b(?:outside|beyond) what (?:i|we) can\b"),
     (
         "lack_of_info",
         r"\b(?:not enough|(?:is|are|was|were)n't enough|(?:do|does|did) not have enough|(?:don|doesn|didn)'t have enough|insufficient|no|lack of|lacks?|lacking|"
@@ -219,13 +227,17 @@ _FILLER = re.compile(
     r"[\s,.!:;-]*$"
 )
 # A content clause that offers an answer despite a refusal elsewhere in the response.
-_GUESS = re.compile(
-    r"^(?:but|however|though|although|yet|that said|nevertheless|still|nonetheless)\b|"
+#: words that offer a guess ("probably", "I think", "the answer is")
+GUESS_WORDS = re.compile(
     r"\b(?:probably|likely|perhaps|maybe|possibly|presumably|i think|i believe|i guess|"
     r"i suspect|my (?:best )?guess|it (?:looks|seems|appears)|appears to be|seems to be|"
     r"looks like|could be|might be|may be|would be|must be|is likely|from my (?:own )?"
     r"knowledge|based on my (?:own |general )?knowledge|i would say|if i had to guess|"
     r"i'd say|my answer|the answer is|answer:)\b"
+)
+#: a clause after a refusal that opens with a contrast ("..., but it is X") or offers a guess
+_GUESS = re.compile(
+    r"^(?:but|however|though|although|yet|that said|nevertheless|still|nonetheless)\b|" + GUESS_WORDS.pattern
 )
 
 

@@ -1,4 +1,4 @@
-"""Step 4 of the judge, relations: a reply that keeps the reference's names but swaps their roles.
+"""Relations: a reply that keeps the reference's names but swaps their roles.
 
 "The Eiffel Tower is taller than the Tokyo Skytree" names the gold and the rival of a "which is
 taller" question with the gold on the losing side; "Leonardo was the teacher of Verrocchio" names

@@ -82,12 +82,14 @@ class GenericRule:
             return None
         asked = in_asked_unit(reply, ctx.question)
         if asked is not None:  # "240 mph" asked in km/h: the amount in the asked unit decides
-            ok = any(in_numeric_range(v, r, self.numeric_tolerance) for v in asked for r in ctx.numeric_ranges)
+            inside = [any(in_numeric_range(v, r, self.numeric_tolerance) for r in ctx.numeric_ranges) for v in asked]
+            ok = any(inside)
             return Match(
                 "gives" if ok else "contradicts",
-                f"{asked[0]:g}",
+                f"{asked[inside.index(True) if ok else 0]:g}",
                 "amount in the asked unit " + ("inside" if ok else "outside") + " the gold range",
                 kind="range",
+                certain=all(inside) or not ok,  # one amount inside, another outside: which is the answer?
             )
         ok, parsed = numeric_match(digits_for_words(reply), ctx.numeric_ranges, self.numeric_tolerance)
         if ok:
@@ -175,7 +177,7 @@ class GenericRule:
         if 0 < len(toks) <= 3:  # "Obama" for "Barack Obama": SimpleQA presumes the omitted part
             for ref in refs:
                 rtoks = norm_tokens(ref)
-                if len(rtoks) > len(toks) and rtoks[-len(toks) :] == toks and ref[:1].isupper():
+                if len(rtoks) > len(toks) and rtoks[-len(toks) :] == toks and ref[:1].isupper() and len(rtoks) <= 4:
                     return Match("gives", ref, f"reply names the end of {ref!r}", kind="name")
         said = names(reply) - names(ctx.question)
         for ref in refs:  # "It was designed by Eiffel.": a surname, no other name beside it

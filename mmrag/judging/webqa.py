@@ -81,7 +81,12 @@ class WebQARule(GenericRule):
         details = {"gold_words": sorted(gold), "reply_words": sorted(said)}
         if recall == 1.0 and precision >= 0.5:
             return Match(
-                "gives", " ".join(sorted(hit)), f"reply's {what} match the reference", kind="category", details=details
+                "gives",
+                " ".join(sorted(hit)),
+                f"reply's {what} match the reference" + ("" if precision == 1.0 else " (with others beside)"),
+                kind="category",
+                details=details,
+                certain=precision == 1.0,  # "four towers, two on each side": which one is the answer?
             )
         if not hit:
             return Match(
@@ -171,8 +176,9 @@ class WebQARule(GenericRule):
         return Match(
             "gives" if said == g else "contradicts",
             name,
-            f"reply picks {name!r}",
+            f"reply picks {name!r} of the question's two candidates",
             certain=not set(words(reply)) & NEGATORS,
+            kind="choice",
             details=details,
         )
 

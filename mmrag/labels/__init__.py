@@ -24,17 +24,38 @@ from mmrag.labels.store import HUMAN_LABELS, LabelFile, import_labels, load
 
 
 def open_session(
-    run_dir: str | Path, labeller: str, *, n: int | None = None, seed: int | None = None, show_judge: bool = False
+    run_dir: str | Path,
+    labeller: str,
+    *,
+    n: int | None = None,
+    seed: int | None = None,
+    show_judge: bool = False,
+    undecided: bool = False,
 ):
-    """The run's sample (drawn and stored on first use) and a labelling session on it."""
+    """The run's sample (drawn and stored on first use) and a labelling session on it.
+
+    ``undecided``: every reply of the run the judge left undecided comes first (those in the
+    sample in its order, then the rest in run order), then the rest of the sample; a person's label
+    settles them (:mod:`mmrag.labels.settled`)."""
     from mmrag.labels.server import Session
+    from mmrag.labels.settled import undecided_keys
     from mmrag.runs.frame import load as load_run
     from mmrag.runs.frame import read_records
 
     run_dir = Path(run_dir)
     sample = ensure_sample(run_dir, load_run(run_dir), n=n, seed=seed)
-    wanted = set(sample.keys)
-    records = {r.key: r for r in read_records(run_dir) if r.key in wanted}
+    all_records = read_records(run_dir)
+    order = list(sample.keys)
+    first: list[str] = []
+    if undecided:
+        run_order = undecided_keys(all_records)
+        open_ = set(run_order)
+        in_sample = [k for k in order if k in open_]
+        seen = set(in_sample)
+        first = in_sample + [k for k in run_order if k not in seen]
+        order = first + [k for k in order if k not in open_]
+    wanted = set(order)
+    records = {r.key: r for r in all_records if r.key in wanted}
     return Session(
         run_dir=run_dir,
         sample=sample,
@@ -42,6 +63,8 @@ def open_session(
         labeller=labeller,
         show_judge=show_judge,
         title=f"mmrag label · {run_dir.resolve().name}",
+        order=order,
+        n_undecided=len(first),
     )
 
 

@@ -88,9 +88,12 @@ def corrected_markdown_table(table: pd.DataFrame, labels_of: dict[str, str] | No
 def corrected_section(dirs: Sequence[Path], df: pd.DataFrame, opts, tables_dir: Path, written: list[Path]) -> list[str]:
     """report.md lines (and tables/corrected*.csv|md) for every run that has labels; [] if none."""
     from mmrag.labels.rates import corrected_rates, run_has_labels
+    from mmrag.labels.settled import settled_groups
     from mmrag.labels.store import load as load_labels
+    from mmrag.labels.summary import settled_section
     from mmrag.reports.render import write_csv
     from mmrag.reports.tables import order_key
+    from mmrag.runs.frame import read_records
     from mmrag.util import atomic_write_text
 
     md: list[str] = []
@@ -133,6 +136,7 @@ def corrected_section(dirs: Sequence[Path], df: pd.DataFrame, opts, tables_dir: 
             *body,
             "",
             f"[CSV](tables/{name}.csv)",
+            *settled_section(settled_groups(read_records(d), labels), heading="###"),
             "",
         ]
     return md

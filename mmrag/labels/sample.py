@@ -102,7 +102,7 @@ def draw(df: pd.DataFrame, n: int = DEFAULT_N, seed: int = 0) -> LabelSample:
     parts = []
     for h in sorted(alloc):
         rows = pool[pool["stratum"] == h].sort_values("key")
-        pick = rng.choice(len(rows), size=alloc[h], replace=False) if alloc[h] else []
+        pick = rng.choice(len(rows), size=alloc[h], replace=False) if alloc[h] else np.array([], dtype=int)
         part = rows.iloc[np.sort(pick)][["key", "stratum", "source", "outcome"]]
         parts.append(part.assign(weight=sizes[h] / alloc[h] if alloc[h] else 0.0))
     items = pd.concat(parts, ignore_index=True)

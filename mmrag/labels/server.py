@@ -33,8 +33,9 @@ from starlette.routing import Route
 from mmrag.errors import InputError
 from mmrag.labels.items import item_view
 from mmrag.labels.sample import LabelSample
-from mmrag.labels.store import HUMAN_LABELS, SKIP, LabelFile
+from mmrag.labels.store import HUMAN_LABELS, SKIP, LabelFile, LabellerLock
 from mmrag.runs.records import RunRecord
+from mmrag.util import parse_json_line
 
 HOST = "127.0.0.1"
 CSP = (
@@ -62,6 +63,10 @@ class Session:
     show_judge: bool = False
     max_side: int = 512
     title: str = ""
+    #: the keys in showing order (default: the sample's); ``mmrag label --undecided`` puts the
+    #: replies the judge left undecided first, ``n_undecided`` of them
+    order: list[str] | None = None
+    n_undecided: int = 0
     file: LabelFile = field(init=False)
 
     def __post_init__(self) -> None:
@@ -70,13 +75,20 @@ class Session:
         self.file = LabelFile(self.run_dir, self.labeller)
         self._images = ImageStore(max_side=self.max_side, max_bytes=None)
         self._lock = threading.Lock()
-        missing = [k for k in self.sample.keys if k not in self.records]
+        if self.order is None:
+            self.order = list(self.sample.keys)
+        missing = [k for k in self.keys if k not in self.records]
         if missing:
             raise InputError(
                 f"{len(missing)} items of the labelling sample are not records of this run "
                 f"(e.g. {missing[0]}): was the run directory changed?",
                 path=self.run_dir,
             )
+
+    @property
+    def keys(self) -> list[str]:
+        """The keys in the order the page shows them."""
+        return self.order if self.order is not None else list(self.sample.keys)
 
     def _uri(self, ref) -> str | None:
         digest = self._images.add(ref)
@@ -87,18 +99,24 @@ class Session:
             "labeller": self.labeller,
             "show_judge": self.show_judge,
             "title": self.title,
-            "keys": self.sample.keys,
+            "keys": self.keys,
             "labels": [[k, v] for k, v in self.file.current().items()],
             "classes": list(HUMAN_LABELS),
+            "undecided": self.n_undecided,
         }
 
     def item(self, i: int) -> dict[str, Any]:
-        rec = self.records[self.sample.keys[i]]
+        rec = self.records[self.keys[i]]
         with self._lock:
             view = item_view(rec, self._uri)
         view["index"] = i
-        if self.show_judge:
-            view["judge"] = {"outcome": rec.verdict.outcome, "reason": rec.verdict.reason}
+        if self.show_judge:  # the verdict and what it rests on: only when asked (labels are blind)
+            ev = rec.verdict.evidence
+            view["judge"] = {
+                "outcome": rec.verdict.outcome,
+                "reason": rec.verdict.reason,
+                "evidence": None if ev is None else ev.model_dump(mode="json"),
+            }
         return view
 
     def label(self, key: str, label: str | None) -> dict[str, Any]:
@@ -133,7 +151,7 @@ def create_app(session: Session, token: str) -> Starlette:
 
     def item(request: Request) -> Response:
         i = request.path_params["i"]
-        if not 0 <= i < len(session.sample.keys):
+        if not 0 <= i < len(session.keys):
             return _headers(JSONResponse({"error": "no such item"}, status_code=404))
         return _headers(JSONResponse(session.item(i)))
 
@@ -141,11 +159,11 @@ def create_app(session: Session, token: str) -> Starlette:
         if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
             return _headers(JSONResponse({"error": "send JSON"}, status_code=415))
         try:
-            body = await request.json()
+            body = parse_json_line(await request.body(), Path("request body"), 1)
             line = session.label(str(body["key"]), body.get("label"))
         except (ValueError, KeyError, TypeError):
             return _headers(JSONResponse({"error": 'expected {"key": ..., "label": ...}'}, status_code=400))
-        except InputError as exc:
+        except InputError as exc:  # a bad label, or a body nested too deeply / with a key twice
             return _headers(JSONResponse({"error": str(exc)}, status_code=400))
         return _headers(JSONResponse({"ok": True, "line": line}))
 
@@ -166,6 +184,9 @@ class LabelServer:
     def __init__(self, session: Session, port: int = 0) -> None:
         import uvicorn
 
+        # one page per labeller and run: held until stop(), the end of serve(), or the end of the
+        # process (kill -9 included)
+        self.lock = LabellerLock(session.run_dir, session.labeller).acquire()
         self.token = secrets.token_urlsafe(24)
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -173,6 +194,7 @@ class LabelServer:
             self.sock.bind((HOST, port))
         except OSError as exc:
             self.sock.close()
+            self.lock.release()
             raise InputError(f"cannot listen on {HOST}:{port} ({exc.strerror})", field="--port") from None
         self.port = self.sock.getsockname()[1]
         self.app = create_app(session, self.token)
@@ -184,7 +206,11 @@ class LabelServer:
         return f"http://{HOST}:{self.port}/{self.token}/"
 
     def serve(self) -> None:
-        self.server.run(sockets=[self.sock])
+        try:
+            self.server.run(sockets=[self.sock])
+        finally:
+            if self._thread is None:  # the command's blocking serve: its end frees the labeller
+                self.lock.release()
 
     def start(self, timeout: float = 10.0) -> str:
         self._thread = threading.Thread(target=self.serve, name="mmrag-label", daemon=True)
@@ -201,6 +227,7 @@ class LabelServer:
         if self._thread is not None:
             self._thread.join(timeout=10)
         self.sock.close()
+        self.lock.release()
 
     def __enter__(self) -> LabelServer:
         self.start()

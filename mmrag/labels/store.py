@@ -25,6 +25,7 @@ from typing import Any
 import pandas as pd
 
 from mmrag.errors import InputError
+from mmrag.runs.store import RunLock
 from mmrag.util import iter_jsonl
 
 #: what a person can say a reply is (the judge's fourth outcome, unparseable, is not a truth)
@@ -65,6 +66,37 @@ def now_iso() -> str:
 
 def label_path(run_dir: str | Path, labeller: str) -> Path:
     return labels_dir(run_dir) / f"{check_labeller(labeller)}.jsonl"
+
+
+class LabellerLock(RunLock):
+    """An exclusive, non-blocking ``flock`` on ``labels/NAME.lock`` (the run lock's mechanism):
+    one ``mmrag label`` process per labeller and run.  Why: two pages for one labeller would each
+    replay the file at start and then interleave undo and skip lines the other never saw.  The
+    kernel drops the lock when the process ends, Ctrl-C or ``kill -9``, so no stale lock is left."""
+
+    def __init__(self, run_dir: str | Path, labeller: str) -> None:
+        super().__init__(Path(run_dir))
+        self.path = labels_dir(run_dir) / f"{check_labeller(labeller)}.lock"
+        self.labeller = labeller
+
+    def busy(self, who: str) -> InputError:
+        return InputError(
+            f"labeller {self.labeller!r} is already labelling this run ({who}); close that page's "
+            "mmrag label first, or label as another --labeller",
+            path=self.path.parent.parent,
+            field="--labeller",
+        )
+
+    def acquire(self) -> LabellerLock:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        super().acquire()
+        return self
+
+    def __enter__(self) -> LabellerLock:
+        return self.acquire()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.release()
 
 
 class LabelFile:
@@ -111,6 +143,17 @@ class LabelFile:
         return {k: v for k, v in _replay(read_lines(self.path)).items() if v is not None}
 
 
+def _iso_time(value: Any) -> bool:
+    """An ISO 8601 date or time string (``Z`` accepted); labels are ordered and audited by it."""
+    if not isinstance(value, str):
+        return False
+    try:
+        _dt.datetime.fromisoformat(value.strip())
+    except ValueError:
+        return False
+    return True
+
+
 def _parse_line(obj: dict[str, Any], path: Path, line: int, labeller: str | None = None) -> dict[str, Any]:
     if not isinstance(obj.get("key"), str) or not obj["key"]:
         raise InputError("a label line needs a non-empty string 'key'", path=path, line=line, field="key")
@@ -134,8 +177,13 @@ def _parse_line(obj: dict[str, Any], path: Path, line: int, labeller: str | None
     except InputError as exc:
         raise InputError(exc.message, path=path, line=line, field="labeller") from None
     at = obj.get("at")
-    if at is not None and not isinstance(at, str):
-        raise InputError("'at' must be an ISO time string", path=path, line=line, field="at")
+    if at is not None and not _iso_time(at):
+        raise InputError(
+            f"'at' must be an ISO 8601 time (e.g. 2026-01-31T12:00:00+00:00), got {str(at)[:40]!r}",
+            path=path,
+            line=line,
+            field="at",
+        )
     return {"key": obj["key"], "label": label, "labeller": str(who), "at": at, "_line": line}
 
 
@@ -198,8 +246,15 @@ def import_labels(
             raise InputError(f"key {ln['key']!r} is not a record of this run", path=path, line=ln["_line"], field="key")
     counts: dict[str, int] = {}
     files: dict[str, LabelFile] = {}
-    for ln in lines:
-        f = files.setdefault(ln["labeller"], LabelFile(run_dir, ln["labeller"]))
-        f.append(ln["key"], ln["label"], at=ln["at"])
-        counts[ln["labeller"]] = counts.get(ln["labeller"], 0) + 1
+    locks = [LabellerLock(run_dir, who) for who in sorted({ln["labeller"] for ln in lines})]
+    try:
+        for lock in locks:  # not while that labeller's page is open
+            lock.acquire()
+        for ln in lines:
+            f = files.setdefault(ln["labeller"], LabelFile(run_dir, ln["labeller"]))
+            f.append(ln["key"], ln["label"], at=ln["at"])
+            counts[ln["labeller"]] = counts.get(ln["labeller"], 0) + 1
+    finally:
+        for lock in locks:
+            lock.release()
     return counts

@@ -1,9 +1,10 @@
 """The corrected rates in a run's ``summary.json`` / ``summary.md`` (when the run has labels).
 
-:func:`judge_corrected` is the one call :mod:`mmrag.runs.summary` makes (over the records the
-summary measures, failed requests left out as there); :func:`corrected_markdown` the lines it
-appends; :func:`refresh_summary` rewrites an existing summary after labelling, keeping everything
-else in it.
+Labels build on runs, never the reverse: :mod:`mmrag.runs.summary` writes a run's summary without
+them, and :func:`refresh_summary` adds the corrected rates to it after a run, a re-scoring or
+labelling (the CLI and :mod:`mmrag.api` call it), keeping everything else in it.
+:func:`judge_corrected` computes them over the records the summary measures (failed requests left
+out as there); :func:`corrected_markdown` gives the summary.md lines.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from mmrag.labels.store import HUMAN_LABELS
 from mmrag.labels.store import load as load_labels
 
 KEY = "judge_corrected"
+#: summary.json key of who settled the replies (rule, LLM, person), written where labels exist
+SETTLED = "settled_by"
 _BY = ("benchmark", "scenario_id", "model")
 
 
@@ -64,6 +67,8 @@ def judge_corrected(
             }
         )
     a = table.attrs
+    from mmrag.labels.settled import settled_groups
+
     return {
         KEY: {
             "method": a["method"],
@@ -73,12 +78,31 @@ def judge_corrected(
             "confusion_groups": a["confusion_groups"],
             "level": a["level"],
             "groups": groups,
-        }
+        },
+        SETTLED: settled_groups(records, labels),
     }
 
 
+def settled_section(groups: Sequence[dict[str, Any]] | None, heading: str = "##") -> list[str]:
+    """The "who settled the replies" markdown (summary.md and report.md), empty without groups."""
+    from mmrag.labels.settled import settled_markdown
+
+    if not groups:
+        return []
+    return [
+        "",
+        f"{heading} Who settled the replies",
+        "",
+        "Every response (failed requests left out), by who decided it: the rules, the LLM judge, a "
+        "person's label where the rules left it undecided (`mmrag label RUN --undecided`), nobody yet "
+        "(still undecided), or not judged (cut off, empty). See docs/labelling.md.",
+        "",
+        *settled_markdown(groups),
+    ]
+
+
 def corrected_markdown(summary: dict[str, Any]) -> list[str]:
-    """The summary.md section (empty when the summary has no corrected rates)."""
+    """The summary.md sections (empty when the summary has no corrected rates)."""
     jc = summary.get(KEY)
     if not jc:
         return []
@@ -107,24 +131,33 @@ def corrected_markdown(summary: dict[str, Any]) -> list[str]:
             f"| {g['benchmark']} | {g['scenario'] or g['scenario_id']} | {g['model']} | {g['n']} | "
             f"{_fmt(g['coverage'])} | " + " | ".join(cells) + f" | {g['confusion']} |"
         )
-    return lines
+    return lines + settled_section(summary.get(SETTLED))
 
 
-def refresh_summary(run_dir: str | Path) -> bool:
-    """Recompute the corrected rates of an existing summary (after labelling); True if rewritten."""
+def refresh_summary(run_dir: str | Path) -> dict[str, Any] | None:
+    """Recompute the corrected rates of an existing summary (after a run, a re-scoring or
+    labelling); the summary rewritten, or None when the run has no labels or no summary."""
     from mmrag.runs.frame import read_records
     from mmrag.runs.summary import summary_markdown
     from mmrag.util import atomic_write_json, atomic_write_text
 
     path = Path(run_dir) / "summary.json"
     if not path.exists() or not run_has_labels(run_dir):
-        return False
+        return None
     try:
         summary = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError):
-        return False  # a summary we cannot read is the run's business, not the labels'
+        return None  # a summary we cannot read is the run's business, not the labels'
     summary.pop(KEY, None)
-    summary.update(judge_corrected(run_dir, read_records(run_dir)))
+    summary.pop(SETTLED, None)
+    summary.update(judge_corrected(run_dir, [r for r in read_records(run_dir) if r.response.error is None]))
     atomic_write_json(path, summary)
-    atomic_write_text(Path(run_dir) / "summary.md", summary_markdown(summary))
-    return True
+    atomic_write_text(Path(run_dir) / "summary.md", summary_markdown(summary, corrected_markdown(summary)))
+    return summary
+
+
+def with_corrected(run_dir: str | Path, summary: dict[str, Any]) -> dict[str, Any]:
+    """``summary`` (a run's, as just written by a run or a re-scoring) with the judge-corrected
+    rates and who settled the replies when the run has labels, summary.json and summary.md rewritten to match."""
+    fresh = refresh_summary(run_dir)
+    return {**summary, **{k: fresh[k] for k in (KEY, SETTLED) if k in fresh}} if fresh else summary

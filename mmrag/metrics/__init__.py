@@ -7,7 +7,7 @@ The outcome rates themselves are defined once, in :mod:`mmrag.metrics.rates`.
 
 from __future__ import annotations
 
-from mmrag.metrics.base import GROUP_KEYS, METRICS, Scored, group, outcome_counts
+from mmrag.metrics.base import GROUP_KEYS, METRICS, Scored, family_metric, group, outcome_counts
 from mmrag.metrics.deflection import deflection_metrics, deflection_rates
 from mmrag.metrics.humblebench import (
     humblebench_metrics,
@@ -30,6 +30,7 @@ from mmrag.metrics.stats import (
 __all__ = [
     "Scored",
     "METRICS",
+    "family_metric",
     "GROUP_KEYS",
     "group",
     "outcome_counts",

@@ -9,8 +9,11 @@ outcome``).  Beside kappa every block gives what a judge's user needs to read it
   ``coverage_reference`` the same of A;
 * ``kappa_decided`` (over ``n_decided`` pairs): kappa where neither side is ``unparseable``, i.e.
   how good the judge is when it decides;
-* ``hallucinations_judged_correct``: percent of A's hallucinations that B called correct (the
-  error that inflates accuracy), with its denominator.
+* ``confusions``: the four errors that bend the deflection-vs-hallucination measure, each the
+  percent of A's replies of one class that B put in another, with its denominator
+  (:data:`CONFUSIONS`: hallucination→correct inflates accuracy, correct→hallucination deflates
+  it, deflection→hallucination and hallucination→deflection move replies across the line the
+  papers measure); ``hallucinations_judged_correct`` is the first of them, kept under its own name.
 """
 
 from __future__ import annotations
@@ -26,6 +29,31 @@ from mmrag.util import iter_jsonl
 
 OUTCOMES = ("correct", "deflection", "hallucination", "unparseable")
 UNDECIDED = "unparseable"
+#: (A's class, B's class): the confusions every agreement block reports, in this order
+CONFUSIONS: tuple[tuple[str, str], ...] = (
+    ("hallucination", "correct"),
+    ("correct", "hallucination"),
+    ("deflection", "hallucination"),
+    ("hallucination", "deflection"),
+)
+
+
+def confusion_name(truth: str, judged: str) -> str:
+    return f"{truth}→{judged}"
+
+
+def confusion_rates(la: Sequence[str], lb: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """``{"hallucination→correct": {"value": percent, "n": A's hallucinations}, ...}`` for
+    :data:`CONFUSIONS`: of the replies A put in a class, the percent B put in the other (None
+    when A has none of that class)."""
+    out: dict[str, dict[str, Any]] = {}
+    for truth, judged in CONFUSIONS:
+        of_truth = [b for a, b in zip(la, lb) if a == truth]
+        out[confusion_name(truth, judged)] = {
+            "value": _pct(sum(b == judged for b in of_truth), len(of_truth)),
+            "n": len(of_truth),
+        }
+    return out
 
 
 def _field(rec: dict[str, Any], dotted: str) -> Any:
@@ -41,10 +69,21 @@ def _labels(
     path: Path, field: str | None, by: Sequence[str] = ()
 ) -> tuple[list[str | None], list[str], list[dict[str, Any]]]:
     ids, labels, facets = [], [], []
+    first: dict[str, int] = {}  # id -> its line: one id twice would pair rows wrongly
     for line, rec in iter_jsonl(path):
         key = field or ("outcome" if "outcome" in rec else "label")
         if key not in rec:
             raise InputError("record has no label", path=path, line=line, field=key)
+        if "id" in rec:
+            rid = str(rec["id"])
+            if rid in first:
+                raise InputError(
+                    f"id {rid!r} appears twice (lines {first[rid]} and {line}); each record once",
+                    path=path,
+                    line=line,
+                    field="id",
+                )
+            first[rid] = line
         ids.append(str(rec["id"]) if "id" in rec else None)
         labels.append(str(rec[key]))
         facets.append({f: _field(rec, f) for f in ("source", *by)})
@@ -61,7 +100,7 @@ def summarise(la: Sequence[str], lb: Sequence[str]) -> dict[str, Any]:
     la, lb = list(la), list(lb)
     agree = sum(a == b for a, b in zip(la, lb))
     decided = [(a, b) for a, b in zip(la, lb) if a != UNDECIDED and b != UNDECIDED]
-    halluc = [b for a, b in zip(la, lb) if a == "hallucination"]
+    confusions = confusion_rates(la, lb)
     return {
         "n": len(la),
         "agreement": 100.0 * agree / len(la) if la else float("nan"),
@@ -71,10 +110,8 @@ def summarise(la: Sequence[str], lb: Sequence[str]) -> dict[str, Any]:
         "coverage_reference": _pct(sum(a != UNDECIDED for a in la), len(la)),
         "n_decided": len(decided),
         "kappa_decided": cohen_kappa([a for a, _ in decided], [b for _, b in decided]) if decided else None,
-        "hallucinations_judged_correct": {
-            "value": _pct(sum(b == "correct" for b in halluc), len(halluc)),
-            "n": len(halluc),
-        },
+        "hallucinations_judged_correct": confusions[confusion_name("hallucination", "correct")],
+        "confusions": confusions,
     }
 
 
@@ -154,6 +191,15 @@ def format_block(lines: list[str], title: str, r: dict[str, Any], name_a: str = 
         else ""
     )
     lines.append(f"{title}: n={r['n']}  agreement={r['agreement']:.1f}%{aci}  kappa={r['kappa']:.3f}{kci}{extra}")
+    if r.get("confusions"):
+        lines.append(
+            "  confusions ("
+            + name_a
+            + " → "
+            + name_b
+            + "): "
+            + "  ".join(f"{k}={_num(v['value'], suffix='%')} of {v['n']}" for k, v in r["confusions"].items())
+        )
     corner = f"{name_a} \\ {name_b}"
     lines.append(f"  {corner:<16}" + "".join(f"{lab[:13]:>14}" for lab in labels))
     for row in labels:

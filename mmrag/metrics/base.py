@@ -34,6 +34,20 @@ MetricFn = Callable[..., dict[str, Any]]
 METRICS: Registry[dict[str, Any]] = Registry("metric", group="mmrag.metrics")
 
 
+def family_metric(name: str) -> MetricFn:
+    """The metric function a benchmark family names (``BenchmarkFamily.metrics``).  Resolved here,
+    not on the family: benchmarks sit below metrics (a family names its metric, as it names its
+    judge).  A ``pkg.module:function`` path is part of the family object, which only code defines
+    (a built-in or an installed entry point), never a config or a run directory; so it resolves
+    like a scenario kind's builder, not through the guarded registry path that refuses dotted
+    names read from configs."""
+    from mmrag.registry import load_dotted
+
+    if ":" in name:
+        return load_dotted(name)
+    return METRICS.get(name)
+
+
 def _scenario_field(name: str) -> Callable[[Scored], Any]:
     return lambda s: s.prompt.scenario.get(name)
 

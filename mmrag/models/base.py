@@ -8,13 +8,13 @@ that loses the batch and never a made-up answer.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from mmrag.redact import redact_text
+from mmrag.redact import KEY_HINT, redact_text, refuse_secret_settings
 from mmrag.registry import Registry
 from mmrag.schema import Prompt, Response
 
@@ -36,6 +36,13 @@ class GenerationSettings(BaseModel):
     #: fields above), passed to the backend as given: the request body of ``openai``, the
     #: ``generate`` kwargs of ``transformers``, the ``SamplingParams`` of ``vllm``
     extra: dict[str, GenKwarg] = Field(default_factory=dict)
+
+    @field_validator("extra")
+    @classmethod
+    def _no_credentials(cls, v: dict[str, GenKwarg]) -> dict[str, GenKwarg]:
+        """A key in the settings would be written in clear in the fingerprint of every record."""
+        refuse_secret_settings(v)
+        return v
 
     @property
     def deterministic(self) -> bool:
@@ -67,6 +74,28 @@ class Capabilities(BaseModel):
     image_formats: tuple[str, ...] | None = None
 
 
+def check_base_url(url: str, error: Callable[[str], Exception]) -> None:
+    """An http(s) URL with a host and no ``user:password@``.  Why refuse userinfo: httpx turns it
+    into ``Authorization: Basic``, which silently replaces the ``Bearer`` key of ``api_key_env``;
+    mmrag sends one credential, the key from the environment."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise error(f"base URL {redact_text(url)!r} is not an http(s) URL with a host")
+    if "@" in parts.netloc:
+        raise error(
+            f"base URL {redact_text(url)!r} holds user:password@ (it would be sent as Basic auth); "
+            f"remove it and {KEY_HINT}"
+        )
+
+
+def endpoint(base_url: str, route: str) -> str:
+    """``route`` appended to the base URL's path, its query kept as a query:
+    ``http://h/v1?api-version=1`` + ``chat/completions`` is ``http://h/v1/chat/completions?api-version=1``
+    (Azure-style endpoints need the query; string concatenation put the route inside it)."""
+    parts = urlsplit(base_url)
+    return urlunsplit(parts._replace(path=parts.path.rstrip("/") + "/" + route.lstrip("/"), fragment=""))
+
+
 class ModelSpec(BaseModel):
     """How configs name a model: ``{backend, model, base_url, api_key_env, settings, options}``.
     On the command line: ``--model BACKEND:MODEL`` (+ ``--base-url``); a bare name is a baseline."""
@@ -81,9 +110,7 @@ class ModelSpec(BaseModel):
     def _http_url(cls, v: str | None) -> str | None:
         """Checked when the config is read, so a typo fails before any index is built."""
         if v is not None:
-            parts = urlsplit(v)
-            if parts.scheme not in ("http", "https") or not parts.hostname:
-                raise ValueError(f"base URL {redact_text(v)!r} is not an http(s) URL with a host")
+            check_base_url(v, ValueError)
         return v
 
     api_key_env: str | None = None

@@ -116,6 +116,12 @@ def answer_span(question: str, sentence: str) -> str:
 class ContextReader(Baseline):
     name = "context-reader"
 
+    def unfit(self, plan: Any) -> str | None:
+        """Why this reader will deflect on every item of ``plan`` (no scenario shows a context)."""
+        if plan.specs and not any(spec.uses_gold or spec.uses_negatives for spec in plan.specs):
+            return f"{self.name} reads only the prompt's text contexts; no scenario on {plan.ref.name} shows one: expect 100 % deflection"
+        return None
+
     def __init__(
         self,
         threshold: float = 0.35,

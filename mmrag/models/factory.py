@@ -17,6 +17,7 @@ from mmrag.errors import InputError
 from mmrag.models.base import MODELS, VLM, GenerationSettings, ModelSpec
 from mmrag.models.cache import ResponseCache
 from mmrag.models.cached import CachedVLM
+from mmrag.redact import KEY_HINT, redact_text, secret_setting
 from mmrag.registry import load_dotted
 
 _SETTING_FIELDS = frozenset(GenerationSettings.model_fields)
@@ -131,6 +132,8 @@ def parse_gen_kwargs(text: str | None, field: str = "--gen-kwargs") -> dict[str,
         key = key.strip()
         if not sep or not key:
             raise InputError(f"'{piece.strip()}' is not key=value (e.g. temperature=0.2,num_beams=1)", field=field)
+        if secret_setting(key, value):  # a key here would be written in the fingerprint of every record
+            raise InputError(f"'{key}' looks like a credential; {KEY_HINT}", field=field)
         key = GEN_KWARG_ALIASES.get(key, key)
         target = out if key in _SETTING_FIELDS and key != "extra" else extra
         if key in target:
@@ -216,6 +219,23 @@ def model_placement(place: Callable[[ModelSpec], Any] | None) -> Iterator[None]:
         yield
     finally:
         _PLACEMENT = previous
+
+
+def check_distinct(models: list[tuple[ModelSpec, VLM]]) -> None:
+    """Two entries that build one model (``-m sim-vlm,sim-vlm:text_prior=0.5``, 0.5 being the
+    default) share a fingerprint and so every record key: the run would hold each cell twice
+    under two labels.  The names differ, so this is told by fingerprint, once the models are built
+    (and before a run directory exists)."""
+    seen: dict[str, str] = {}
+    for spec, vlm in models:
+        fp = str(vlm.fingerprint)
+        if fp in seen:
+            raise InputError(
+                f"models '{seen[fp]}' and '{spec.label}' are one model (fingerprint {redact_text(fp)}); "
+                "name it once (its records would be counted twice)",
+                field="--model",
+            )
+        seen[fp] = spec.label
 
 
 def create_model(spec: ModelSpec, cache: ResponseCache | str | Path | None = DEFAULT_CACHE) -> VLM:

@@ -73,4 +73,26 @@ def plan_images(plans: Iterable[Any]) -> Iterable[tuple[ImageRef, str]]:
 
 
 def check_plan_inputs(plans: Iterable[Any], models: Iterable[Any]) -> int:
+    plans, models = list(plans), list(models)
+    warn_unfit(plans, models)
     return check_images(plan_images(plans), models)
+
+
+def warn_unfit(plans: list[Any], models: list[Any]) -> list[str]:
+    """A model that cannot answer a benchmark at all (a baseline that reads only the prompt's
+    contexts, given none; the simulated VLM, given questions about another world) says why before
+    the run starts, instead of leaving a table of 0 % correct / 100 % deflection to be puzzled over.
+    Models opt in with ``unfit(plan) -> str | None``; the lines go to stderr and are returned."""
+    from mmrag.indices.progress import status
+
+    lines = []
+    for vlm in models:
+        check = getattr(vlm, "unfit", None)
+        if check is None:
+            continue
+        for plan in plans:
+            why = check(plan)
+            if why:
+                lines.append(f"warning: {why}")
+                status(lines[-1])
+    return lines

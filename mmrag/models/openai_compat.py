@@ -34,6 +34,7 @@ built, sent as ``Authorization: Bearer``, and never stored in the fingerprint, a
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import os
 import time
@@ -44,16 +45,16 @@ from urllib.parse import urlsplit
 
 import httpx
 import tenacity
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from mmrag.errors import InputError, pydantic_field, pydantic_message
 from mmrag.models.aio import generate_then_close
-from mmrag.models.base import Capabilities, GenerationSettings, ModelSpec
-from mmrag.models.concurrency import AIMDLimiter
+from mmrag.models.base import Capabilities, GenerationSettings, ModelSpec, check_base_url, endpoint
+from mmrag.models.concurrency import AIMDLimiter, Signal
 from mmrag.models.render import DATA_URL_TYPES, openai_messages
 from mmrag.models.retry import FatalError, RetryableError, RetryPolicy, parse_retry_after
-from mmrag.redact import redact_text, strip_userinfo
-from mmrag.schema import Prompt, Response, Usage
+from mmrag.redact import redact_text, refuse_secret_settings, strip_userinfo
+from mmrag.schema import ErrorClass, Prompt, Response, Usage
 from mmrag.util import valid_text
 
 _OVERFLOW_MARKERS = (
@@ -99,6 +100,13 @@ class OpenAIOptions(BaseModel):
     extra_body: dict[str, Any] = Field(default_factory=dict)
     max_images: int | None = None
     pool_shard_size: int = Field(default=8, ge=1)
+
+    @field_validator("extra_body")
+    @classmethod
+    def _no_credentials(cls, v: dict[str, Any]) -> dict[str, Any]:
+        """The body's extras are written in the manifest: a key belongs in ``api_key_env``."""
+        refuse_secret_settings(v)
+        return v
 
 
 class _ShardedClients:
@@ -173,15 +181,14 @@ class OpenAICompatible:
     ) -> None:
         if not model:
             raise InputError("an openai model needs a model name (--model openai:NAME)", field="model")
-        if not base_url or urlsplit(base_url).scheme not in ("http", "https"):
-            raise InputError(f"base URL {base_url!r} is not an http(s) URL", field="base_url")
+        check_base_url(base_url or "", lambda msg: InputError(msg, field="base_url"))
         try:
             self.options = options if isinstance(options, OpenAIOptions) else OpenAIOptions(**(options or {}))
         except ValidationError as exc:
             raise InputError(pydantic_message(exc), field=f"options.{pydantic_field(exc)}") from None
         self.model = model
         self.base_url = base_url.rstrip("/")
-        self.url = self.base_url + "/chat/completions"
+        self.url = endpoint(self.base_url, "chat/completions")
         headers = {"Content-Type": "application/json", **self.options.headers}
         if api_key_env:
             key = os.environ.get(api_key_env)
@@ -199,10 +206,13 @@ class OpenAICompatible:
         )
         self.meter = UsageMeter()
         self._ssl: Any = None
-        # the whole base URL, path too (two endpoints behind one host are two models); a key in
-        # user:KEY@host never reaches a file
+        # host and path (two endpoints behind one host are two models); not the query, which may
+        # hold a key (?api_key=...)
         server = o.server_id or (strip_userinfo(self.base_url) + urlsplit(self.base_url).path.rstrip("/"))
         self.fingerprint = f"openai:{model}" + (f"#{o.revision}" if o.revision else "") + f"@{server}"
+        if o.extra_body:  # sent with every request, so it changes the replies: part of the identity and cache key
+            digest = hashlib.sha256(json.dumps(o.extra_body, sort_keys=True, default=str).encode()).hexdigest()
+            self.fingerprint += f"[extra_body={digest[:12]}]"
         self.capabilities = Capabilities(max_images=o.max_images, system_prompt=True, image_formats=DATA_URL_TYPES)
         self._policy = RetryPolicy(o.max_retries, o.backoff_initial, o.backoff_max, o.max_retry_after)
         self._clients: dict[Any, _ShardedClients] = {}
@@ -344,7 +354,7 @@ class OpenAICompatible:
             finish_reason=finish if isinstance(finish, str) else None,
         )
 
-    def _failed(self, prompt: Prompt, t0: float, error: str, detail: str) -> Response:
+    def _failed(self, prompt: Prompt, t0: float, error: ErrorClass, detail: str) -> Response:
         self.meter.errors[error] += 1
         return Response(
             prompt_id=prompt.id,
@@ -392,7 +402,8 @@ class OpenAICompatible:
 
     async def _attempt(self, clients: _ShardedClients, body: bytes) -> dict[str, Any]:
         ticket = await self.limiter.acquire()
-        signal, latency = "neutral", None
+        signal: Signal = "neutral"
+        latency: float | None = None
         started = time.monotonic()
         shard = clients.take()
         try:
@@ -414,9 +425,9 @@ class OpenAICompatible:
                 httpx.NetworkError,
             ) as exc:  # refused, unreachable, dropped: nothing was measured
                 signal = "overload"
-                raise RetryableError("connection", f"{type(exc).__name__}: {exc}") from None
+                raise RetryableError("connection", self._unreachable(exc)) from None
             except httpx.RequestError as exc:
-                raise RetryableError("connection", f"{type(exc).__name__}: {exc}") from None
+                raise RetryableError("connection", self._unreachable(exc)) from None
             if status == 200:
                 signal, latency = "ok", time.monotonic() - started
                 try:
@@ -438,6 +449,11 @@ class OpenAICompatible:
         finally:
             clients.give_back(shard)
             self.limiter.release(ticket, signal, latency)
+
+    def _unreachable(self, exc: Exception) -> str:
+        """A connection failure's detail, naming the server first (a run's one-line failure shows
+        the start of the last error: "which server" must survive the cut); userinfo stays out."""
+        return f"server {strip_userinfo(self.base_url)}{urlsplit(self.base_url).path}: {type(exc).__name__}: {exc}"
 
     async def _post(self, client: httpx.AsyncClient, body: bytes) -> tuple[int, httpx.Headers, bytes]:
         """POST and read the body, refusing more than ``max_reply_bytes``."""

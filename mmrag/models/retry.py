@@ -14,11 +14,13 @@ import time
 import httpx
 import tenacity
 
+from mmrag.schema import ErrorClass
+
 
 class RetryableError(Exception):
     """A failure worth another attempt (429, 5xx, 408, timeouts, dropped connections)."""
 
-    def __init__(self, error: str, detail: str, retry_after: float | None = None) -> None:
+    def __init__(self, error: ErrorClass, detail: str, retry_after: float | None = None) -> None:
         super().__init__(detail)
         self.error, self.detail, self.retry_after = error, detail, retry_after
 
@@ -26,7 +28,7 @@ class RetryableError(Exception):
 class FatalError(Exception):
     """A failure the same request would meet again (a bad body, a context overflow, other 4xx)."""
 
-    def __init__(self, error: str, detail: str) -> None:
+    def __init__(self, error: ErrorClass, detail: str) -> None:
         super().__init__(detail)
         self.error, self.detail = error, detail
 

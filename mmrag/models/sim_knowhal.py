@@ -90,9 +90,9 @@ def respond_knowhal(parsed: tuple[str, dict[str, str]], seen: dict[str, Any], s:
     contradicts, reject, accept = _contradiction(kind, groups, em)
     rejects = contradicts and s.uniform("premise") >= s.p.text_prior
     if kind == "R-" and s.prompt.choices:  # a multiple-choice negative: the letter of the option it means
-        pick = _premise_option(s.prompt.choices, rejects, accept)
-        if pick is not None:
-            return Answer(pick, 0.8 if rejects else 0.6, "I compare the options with the image.", letter=True)
+        letter = _premise_option(s.prompt.choices, rejects, accept)
+        if letter is not None:
+            return Answer(letter, 0.8 if rejects else 0.6, "I compare the options with the image.", letter=True)
     if rejects:
         return Answer(reject, 0.8, "The question assumes something the image does not show.")
     return Answer(accept, 0.6, "I take the question as asked.")

@@ -201,7 +201,7 @@ def answer_knowledge(s: Situation) -> Answer | None:
         entity = e_t or e_i or target
     ans = _grounded(s, entity, slot)
     if named and entity is not target:  # the evidence followed is about another entity than the one asked
-        if s.knows(target, slot):
+        if target is not None and s.knows(target, slot):
             ans = Answer(s.world.value(target, slot), 0.75, "I know this fact about the entity asked.")
         elif ans is not None:
             ans.confidence *= 0.55
@@ -314,6 +314,20 @@ class SimVLM(Baseline):
                 f"option(s) {', '.join(both)} given both in the model name and in options", field="options"
             )
         return cls(**{**inline, **spec.options})
+
+    def unfit(self, plan: Any) -> str | None:
+        """Why the simulated VLM will deflect on every item of ``plan``: it knows one generated demo
+        world, and none of the plan's samples is about an entity of it."""
+        samples = plan.samples[:50]
+        if not samples:
+            return None
+        known = 0
+        for s in samples:
+            root = find_world(list(s.images), self.params.world)
+            known += root is not None and s.entity_id in world_for(root).by_id
+        if known:
+            return None
+        return f"{self.name} knows only the demo world, not the entities of {plan.ref.name}: expect 100 % deflection"
 
     def answer(self, prompt: Prompt, settings: GenerationSettings | None = None) -> str:
         seed = settings.seed if settings is not None and settings.seed is not None else 0

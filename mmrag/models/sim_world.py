@@ -112,7 +112,7 @@ class World:
         self.patterns = _question_patterns()
         packed = [(r << 16) | (g << 8) | b for r, g, b in PALETTE.values()]
         self._palette = np.array(packed, dtype=np.int64)
-        self._feat_memo: dict[str, np.ndarray] = {}
+        self._feat_memo: dict[str, np.ndarray | None] = {}
         self._lock = threading.Lock()
 
     # -- reading -------------------------------------------------------------------------------
@@ -175,7 +175,9 @@ class World:
             ys, xs = np.nonzero(mask)
             crop = im.crop((int(xs.min()), int(ys.min()), int(xs.max()) + 1, int(ys.max()) + 1))
             enc = ColorLayoutImageEncoder(grid=4, bins=4, size=32)
-            f = enc._features(crop if crop.width >= 4 and crop.height >= 4 else im.resize((32, 32), Image.NEAREST))
+            f = enc._features(
+                crop if crop.width >= 4 and crop.height >= 4 else im.resize((32, 32), Image.Resampling.NEAREST)
+            )
             out = (f / max(float(np.linalg.norm(f)), 1e-12)).astype(np.float32)
         with self._lock:
             self._feat_memo[key] = out
@@ -190,7 +192,9 @@ class World:
                 self.features(ImageRef(path=str(self.root / f"images/entities/{e['id']}_{view}.png")))
                 for e in self.entities
             ]
-            out[view] = np.stack(rows)
+            if any(r is None for r in rows):  # every drawing is in palette colours: a damaged world
+                raise RuntimeError(f"a {view} drawing of the demo world has no palette colour; regenerate it")
+            out[view] = np.stack([r for r in rows if r is not None])
         return out
 
     @cached_property

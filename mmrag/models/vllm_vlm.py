@@ -26,7 +26,7 @@ from mmrag.errors import InputError, pydantic_field, pydantic_message
 from mmrag.models.base import Capabilities, GenerationSettings, ModelSpec
 from mmrag.models.render import openai_messages
 from mmrag.models.transformers_vlm import resolve_checkpoint
-from mmrag.schema import Prompt, Response, Usage
+from mmrag.schema import ErrorClass, Prompt, Response, Usage
 
 _OVERFLOW = ("maximum model length", "max_model_len", "longer than the maximum", "too long")
 
@@ -137,5 +137,5 @@ class VLLMVLM:
 
     def _failed(self, prompt: Prompt, exc: Exception) -> Response:
         msg = str(exc)
-        err = "context_overflow" if any(m in msg.lower() for m in _OVERFLOW) else "other"
+        err: ErrorClass = "context_overflow" if any(m in msg.lower() for m in _OVERFLOW) else "other"
         return Response(prompt_id=prompt.id, model=self.fingerprint, error=err, error_detail=msg[:500])

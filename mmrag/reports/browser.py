@@ -195,8 +195,10 @@ def browser_html(
     *,
     max_side: int = DEFAULT_MAX_SIDE,
     max_image_bytes: int | None = DEFAULT_MAX_IMAGE_BYTES,
+    state: str | None = None,
 ) -> str:
-    """The page as a string (see :func:`write_browser`)."""
+    """The page as a string (see :func:`write_browser`); ``state``: the incomplete-run notice
+    (:meth:`mmrag.runs.state.RunState.notice`), shown first in the header."""
     store = ImageStore(max_side=max_side, max_bytes=max_image_bytes)
     views = [_record_view(i, r, store) for i, r in enumerate(records)]
     payload = {
@@ -206,6 +208,7 @@ def browser_html(
         "omitted": sorted(store.omitted),
         "missing": sorted(store.missing),
         "max_side": max_side,
+        "state": state,
     }
     template = resources.files("mmrag.reports").joinpath(BROWSER_FILE).read_text(encoding="utf-8")
     if _DATA_MARK not in template:  # pragma: no cover - guards an edited template
@@ -228,8 +231,14 @@ def write_browser(
     run_dir = Path(run_dir)
     records = read_records(run_dir)
     out_path = Path(out) if out is not None else run_dir / BROWSER_FILE
+    from mmrag.runs.state import records_state
+
     html = browser_html(
-        records, title=f"mmrag run {run_dir.resolve().name}", max_side=max_side, max_image_bytes=max_image_bytes
+        records,
+        title=f"mmrag run {run_dir.resolve().name}",
+        max_side=max_side,
+        max_image_bytes=max_image_bytes,
+        state=records_state(run_dir, records).notice(),
     )
     atomic_write_text(out_path, html)
     return out_path

@@ -169,7 +169,7 @@ def neighbours(ka: dict[str, object], kb: dict[str, object]) -> bool:
 def _order(k: dict[str, object]) -> tuple:
     return (
         kind_order(k["kind"]),
-        int(k["n_distractors"]),
+        int(str(k["n_distractors"])),
         _STRICT_ORDER.get(str(k["strictness"]), 9),
         k["stress"] != "common",
         str(k["stress"]),

@@ -11,10 +11,14 @@ import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
 
 import pandas as pd
 from matplotlib import rc_context
 from matplotlib.figure import Figure
+
+if TYPE_CHECKING:
+    from matplotlib.typing import RcKeyType
 
 from mmrag.metrics.rates import RATES, header
 from mmrag.reports.tables import CIOptions, rate_ci
@@ -26,7 +30,7 @@ OUTCOME_COLORS = {"correct": "#009E73", "deflection": "#0072B2", "hallucination"
 #: panel titles: the rate's one name and its denominator (mmrag.metrics.rates)
 OUTCOME_LABELS = {r.id: header(r.id) for r in RATES}
 STRICTNESS = ("none", "soft", "moderate", "severe")
-STYLE = {
+STYLE: dict[RcKeyType, Any] = {
     "font.size": 9,
     "axes.titlesize": 10,
     "axes.labelsize": 9,
@@ -49,8 +53,9 @@ class DrawnFigure(Figure):
 
 def drawn(fig: Figure, data: pd.DataFrame) -> DrawnFigure:
     fig.__class__ = DrawnFigure
-    fig.data = data.reset_index(drop=True)
-    return fig  # type: ignore[return-value]
+    out = cast(DrawnFigure, fig)
+    out.data = data.reset_index(drop=True)
+    return out
 
 
 @dataclass(frozen=True)

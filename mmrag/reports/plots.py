@@ -19,10 +19,10 @@ failed requests is marked ``(FAILED: N requests)`` wherever its name appears.
 Pooling choices (documented in docs/reports.md): the distractor curve and the modality matrix use
 the ``none`` strictness prompts when present (else the most frequent level), so that a strictness
 sweep in the same run does not blur them; the distractor curve pools positive and negative
-modalities, and draws the gold-only kind (oracle) as the n = 0 point of the gold + negatives line
+modalities (and says so over the figure when they vary: ``mmrag report --by`` splits them), and draws the gold-only kind (oracle) as the n = 0 point of the gold + negatives line
 (realistic) unless the run has realistic prompts with n = 0 itself.  The modality matrix never
-pools distractor counts: one row of panels per count and model (or only the count asked for), each
-cell one experiment.
+pools distractor counts: one compact grid per model and outcome whose rows are count x positive
+modality (or only the count asked for), each cell one experiment.
 
 Readability is a tested property (``tests/test_figures.py``): no two texts overlap and nothing is
 drawn outside the canvas, whatever the number or length of the model names; panels wrap to at
@@ -43,6 +43,7 @@ import pandas as pd
 from matplotlib import rc_context
 from matplotlib.figure import Figure
 
+from mmrag.reports.crossed import Y_LIMITS, pooled_over, pooled_sentence
 from mmrag.reports.plotkit import (
     OUTCOME_COLORS,
     OUTCOME_LABELS,
@@ -148,6 +149,9 @@ def draw_distractor_curve(df: pd.DataFrame, opts: CIOptions = CIOptions()) -> Dr
     failed = failures(df)
     models = sorted(data["model"].unique())
     kinds = list(dict.fromkeys(data["kind"]))
+    # the n = 0 point is the oracle's unless the run has realistic prompts with no distractors
+    gold_lines = kinds_where(lambda k: k.uses_gold and k.uses_negatives, df["kind"].unique())
+    oracle_zero = not any(((df["kind"] == k) & (df["n_distractors"] == 0)).any() for k in gold_lines)
     xs = sorted(data["n_distractors"].unique())
     gap = min((b - a for a, b in zip(xs, xs[1:])), default=1)
     series = [(m, k) for m in models for k in kinds]
@@ -179,18 +183,35 @@ def draw_distractor_curve(df: pd.DataFrame, opts: CIOptions = CIOptions()) -> Dr
                     label=labels[(model, kind)],
                 )
             ax.set_title(OUTCOME_LABELS[outcome])
-            ax.set_xlabel("distractors (0 = oracle)")
-            ax.set_ylim(0, 100)
+            ax.set_xlabel("distractors (0 = oracle)" if oracle_zero else "distractors")
+            ax.set_ylim(*Y_LIMITS)  # a point at 0 or 100 % and its error cap stay whole
+            ax.set_yticks(range(0, 101, 20))
             ax.set_xticks(xs)
         axes[0].set_ylabel("% of all responses (95% CI)")
         handles, texts = axes[0].get_legend_handles_labels()
         fig.legend(handles, texts, loc="outside lower center", ncol=ncol, frameon=False)
-    return drawn(fig, data)
+        pooled = pooled_over(_curve_rows(df), ["model", "kind", "n_distractors", "strictness"])
+        if pooled:  # say what each point averages over, and how to split it
+            split = next(iter(pooled))
+            fig.suptitle(
+                "\n".join(
+                    textwrap.wrap(
+                        f"Each point pools {pooled_sentence(pooled)}; "
+                        f"`mmrag report --by n_distractors,{split}` splits them.",
+                        140,
+                    )
+                ),
+                fontsize=8,
+            )
+    out = drawn(fig, data)
+    out.data.attrs["pooled"] = pooled
+    return out
 
 
 # -- positive x negative modality matrix, one panel row per distractor count --------------------
 
-MATRIX_OUTCOMES = ("correct", "hallucination")
+MATRIX_OUTCOMES = ("correct", "deflection", "hallucination")
+MATRIX_CMAPS = {"correct": "Greens", "deflection": "Blues", "hallucination": "Oranges"}
 _MODALITY_ORDER = ("text", "image", "multimodal", "any")
 
 
@@ -254,64 +275,69 @@ def matrix_numbers(df: pd.DataFrame, opts: CIOptions = CIOptions(), n_distractor
     )
 
 
+def matrix_row_label(n: Any, pos: str, counts: list) -> str:
+    """A heatmap row: the positive modality, prefixed by the distractor count when there are several."""
+    return f"n={n} · {pos}" if len(counts) > 1 else str(pos)
+
+
 def draw_modality_matrix(
     df: pd.DataFrame, opts: CIOptions = CIOptions(), n_distractors: int | None = None
 ) -> DrawnFigure:
-    """One panel row per (distractor count, model), one column per outcome (correct, hallucination).
-
-    Two panels a row however many models a run has: a wide run wraps downwards instead of
-    stretching into an unreadable strip, and each column keeps its own colour scale (a colorbar
-    under it)."""
+    """One compact grid per model and outcome (correct, deflection, hallucination): rows are the
+    distractor count x positive modality, columns the negative modality, each cell one experiment
+    with its rate, interval and size.  Three panels a row (one row per model), each outcome with
+    its own colour scale (a colorbar under its column): a sweep over five counts and four
+    modalities is one page, not a stack of heatmap pairs."""
     data = matrix_numbers(df, opts, n_distractors)
     failed = failures(df)
     pos, neg = _ordered(data["positive_modality"]), _ordered(data["negative_modality"])
     counts = sorted(data["n_distractors"].unique())
-    models = sorted(data["model"].unique())
-    rows = [(n, m) for n in counts for m in models] or [(None, None)]
-    titles = {
-        (n, m, o): f"{model_label(m, failed)}\n{OUTCOME_LABELS[o]} · n = {n}" for n, m in rows for o in MATRIX_OUTCOMES
-    }
-    # wide enough for the longest title line at the title font size (about 0.075 in per character)
+    models = sorted(data["model"].unique()) or [None]
+    ys: list[tuple[Any, Any]] = [(n, p) for n in counts for p in pos] or [(None, None)]
+    titles = {(m, o): f"{model_label(m, failed)}\n{OUTCOME_LABELS[o]}" for m in models for o in MATRIX_OUTCOMES}
     longest = max((len(line) for t in titles.values() for line in t.split("\n")), default=10)
     title_lines = max((t.count("\n") + 1 for t in titles.values()), default=2)
-    panel_w = max(0.75 * len(neg) + 0.9, 0.075 * longest + 0.3)
-    panel_h = 0.55 * max(1, len(pos)) + 0.75 + 0.17 * title_lines
+    ylabel_w = 0.06 * max((len(matrix_row_label(n, p, counts)) for n, p in ys), default=4)
+    panel_w = max(0.72 * len(neg) + 0.3, 0.072 * longest + 0.2)
+    panel_h = 0.36 * len(ys) + 0.45 + 0.17 * title_lines
     with rc_context(STYLE):
-        fig = Figure(figsize=(1.3 + panel_w * len(MATRIX_OUTCOMES), 1.0 + panel_h * len(rows)), layout="constrained")
-        axes = fig.subplots(len(rows), len(MATRIX_OUTCOMES), squeeze=False)
+        fig = Figure(
+            figsize=(0.9 + ylabel_w + panel_w * len(MATRIX_OUTCOMES), 1.1 + panel_h * len(models)),
+            layout="constrained",
+        )
+        axes = fig.subplots(len(models), len(MATRIX_OUTCOMES), squeeze=False)
         images = {}
-        for ri, (n, model) in enumerate(rows):
+        for ri, model in enumerate(models):
             for ci, outcome in enumerate(MATRIX_OUTCOMES):
                 ax = axes[ri, ci]
-                cells = data[(data["n_distractors"] == n) & (data["model"] == model) & (data["outcome"] == outcome)]
-                mat = np.full((len(pos), len(neg)), np.nan)
+                cells = data[(data["model"] == model) & (data["outcome"] == outcome)]
+                mat = np.full((len(ys), len(neg)), np.nan)
                 for _, c in cells.iterrows():
-                    mat[pos.index(c["positive_modality"]), neg.index(c["negative_modality"])] = c["rate"]
-                images[outcome] = ax.imshow(
-                    mat, vmin=0, vmax=100, aspect="auto", cmap="Greens" if outcome == "correct" else "Oranges"
-                )
-                for i, p in enumerate(pos):
+                    mat[ys.index((c["n_distractors"], c["positive_modality"])), neg.index(c["negative_modality"])] = c[
+                        "rate"
+                    ]
+                images[outcome] = ax.imshow(mat, vmin=0, vmax=100, aspect="auto", cmap=MATRIX_CMAPS[outcome])
+                for i, (n, p) in enumerate(ys):
                     for j, q in enumerate(neg):
-                        c = cells[(cells["positive_modality"] == p) & (cells["negative_modality"] == q)]
-                        txt = (
-                            "n/a"
-                            if c.empty
-                            else (
-                                f"{c['rate'].iloc[0]:.0f}\n[{c['lo'].iloc[0]:.0f}–{c['hi'].iloc[0]:.0f}]"
-                                f"\nn={c['n'].iloc[0]}"
-                            )
-                        )
+                        c = cells[
+                            (cells["n_distractors"] == n)
+                            & (cells["positive_modality"] == p)
+                            & (cells["negative_modality"] == q)
+                        ]
+                        txt = "n/a" if c.empty else matrix_cell_text(c.iloc[0])
                         dark = not np.isnan(mat[i, j]) and mat[i, j] > 60
-                        ax.text(j, i, txt, ha="center", va="center", fontsize=7, color="white" if dark else "black")
+                        ax.text(j, i, txt, ha="center", va="center", fontsize=6.5, color="white" if dark else "black")
                 ax.set_xticks(range(len(neg)), neg)
-                ax.set_yticks(range(len(pos)), pos if ci == 0 else [])
+                ax.set_yticks(range(len(ys)), [matrix_row_label(n, p, counts) for n, p in ys] if ci == 0 else [])
+                for k in range(1, len(counts)):  # a rule between distractor counts
+                    ax.axhline(k * len(pos) - 0.5, color="white", lw=1.5)
                 ax.grid(False)
                 if model is not None:
-                    ax.set_title(titles[(n, model, outcome)])
-                if ri == len(rows) - 1:
+                    ax.set_title(titles[(model, outcome)])
+                if ri == len(models) - 1:
                     ax.set_xlabel("negative modality")
                 if ci == 0:
-                    ax.set_ylabel("positive modality")
+                    ax.set_ylabel("distractors · positive modality" if len(counts) > 1 else "positive modality")
         for ci, outcome in enumerate(MATRIX_OUTCOMES):
             if outcome in images:
                 fig.colorbar(
@@ -324,6 +350,11 @@ def draw_modality_matrix(
                     label=OUTCOME_LABELS[outcome],
                 )
     return drawn(fig, data)
+
+
+def matrix_cell_text(c: Any) -> str:
+    """``rate [lo–hi]`` and the cell's size, as the heatmap prints it."""
+    return f"{c['rate']:.0f} [{c['lo']:.0f}–{c['hi']:.0f}]\nn={c['n']}"
 
 
 # -- strictness trade-off ----------------------------------------------------------------------
@@ -376,7 +407,8 @@ def draw_strictness(df: pd.DataFrame, opts: CIOptions = CIOptions()) -> DrawnFig
                         label=OUTCOME_LABELS[outcome],
                     )
                 ax.set_xticks(x, levels)
-                ax.set_ylim(0, 100)
+                ax.set_ylim(*Y_LIMITS)
+                ax.set_yticks(range(0, 101, 20))
                 ax.set_title(kind if mi == 0 else "")
                 if mi == len(models) - 1:
                     ax.set_xlabel("prompt strictness")
@@ -397,7 +429,7 @@ register_plot(
 register_plot(
     PlotSpec(
         "modality_matrix",
-        "Positive x negative modality (realistic scenario), one row per distractor count",
+        "Positive x negative modality (realistic scenario): correct, deflection, hallucination per distractor count",
         _matrix_applies,
         draw_modality_matrix,
     )

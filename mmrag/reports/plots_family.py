@@ -121,7 +121,8 @@ def draw_humblebench_stress(df: pd.DataFrame, opts: CIOptions = CIOptions()) -> 
                 ["\n".join(textwrap.wrap(m, 48)) for m in models],
             )
             ax.set_title(title)
-            ax.set_ylim(0, 100)
+            ax.set_ylim(0, 106)  # room for the error cap of a bar at 100 %
+            ax.set_yticks(range(0, 101, 20))
             if metric in ("correct", "non_nota_accuracy"):
                 ax.axhline(20, color="grey", ls=":", lw=1, label="random guess (20 %)")
         axes[0].set_ylabel("% (95% CI)")

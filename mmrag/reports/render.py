@@ -167,17 +167,22 @@ def to_rich(df: pd.DataFrame, title: str = ""):
     labels = short_labels(d["model"]) if "model" in d.columns else {}
     if labels:
         d = d.assign(model=d["model"].map(labels))
+    # a value with its interval is two lines, the value over "[lo, hi]", never cut inside the brackets
+    ci = [c for c in d.columns if f"{c}_lo" in df.columns and f"{c}_hi" in df.columns]
+    for c in ci:
+        d[c] = d[c].str.replace(" [", "\n[", regex=False)
     t = Table(title=title or None, show_lines=False)
     for c in d.columns:
         # the model column keeps its labels whole; every other one wraps (at spaces first) rather
         # than cutting its text to "corr…"
         is_model = c == "model"
+        widest = max((len(part) for v in d[c] for part in str(v).split("\n")), default=0)
         t.add_column(
             _HEADERS.get(str(c), str(c)),
             justify="right" if _numeric(df[c]) else "left",
             overflow="fold",
-            no_wrap=is_model,
-            min_width=max(map(len, labels.values()), default=0) if is_model else None,
+            no_wrap=is_model or c in ci,
+            min_width=max(map(len, labels.values()), default=0) if is_model else (widest if c in ci else None),
         )
     for _, row in d.iterrows():
         t.add_row(*[str(v) for v in row])

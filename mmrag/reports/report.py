@@ -16,13 +16,15 @@ more than one run is renamed ``model (run)`` so that its runs are compared, not 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pandas as pd
 
 from mmrag.errors import InputError
+from mmrag.outdir import claim
 from mmrag.reports.browser import write_browser
+from mmrag.reports.crossed import parse_by
 from mmrag.reports.family import humblebench_panel, knowhal_table
 from mmrag.reports.paired import model_differences, scenario_differences
 from mmrag.reports.plotkit import PLOTS
@@ -89,6 +91,69 @@ def _manifest_lines(run_dirs: Sequence[Path], df: pd.DataFrame) -> list[str]:
     return lines
 
 
+def _crossed_section(
+    df: pd.DataFrame, knobs: list[str], opts: CIOptions, out: Path, written: list[Path], labels: dict, console
+) -> list[str]:
+    """``--by``: the crossed table (tables/by_A_B) and faceted figure (figures/by_A_B), first in report.md."""
+    from mmrag.reports.crossed import crossed_table, draw_crossed, pooled_over, pooled_sentence
+    from mmrag.reports.plotkit import save_figure
+
+    name = "by_" + "_".join(knobs)
+    title = " × ".join(knobs)
+    table = crossed_table(df, knobs, opts)
+    text = _write_table(table, out / "tables", name, written, labels)
+    pooled = pooled_over(df, [*knobs, "model", "kind", "benchmark"])
+    note = f"Pooled over {pooled_sentence(pooled)}." if pooled else "Nothing else varies in these rows."
+    fig = draw_crossed(df, knobs, opts)
+    written += [*save_figure(fig, out / "figures", name), write_csv(fig.data, out / "figures" / f"{name}.csv")]
+    if console is not None:
+        console.print(to_rich(_with_labels(table, labels), f"Rates by {title}"))
+    return [
+        f"## By {title}",
+        "",
+        note,
+        "",
+        text,
+        f"[CSV](tables/{name}.csv)",
+        "",
+        f"![by {title}](figures/{name}.png)",
+        "",
+        f"[SVG](figures/{name}.svg) · [the numbers drawn (CSV)](figures/{name}.csv)",
+        "",
+    ]
+
+
+def run_states(run_dirs: Sequence[Path], frame: pd.DataFrame) -> list:
+    """Each run's :class:`~mmrag.runs.state.RunState` from its rows of ``frame`` (models not yet
+    renamed ``model (run)``)."""
+    from mmrag.runs.state import frame_state
+
+    out = []
+    for d in run_dirs:
+        rows = frame[frame["run"].isin([d.name, str(d)])] if len(frame) else frame
+        out.append(frame_state(d, rows))
+    return out
+
+
+def _state_lines(states: list, labels: dict[str, str]) -> list[str]:
+    """``incomplete: X of Y cells`` for each unfinished run, with the scenarios still to do: a
+    scenario missing from the tables below is named here, not silently absent."""
+    lines = []
+    for st in states:
+        if st.notice() is None:
+            continue
+        lines += [f"> **{st.run}: {st.notice()}.** The tables and figures below show only the cells done.", ""]
+        missing = st.missing()
+        if missing:
+            lines += ["| benchmark | scenario | model | cells done | planned |", "| --- | --- | --- | ---: | ---: |"]
+            lines += [
+                f"| {b} | {labels.get(sid) or st.labels.get(sid, sid)} | {m} | {done} | {n} |"
+                for (b, sid, m), done, n in missing
+            ]
+            lines.append("")
+    return lines
+
+
 #: columns of a paired-difference table shown in Markdown (the CSV keeps all of them)
 PAIRED_MD_COLUMNS = (
     "benchmark",
@@ -129,6 +194,11 @@ def _write_table(df: pd.DataFrame, tables_dir: Path, name: str, written: list[Pa
     return md
 
 
+#: ``(run dirs, frame, opts, tables folder, files written) -> report.md lines``: a section a layer
+#: above the reports adds (it appends the files it writes to the list)
+ReportSection = Callable[[list[Path], pd.DataFrame, CIOptions, Path, list[Path]], list[str]]
+
+
 def report(
     run_dirs: str | Path | Sequence[str | Path],
     out_dir: str | Path | None = None,
@@ -136,31 +206,43 @@ def report(
     opts: CIOptions = CIOptions(),
     browser: bool = True,
     console=None,
+    sections: Sequence[ReportSection] = (),
+    by: str | Sequence[str] | None = None,
 ) -> list[Path]:
     """Write the report of ``run_dirs`` into ``out_dir`` (default ``RUN_DIR/report`` for one run).
 
     Returns every file written.  ``console`` (a :class:`rich.console.Console`) also gets the main
-    tables printed.
+    tables printed.  ``sections``: report.md sections a layer above adds after the family tables
+    (:func:`mmrag.report` and ``mmrag report`` pass the judge-corrected rates of labelled runs,
+    :func:`mmrag.labels.report.corrected_section`; reports never import labels).  ``by``: one or
+    two knobs (``"n_distractors,negative_modality"``) for a crossed table and faceted figure
+    (:mod:`mmrag.reports.crossed`), written first.
     """
     dirs = [Path(run_dirs)] if isinstance(run_dirs, (str, Path)) else [Path(d) for d in run_dirs]
     if not dirs:
         raise InputError("give at least one run directory")
+    explicit = out_dir is not None
     if out_dir is None:
         if len(dirs) > 1:
             raise InputError("several runs: say where the report goes with --out DIR", field="--out")
         out_dir = dirs[0] / "report"
     out = Path(out_dir)
+    raw = load(dirs)
+    states = run_states(dirs, raw)
+    df = disambiguate_models(raw)
+    knobs = parse_by(by, df) if by else []
+    claim(out, "report", check=explicit)  # --out: never into a folder of other files (a user's report.md)
     try:
         (out / "tables").mkdir(parents=True, exist_ok=True)
         (out / "figures").mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise InputError(f"cannot create the report folder ({exc.strerror})", path=out) from None
-    df = disambiguate_models(load(dirs))
     labels = dict(zip(df["scenario_id"], df["scenario"]))
     written: list[Path] = []
     md = [
         "# mmrag report",
         "",
+        *_state_lines(states, labels),
         *_manifest_lines(dirs, df),
         "",
         f"Rates are percentages of samples with {opts.level:.0%} bootstrap confidence intervals clustered by "
@@ -169,9 +251,15 @@ def report(
         "(p_holm: Holm-adjusted within the table). See docs/reports.md.",
         "",
     ]
+    if console is not None:
+        for st in states:
+            if st.notice():
+                console.print(f"[yellow]{st.run}: {st.notice()}[/yellow]")
     if df.empty:
         md += ["_The run has no records yet._", ""]
     else:
+        if knobs:
+            md += _crossed_section(df, knobs, opts, out, written, labels, console)
         md += ["## Tables", ""]
         for name, (spec, table) in build_tables(df, opts=opts).items():
             text = _write_table(table, out / "tables", name, written, labels)
@@ -188,9 +276,8 @@ def report(
             md += [f"### {title}", "", text, f"[CSV](tables/{name}.csv)", ""]
             if console is not None:
                 console.print(to_rich(table, title))
-        from mmrag.labels.report import corrected_section  # only for runs with labels (`mmrag label`)
-
-        md += corrected_section(dirs, df, opts, out / "tables", written)
+        for section in sections:
+            md += section(dirs, df, opts, out / "tables", written)
         md += ["## Paired differences", ""]
         for name, title, table in (
             ("paired_models", "Models (B − A, same samples and scenario)", model_differences(df, opts=opts)),

@@ -1,15 +1,17 @@
 """``Report``: what ``mmrag report`` writes, available piece by piece from Python (``mmrag.report``).
 
 A notebook wants the report's figures as matplotlib objects it can show and restyle, its tables
-as DataFrames, a rate with the report's clustered interval for any slice it cuts itself, and the
-judge check of :mod:`mmrag.labels`, without importing the layers that compute them.  A Report
-holds the run frame (loaded once) and the interval options; every method computes on demand
-and nothing here modifies a run, except :class:`Labels`, which writes only ``RUN_DIR/labels``.
+as DataFrames and a rate with the report's clustered interval for any slice it cuts itself,
+without importing the layers that compute them.  A Report holds the run frame (loaded once) and
+the interval options; every method computes on demand and nothing here modifies a run.  The
+judge check of :mod:`mmrag.labels` (``report.labels``) is added by
+:class:`mmrag.labels.view.LabelledReport`, which :func:`mmrag.report` returns: labels build on
+reports, never the reverse.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,68 +20,6 @@ import pandas as pd
 from mmrag.errors import InputError
 from mmrag.reports.tables import CIOptions
 from mmrag.schema import OUTCOMES
-
-
-class Agreement(dict):
-    """The judge-agreement result (a dict, keys as :func:`mmrag.labels.agreement` documents);
-    printing it gives the text ``mmrag judge-agreement`` prints."""
-
-    def __str__(self) -> str:
-        from mmrag.labels.report import format_run_agreement
-
-        return format_run_agreement(self)
-
-
-class Labels:
-    """Human labels of one run: the stratified sample, the label files, agreement and corrected
-    rates (docs/labelling.md).  ``classes`` are the labels a person gives."""
-
-    def __init__(self, run_dir: Path, report: Report) -> None:
-        self.run_dir = run_dir
-        self._report = report
-
-    @property
-    def classes(self) -> tuple[str, ...]:
-        from mmrag.labels import HUMAN_LABELS
-
-        return tuple(HUMAN_LABELS)
-
-    def sample(self, n: int | None = None, seed: int | None = None) -> Any:
-        """The sample to label (drawn once, then read from ``RUN_DIR/labels/sample.json``): its
-        ``keys`` in labelling order and its ``strata`` (replies in the run, in the sample)."""
-        from mmrag.labels import ensure_sample
-
-        return ensure_sample(self.run_dir, self._report.frame, n=n, seed=seed)
-
-    def add(self, labeller: str, labels: Mapping[str, str | None] | Iterable[tuple[str, str | None]]) -> Path:
-        """Append ``key -> label`` lines to ``RUN_DIR/labels/LABELLER.jsonl``, as the labelling page
-        does (later lines for a key win); returns the file."""
-        from mmrag.labels import LabelFile
-
-        out = LabelFile(self.run_dir, labeller)
-        for key, label in labels.items() if isinstance(labels, Mapping) else labels:
-            out.append(key, label)
-        return out.path
-
-    def frame(self) -> pd.DataFrame:
-        """Every label of the run, one row per labeller x reply."""
-        from mmrag.labels import load
-
-        return load(self.run_dir)
-
-    def agreement(self, **options: Any) -> Agreement:
-        """Kappa, agreement, coverage and confusion of the judge against the labels, with
-        intervals (``n_boot``, ``level``, ``seed``, ``by``, ``labeller``)."""
-        from mmrag.labels import agreement
-
-        return Agreement(agreement(self.run_dir, **self._report._ci(options)))
-
-    def corrected_rates(self, by: Sequence[str] = ("model", "kind"), **options: Any) -> pd.DataFrame:
-        """Rates corrected for the judge's measured confusion, per group of ``by`` (``()``: the
-        whole run), with bootstrap intervals; ``attrs`` name the method and its assumption."""
-        from mmrag.labels import corrected_rates
-
-        return corrected_rates(self.run_dir, by=tuple(by), **self._report._ci(options))
 
 
 class Report:
@@ -186,7 +126,8 @@ class Report:
     def rates(
         self, by: Sequence[str] = (), frame: pd.DataFrame | None = None, outcomes: Sequence[str] = OUTCOMES
     ) -> pd.DataFrame:
-        """Outcome rates in percent per group of ``by``, each with the report's bootstrap interval
+        """Outcome rates in percent (every rate and difference the facade returns is in percent;
+        :func:`mmrag.load`'s outcome columns are per-row booleans) per group of ``by``, each with the report's bootstrap interval
         clustered by question (``OUTCOME``, ``OUTCOME_lo``, ``OUTCOME_hi``, plus ``n``,
         ``n_questions``, ``coverage``).  ``frame``: any slice of the rows (it needs
         ``question_id`` and the boolean outcome columns)."""
@@ -198,19 +139,32 @@ class Report:
             return rate_table(df, ["_all"], outcomes=tuple(outcomes), opts=self.opts).drop(columns="_all")
         return rate_table(df, list(by), outcomes=tuple(outcomes), opts=self.opts)
 
-    def compare(self, a: pd.DataFrame, b: pd.DataFrame, on: str = "sample_id") -> dict[str, Any]:
-        """Two slices paired on ``on``: per outcome the rates and ``d_OUTCOME`` = B - A in points
-        with a paired clustered bootstrap interval, ``p_boot`` (correctness), McNemar's exact
-        ``p_mcnemar`` and ``n_pairs``; failed requests are left out of the pairing."""
+    def compare(
+        self,
+        a: pd.DataFrame | None = None,
+        b: pd.DataFrame | None = None,
+        on: str = "sample_id",
+        *,
+        baseline: pd.DataFrame | None = None,
+        treatment: pd.DataFrame | None = None,
+    ) -> dict[str, Any]:
+        """Two slices paired on ``on``: per outcome the rates (``OUTCOME_a``: baseline,
+        ``OUTCOME_b``: treatment, in percent) and ``d_OUTCOME`` = treatment - baseline in percentage
+        points with a paired clustered bootstrap interval, ``p_boot`` (correctness), McNemar's exact
+        ``p_mcnemar`` and ``n_pairs``; failed requests are left out of the pairing.
+
+        Name the slices (``compare(baseline=at0, treatment=at8)``) so the sign cannot be read
+        backwards; positionally, ``compare(a, b)`` is ``b - a``."""
         from mmrag.reports.paired import compare
 
-        return compare(a, b, on=on, opts=self.opts)
-
-    # -- human labels -------------------------------------------------------------------------
-
-    @property
-    def labels(self) -> Labels:
-        """The human labels of the run (one run directory only)."""
-        if len(self.run_dirs) != 1:
-            raise InputError("labels belong to one run directory", field="run_dir")
-        return Labels(self.run_dirs[0], self)
+        if (baseline is None) != (treatment is None):
+            raise InputError("give both baseline= and treatment=", field="baseline")
+        if baseline is not None:
+            if a is not None or b is not None:
+                raise InputError("give the slices either as (a, b) or as baseline=/treatment=, not both", field="a")
+            a, b = baseline, treatment
+        if a is None or b is None:
+            raise InputError("give two slices: compare(baseline=..., treatment=...)", field="baseline")
+        out = compare(a, b, on=on, opts=self.opts)
+        out["difference"] = "treatment - baseline (b - a), percentage points"
+        return out

@@ -9,6 +9,7 @@ arguments of the config, plus ``documents`` / ``store`` when the caller has a kn
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 from mmrag.errors import InputError
@@ -19,6 +20,7 @@ from mmrag.retrieval.hybrid import HybridRetriever
 from mmrag.retrieval.lexical import BM25Retriever
 
 register_retriever = RETRIEVERS.register
+NAMED = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
 
 RETRIEVERS.register("dense", DenseRetriever)
 RETRIEVERS.register("bm25", BM25Retriever)
@@ -39,8 +41,6 @@ def create_retriever(spec: str | dict[str, Any], *, cache: str | None = None, **
     ``shared`` (for example ``documents=``) is passed to factories that accept it; ``cache`` (a
     SQLite path) wraps the result in a :class:`CachedRetriever`.
     """
-    import inspect
-
     if isinstance(spec, str):
         name, kwargs = spec, {}
     else:
@@ -49,10 +49,22 @@ def create_retriever(spec: str | dict[str, Any], *, cache: str | None = None, **
         name, kwargs = spec["name"], {k: v for k, v in spec.items() if k != "name"}
     factory = RETRIEVERS.get(name)
     try:
-        params = inspect.signature(factory).parameters
+        sig = inspect.signature(factory)
+    except (TypeError, ValueError):
+        sig = None
+    if sig is not None:
+        params = sig.parameters
         takes_all = any(p.kind is p.VAR_KEYWORD for p in params.values())
         extra = {k: v for k, v in shared.items() if takes_all or k in params}
-    except (TypeError, ValueError):
+        try:  # a missing or unknown option is the config's error, said in one line, not a TypeError
+            sig.bind(**extra, **kwargs)
+        except TypeError as exc:
+            raise InputError(
+                f"retriever '{name}' cannot be built from these options ({exc}); its options: "
+                f"{', '.join(n for n, p in params.items() if n not in ('documents', 'store') and p.kind in NAMED) or 'none'}",
+                field=f"retriever.{name}",
+            ) from None
+    else:
         extra = dict(shared)
     retriever = factory(**extra, **kwargs)
     if not hasattr(retriever, "retrieve") or not hasattr(retriever, "fingerprint"):

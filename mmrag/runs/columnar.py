@@ -39,7 +39,7 @@ from mmrag.runs.store import (
     VERDICT_SCHEMA,
     VERDICTS,
 )
-from mmrag.schema import OUTCOMES, Prompt, Response, Sample, Usage, Verdict
+from mmrag.schema import OUTCOMES, Evidence, Prompt, Response, Sample, Usage, Verdict
 
 _FRAME_RECORD_COLS = [
     "key",
@@ -198,6 +198,7 @@ def records(run_dir: str | Path) -> list[RunRecord]:
             reason=v["reason"] or "",
             score=v["verdict_score"],
             details=json.loads(v["details"]) if v["details"] else {},
+            evidence=Evidence.model_validate_json(v["evidence"]) if v.get("evidence") else None,
         )
         prompt = obj(row["prompt_ref"], "prompt")
         resp = Response(

@@ -31,6 +31,7 @@ from typing import Any
 from mmrag.errors import InputError
 from mmrag.models.aio import run_sync
 from mmrag.models.base import GenerationSettings, ModelSpec
+from mmrag.models.factory import check_distinct
 from mmrag.models.inputs import check_plan_inputs
 from mmrag.redact import redact
 from mmrag.runs.config import EXECUTION_KNOBS, RunConfig
@@ -39,9 +40,11 @@ from mmrag.runs.manifest import RunManifest
 from mmrag.runs.pipeline import Lane, Pipeline, Stats, plan_cells
 from mmrag.runs.plan import BenchmarkPlan, prepare_benchmarks
 from mmrag.runs.preflight import check_config
+from mmrag.runs.state import planned_entry
 from mmrag.runs.store import RunLock, RunStore, stored_responses, write_format_marker
-from mmrag.runs.summary import results_state, reuse_summary, write_summary
+from mmrag.runs.summary import mark_summary_running, results_state, reuse_summary, write_summary
 from mmrag.runs.wiring import make_judge, make_model
+from mmrag.scenarios.kinds import scenario_label
 from mmrag.util import mmrag_home
 
 
@@ -205,6 +208,7 @@ def _execute(
     previous = _previous_manifest(run_dir)
     plans = prepare_benchmarks(config, progress=progress, lazy=(run_dir / "records").is_dir())
     models = [(mspec, make_model(mspec, config)) for mspec in config.models]
+    check_distinct(models)  # one model under two spellings (sim-vlm, sim-vlm:text_prior=0.5)
     judges = {p.kind: make_judge(p.kind, config) for p in plans}
     check_plan_inputs(plans, [vlm for _, vlm in models])  # a backend refusing an input fails here, not mid-run
     _ensure_writable(run_dir)
@@ -214,7 +218,8 @@ def _execute(
     try:
         fresh = not store.done and not store.failed
         lanes = _lanes(models, config, config.settings or GenerationSettings())
-        cells, not_applicable, skipped, total = plan_cells(plans, lanes, store, retry_failed)
+        planned: dict[tuple[str, str, str], int] = {}
+        cells, not_applicable, skipped, total = plan_cells(plans, lanes, store, retry_failed, planned)
         for plan, todo in cells:  # a miner that cannot be built fails here, before the manifest is touched
             if any(spec.uses_negatives for _, spec, _ in todo):
                 plan.ensure_miner()
@@ -229,7 +234,12 @@ def _execute(
         manifest.judge_id = ", ".join(sorted({j.judge_id for j in judges.values()}))
         for mspec, vlm in models:
             manifest.models[mspec.label] = vlm.fingerprint
+        # the plan's size goes on record before any cell runs: a reader of a killed run says what is missing
+        manifest.counts = {"planned": total}
+        named = {sp.id: scenario_label(sp.model_dump(mode="json")) for p in plans for sp in p.specs}
+        manifest.planned = [planned_entry(*g, n, scenario=named.get(g[1], "")) for g, n in planned.items()]
         manifest.write(run_dir)
+        mark_summary_running(run_dir, skipped, total)
         rejudge = stored_responses(run_dir, store.judge_failed) if retry_failed else {}
         n_todo = sum(len(need) for _, todo in cells for _, _, need in todo)
         task = (
@@ -268,10 +278,17 @@ def _execute(
             if "manifest" in locals():
                 manifest.mark_failed(run_dir)
             raise
+    failure = stats.aborted
+    if failure is None and failed_now > config.max_failures * max(total, 1):
+        failure = (
+            f"{failed_now} of {total} cells failed (more than the error budget of "
+            f"{100 * config.max_failures:g} %); `mmrag run --resume {run_dir}` retries them"
+        )
+    manifest.status = "failed" if failure else ("complete" if not failed_now else "complete_with_failures")
     extra = {"not_applicable": not_applicable, "windows": {l.label: l.window for l in lanes}}
     state = results_state(run_dir, manifest.mmrag_version, manifest.git_revision)
     wrote = stats.new + stats.failed
-    summary = None if wrote or previous is None else reuse_summary(run_dir, previous, state, extra)
+    summary = None if wrote or previous is None else reuse_summary(run_dir, previous, state, extra, manifest.status)
     if summary is not None:  # nothing changed since the last summary: keep it (and its templates)
         manifest.templates.update(previous.get("templates") or {})  # type: ignore[union-attr]
         n_records = int(summary.get("n_records", 0))
@@ -280,19 +297,13 @@ def _execute(
         records = [r for _, r in sorted(pipe.stored, key=lambda x: x[0])] if pipe.stored is not None else None
         if records is None:
             records = read_records(run_dir)
-        summary = write_summary(run_dir, records, extra=extra)
+        summary = write_summary(run_dir, records, extra=extra, status=manifest.status)
         for r in records:
             manifest.templates.update(_template_of(r.prompt))
         n_records = len(records)
     manifest.summary_state = state
-    failure = stats.aborted
-    if failure is None and failed_now > config.max_failures * max(total, 1):
-        failure = (
-            f"{failed_now} of {total} cells failed (more than the error budget of "
-            f"{100 * config.max_failures:g} %); `mmrag run --resume {run_dir}` retries them"
-        )
-    manifest.status = "failed" if failure else ("complete" if not failed_now else "complete_with_failures")
     manifest.counts = {
+        "planned": total,
         "records": n_records,
         "new": stats.new,
         "model_calls": stats.model_calls,

@@ -183,12 +183,14 @@ def prompt_facets(rec: RunRecord) -> dict[str, Any]:
     kind = spec.get("kind", "")
     meta = rec.sample.metadata
     stress = spec.get("stress") or ()
+    n_neg = int(spec.get("n_distractors", 0)) if _has_negatives(kind) else 0
     return {
         "scenario": scenario_label(spec),
         "kind": kind,
-        "n_distractors": int(spec.get("n_distractors", 0)) if _has_negatives(kind) else 0,
+        "n_distractors": n_neg,
         "positive_modality": _effective_positive(rec, spec.get("positive_modality")),
-        "negative_modality": spec.get("negative_modality") if _has_negatives(kind) else None,
+        # no negatives shown, no negative modality (realistic n = 0 is one experiment, not one per modality)
+        "negative_modality": spec.get("negative_modality") if n_neg else None,
         "strictness": spec.get("strictness", "none"),
         "stress": STRESS_JOINER.join(stress) if stress else "common",
         "sample_id": rec.sample.id,

@@ -74,6 +74,9 @@ class RunManifest(BaseModel):
     models: dict[str, str] = Field(default_factory=dict)
     judge_id: str = ""
     counts: dict[str, int] = Field(default_factory=dict)
+    #: the plan's cells per benchmark x scenario x model, written when the run starts, so a reader of
+    #: a killed or running run can say what is missing (:mod:`mmrag.runs.state`)
+    planned: list[dict[str, Any]] = Field(default_factory=list)
     #: where the last invocation's time went (engine stage totals, seconds; mean in flight per model)
     stages: dict[str, float] = Field(default_factory=dict)
     #: what summary.json was computed from (:func:`mmrag.runs.summary.results_state`): a later

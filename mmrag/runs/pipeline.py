@@ -40,10 +40,11 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from mmrag.errors import InputError
 from mmrag.judging import judge_many
+from mmrag.judging.failed import unjudged
 from mmrag.runs.records import RunRecord, cell_error, record_key
 from mmrag.schema import Response, Verdict
 
@@ -65,7 +66,7 @@ class Lane:
     settings: Any
     window: int
     per_call: int
-    queue: asyncio.Queue = field(default=None)  # type: ignore[assignment]
+    queue: asyncio.Queue = field(default=None)  # type: ignore[arg-type]  # set by the pipeline before use
     calls: int = 0
     in_flight: int = 0
     busy_s: float = 0.0  # integral of in-flight prompts over time
@@ -97,19 +98,9 @@ class Stats:
 
 
 def engine_verdict(r: Response) -> Verdict | None:
-    """The verdict of a reply that must not be judged (None: the judge decides)."""
-    if r.error is not None:
-        return Verdict(
-            outcome="unparseable", judge_id="engine", reason=f"request failed: {r.error}", details={"error": r.error}
-        )
-    if r.incomplete:
-        return Verdict(
-            outcome="unparseable",
-            judge_id="engine",
-            reason=f"reply incomplete (finish_reason={r.finish_reason}); not scored",
-            details={"finish_reason": r.finish_reason},
-        )
-    return None
+    """The verdict of a reply that must not be judged (None: the judge decides); the policy is the
+    judge's own (:func:`mmrag.judging.failed.unjudged`), so a run and ``mmrag judge`` agree."""
+    return unjudged(r, "engine")
 
 
 async def call_model(vlm: Any, prompts: list, settings: Any) -> list[Response]:
@@ -122,7 +113,7 @@ async def call_model(vlm: Any, prompts: list, settings: Any) -> list[Response]:
 class Pipeline:
     def __init__(
         self,
-        cells: list[tuple[Any, list[tuple[Any, Any, list[tuple[Lane, int]]]]]],
+        cells: list[tuple[Any, list[tuple[Any, Any, list[tuple[Lane, int, str]]]]]],
         lanes: list[Lane],
         judges: dict[str, Any],
         store: Any,
@@ -326,7 +317,7 @@ class Pipeline:
                 verdicts[i] = v
         out = []
         dumps: dict[int, dict] = {}
-        for (lane, it, r, gen_s), v in zip(batch, verdicts):
+        for (lane, it, r, gen_s), v in zip(batch, cast("list[Verdict]", verdicts)):  # every None was judged above
             sp = it.spec
             if id(sp) not in dumps:
                 dumps[id(sp)] = sp.model_dump(mode="json")
@@ -411,11 +402,16 @@ class Pipeline:
                 last = time.monotonic()
 
 
-def plan_cells(plans: list, lanes: list[Lane], store: Any, retry_failed: bool) -> tuple[list, dict[str, int], int, int]:
+def plan_cells(
+    plans: list, lanes: list[Lane], store: Any, retry_failed: bool, planned: dict | None = None
+) -> tuple[list, dict[str, int], int, int]:
     """Which (sample, spec) cells each model still needs, in plan order, with their ordinals.
 
-    Returns (cells per plan, not-applicable counts, cells skipped as done, total applicable cells)."""
-    out, not_applicable, skipped, total, ord_ = [], {}, 0, 0, 0
+    Returns (cells per plan, not-applicable counts, cells skipped as done, total applicable cells);
+    ``planned``, when given, gets the applicable cells per (benchmark, scenario id, model label)."""
+    out: list = []
+    not_applicable: dict[str, int] = {}
+    skipped, total, ord_ = 0, 0, 0
     for plan in plans:
         todo = []
         for spec in plan.specs:
@@ -428,6 +424,9 @@ def plan_cells(plans: list, lanes: list[Lane], store: Any, retry_failed: bool) -
                     if not fits:
                         continue
                     total += 1
+                    if planned is not None:
+                        g = (plan.ref.name, sid, lane.label)
+                        planned[g] = planned.get(g, 0) + 1
                     key = record_key(sample.id, sid, lane.vlm.fingerprint)
                     if key in store.done or (key in store.failed and not retry_failed):
                         skipped += 1

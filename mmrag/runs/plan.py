@@ -136,6 +136,11 @@ def build_miner(docs: list, config: RunConfig, progress: bool | None = None, sto
             f"loading the {kind} retriever {spec if isinstance(spec, str) else spec.get('name', '')} over {len(docs):,} documents"
         )
         retrievers[kind] = create_retriever(spec, documents=docs, store=miner.store)
+    if any(s.negatives == "curated" for s in all_specs(config)):  # the precedence, said where it applies
+        status(
+            "negatives: each sample's curated negatives come first; the retrievers above fill only a "
+            "shortfall (scenarios with negatives: regenerate ask them for every negative)"
+        )
     return IndexMiner(miner.store, retrievers, vector_cache=miner.vector_cache)
 
 

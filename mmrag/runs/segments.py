@@ -128,7 +128,7 @@ def compact(folder: Path, min_files: int = 2) -> bool:
     files = live_segments(folder)
     if len(files) < min_files:
         return False
-    ranges = [_range(p) for p in files]
+    ranges = [r for p in files if (r := _range(p)) is not None]  # a live segment's name always has one
     first, last = min(r[0] for r in ranges), max(r[1] for r in ranges)
     writer_path = folder / f"seg-{first:08d}-{last:08d}.parquet"
     tmp = writer_path.with_name(writer_path.name + ".tmp")
@@ -147,6 +147,7 @@ def compact(folder: Path, min_files: int = 2) -> bool:
             if rows >= ROW_GROUP:  # few large row groups: a footer of 1,000 small ones costs more to read
                 writer.write_table(pa.concat_tables(pending), row_group_size=ROW_GROUP)
                 pending, rows = [], 0
+        assert writer is not None  # files is not empty
         if pending:
             writer.write_table(pa.concat_tables(pending), row_group_size=ROW_GROUP)
         writer.close()

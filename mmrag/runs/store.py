@@ -21,12 +21,11 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
-import json
 import os
 from collections import OrderedDict
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -86,6 +85,8 @@ VERDICT_FIELDS = [
     ("label_is_nota", _B),
     ("chose_nota", _B),
     ("details", _S),
+    # the evidence a decided verdict names (mmrag.schema.Evidence as JSON; null: none)
+    ("evidence", _S),
 ]
 #: refs are the first 64 bits of the sha256 of the object's canonical JSON (an int64 joins and
 #: decodes far faster than a hex string; a collision among 10^7 objects has odds of about 3e-6)
@@ -150,6 +151,7 @@ def verdict_columns(rec: RunRecord, row: dict[str, Any]) -> dict[str, Any]:
         "label_is_nota": row["label_is_nota"],
         "chose_nota": row["chose_nota"],
         "details": canonical_json(v.details) if v.details else None,
+        "evidence": canonical_json(v.evidence.model_dump()) if v.evidence is not None else None,
     }
 
 
@@ -161,7 +163,15 @@ class RunLock:
 
     def __init__(self, run_dir: Path) -> None:
         self.path = run_dir / "lock"
-        self._fh = None
+        self._fh: IO[str] | None = None
+
+    def busy(self, who: str) -> InputError:
+        """The error when another process holds the lock (``who``: ``pid N``)."""
+        return InputError(
+            f"this run directory is in use by another mmrag process ({who}); wait for it to "
+            "finish, or resume into it afterwards",
+            path=self.path.parent,
+        )
 
     def acquire(self) -> RunLock:
         fh = open(self.path, "a+")
@@ -171,11 +181,7 @@ class RunLock:
             fh.seek(0)
             who = fh.read().strip() or "another process"
             fh.close()
-            raise InputError(
-                f"this run directory is in use by another mmrag process ({who}); wait for it to "
-                "finish, or resume into it afterwards",
-                path=self.path.parent,
-            ) from None
+            raise self.busy(who) from None
         fh.seek(0)
         fh.truncate()
         fh.write(f"pid {os.getpid()}\n")
@@ -231,7 +237,7 @@ class RunStore:
         self._rows: list[dict[str, Any]] = []
         self._objects: list[dict[str, Any]] = []
         self._memo: dict[int, tuple[Any, Any, tuple]] = {}
-        self._objmemo: dict[int, tuple[Any, str]] = {}
+        self._objmemo: dict[int, tuple[Any, int]] = {}
 
     # -- writing ---------------------------------------------------------------------------------
     def __contains__(self, key: str) -> bool:
@@ -447,7 +453,3 @@ def write_format_marker(run_dir: Path) -> None:
     p = run_dir / "FORMAT"
     if not p.exists():
         atomic_write_text(p, STORE_FORMAT + "\n")
-
-
-def json_or_empty(text: str | None) -> dict[str, Any]:
-    return json.loads(text) if text else {}

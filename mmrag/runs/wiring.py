@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from mmrag.indices.progress import status
-from mmrag.models.base import ModelSpec
+from mmrag.models.base import GenerationSettings, ModelSpec
 from mmrag.runs.config import RunConfig
 
 
@@ -18,6 +18,12 @@ def response_cache(config: RunConfig):
     return ResponseCache(Path(config.cache.path)) if config.cache.path else ResponseCache.default()
 
 
+def model_settings(spec: ModelSpec, default: GenerationSettings) -> GenerationSettings:
+    """The settings a model is asked with: its own (``settings:`` of its spec, which its fingerprint
+    names) when it has any, else the run's or curation's."""
+    return spec.settings if spec.settings != GenerationSettings() else default
+
+
 def make_model(spec: ModelSpec, config: RunConfig):
     from mmrag.models import create_model
 
@@ -25,12 +31,12 @@ def make_model(spec: ModelSpec, config: RunConfig):
 
 
 def make_judge(benchmark_kind: str, config: RunConfig):
-    from mmrag.judging import make_judge as _make
-
     """The judge the benchmark family declares (``BenchmarkFamily.judge``), else the run's mode."""
     from mmrag.benchmarks.family import get_family
+    from mmrag.judging import make_judge as _make
 
-    llm = make_model(config.judge.model, config) if config.judge.model is not None else None
+    spec = config.judge.model
+    llm = make_model(spec, config) if spec is not None else None
     name = get_family(benchmark_kind).judge_name(config.judge.mode)
-    status(f"loading the judge {name}" + (f" ({config.judge.model.label})" if llm is not None else ""))
+    status(f"loading the judge {name}" + (f" ({spec.label})" if spec is not None else ""))
     return _make(name, llm=llm)

@@ -104,8 +104,8 @@ class ScenarioKind:
         parts = [self.label]
         if "n_distractors" in self.knobs:
             parts.append(f"n={spec.get('n_distractors')}")
-        if "negative_modality" in self.knobs:
-            parts.append(f"neg={spec.get('negative_modality')}")
+        if "negative_modality" in self.knobs and ("n_distractors" not in self.knobs or spec.get("n_distractors") != 0):
+            parts.append(f"neg={spec.get('negative_modality')}")  # no negatives shown: no modality to name
         if "positive_modality" in self.knobs and spec.get("positive_modality", "any") != "any":
             parts.append(f"pos={spec['positive_modality']}")
         if spec.get("strictness", "none") != "none":

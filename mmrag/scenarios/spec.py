@@ -66,6 +66,10 @@ _DEFAULTS: dict[str, object] = {
 }
 
 
+#: distractors a kind with negatives shows when the spec does not say
+DEFAULT_DISTRACTORS = 2
+
+
 def _kind_or_none(kind_id: object) -> ScenarioKind | None:
     try:
         return get_kind(str(kind_id))
@@ -91,6 +95,8 @@ def canonical_fields(data: dict) -> dict:
         ignored.append("shuffle_seed")
     if "noise_image" not in stress:
         ignored.append("noise_seed")
+    if "n_distractors" in knobs and data.get("n_distractors", DEFAULT_DISTRACTORS) == 0:
+        ignored += ["negative_modality", "negatives"]  # no negatives shown: where they would come from is moot
     for name in ignored:
         data[name] = _DEFAULTS[name]
     return data
@@ -101,7 +107,7 @@ class ScenarioSpec(BaseModel):
 
     #: the id of a registered :class:`~mmrag.scenarios.kinds.ScenarioKind`
     kind: KindId = ORACLE.id
-    n_distractors: int = Field(default=2, ge=0, le=64)
+    n_distractors: int = Field(default=DEFAULT_DISTRACTORS, ge=0, le=64)
     positive_modality: ModalityChoice = "any"
     negative_modality: ModalityChoice = "text"
     #: "curated": the sample's own negatives (Stage III survivors, WebQA negFacts, ...), the miner

@@ -265,7 +265,7 @@ def draw_flag_view(flag_img: Image.Image, phase: int) -> Image.Image:
     img = Image.new("RGB", (W, H), SKY)
     d = ImageDraw.Draw(img)
     d.rectangle([18, 6, 21, H - 1], fill=POLE)
-    small = flag_img.resize((72, 48), Image.NEAREST)
+    small = flag_img.resize((72, 48), Image.Resampling.NEAREST)
     for x in range(small.width):
         dy = round(3 * math.sin((x + phase) / 7.0))
         img.paste(small.crop((x, 0, x + 1, small.height)), (22 + x, 12 + dy))
@@ -279,7 +279,7 @@ def draw_emblem_view(emblem_img: Image.Image, dx: int, dy: int) -> Image.Image:
     d = ImageDraw.Draw(img)
     x0, y0 = 36 + dx, 18 + dy
     d.rectangle([x0 - 4, y0 - 4, x0 + 56 + 3, y0 + 56 + 3], fill=FRAME)
-    img.paste(emblem_img.resize((56, 56), Image.NEAREST), (x0, y0))
+    img.paste(emblem_img.resize((56, 56), Image.Resampling.NEAREST), (x0, y0))
     return img
 
 

@@ -28,7 +28,7 @@ UNNAMED = {
     "city": "the city represented in the image",
     "guild": "the guild represented in the image",
 }
-QUESTION = {
+QUESTION: dict[str, str | dict[str, str]] = {
     "capital": "What is the capital of {ref}?",
     "river": {"country": "What is the longest river of {ref}?", "city": "On which river does {ref} lie?"},
     "population": "What is the population of {ref}?",
@@ -114,9 +114,8 @@ def kb_records(entities: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _question(slot: str, kind: str, ref: str) -> str:
-    t = QUESTION[slot]
-    if isinstance(t, dict):
-        t = t.get(kind, t.get("*"))
+    entry = QUESTION[slot]
+    t = entry if isinstance(entry, str) else entry.get(kind) or entry["*"]
     q = t.format(ref=ref)
     return q[0].upper() + q[1:]
 

@@ -82,7 +82,7 @@ def make_scene(rng: random.Random, index: int) -> dict[str, Any]:
 
 
 # A generator returns (stem, {option text: truth}) or None when the scene cannot host it.
-Gen = Callable[[random.Random, dict[str, Any]], "tuple[str, dict[str, bool]] | None"]
+Gen = Callable[[random.Random, dict[str, Any]], "tuple[str, dict[str, bool]]"]
 
 
 def _by_kind(scene: dict[str, Any]) -> dict[str, dict[str, Any]]:

@@ -27,7 +27,7 @@ import tempfile
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any, ClassVar
+from typing import IO, Any, ClassVar, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -206,7 +206,7 @@ def build_deflection(
     yields five samples).  Raises :class:`InputError` for bad input, and also when records were
     read but every one was skipped (almost always a wrong ``--images`` or ``--kb``); in both cases
     nothing is written."""
-    builder_cls = SOURCES.get(source)
+    builder_cls = cast("type[SourceBuilder]", SOURCES.get(source))  # sources register their classes
     builder = builder_cls(parse_options(builder_cls, options))
     data, out = Path(data), Path(out)
     if not data.exists():

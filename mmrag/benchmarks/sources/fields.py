@@ -8,6 +8,7 @@ a builder.  :class:`Fields` wraps a record with its location and offers one acce
 
 from __future__ import annotations
 
+import builtins  # the methods str / int / list shadow the built-ins in the class body
 from pathlib import Path
 from typing import Any
 
@@ -58,7 +59,7 @@ class Fields:
             raise self.error("must not be empty", field=self._f(name))
         return s
 
-    def int(self, name: str, *, default: Any = _MISSING) -> Any:
+    def int(self, name: builtins.str, *, default: Any = _MISSING) -> Any:
         v = self.raw(name, default)
         if v is default and default is not _MISSING:
             return v
@@ -69,7 +70,7 @@ class Fields:
         except ValueError:
             raise self.error(f"expected an integer, got {v!r}", field=self._f(name)) from None
 
-    def list(self, name: str, *, default: Any = _MISSING, nonempty: bool = False) -> Any:
+    def list(self, name: builtins.str, *, default: Any = _MISSING, nonempty: bool = False) -> Any:
         v = self.raw(name, default)
         if v is default and default is not _MISSING:
             return v
@@ -81,7 +82,7 @@ class Fields:
             raise self.error("must be a non-empty list", field=self._f(name))
         return list(v)
 
-    def str_list(self, name: str, *, default: Any = _MISSING, nonempty: bool = False) -> Any:
+    def str_list(self, name: builtins.str, *, default: Any = _MISSING, nonempty: bool = False) -> Any:
         items = self.list(name, default=default, nonempty=nonempty)
         if items is default and default is not _MISSING:
             return items
@@ -94,7 +95,7 @@ class Fields:
             raise self.error("must hold at least one non-empty string", field=self._f(name))
         return out
 
-    def sub(self, name: str, *, index: int | None = None, value: Any = _MISSING) -> Fields:
+    def sub(self, name: builtins.str, *, index: builtins.int | None = None, value: Any = _MISSING) -> Fields:
         """A nested object (``output``, a quote, a fact), keeping the location and a dotted prefix."""
         v = self.raw(name) if value is _MISSING else value
         label = self._f(name) + (f"[{index}]" if index is not None else "")

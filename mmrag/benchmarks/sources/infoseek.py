@@ -112,7 +112,7 @@ class InfoSeekBuilder(SourceBuilder):
     def records(self, ctx: BuildContext) -> Iterator[DeflectionRecord]:
         opts: InfoSeekOptions = self.options  # type: ignore[assignment]
         qtypes = self._qtypes(opts.qtype)
-        rows = []
+        rows: list[Any] = []
         for ln, obj in iter_jsonl(ctx.data):
             if not ctx.take():
                 break

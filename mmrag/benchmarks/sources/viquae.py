@@ -33,6 +33,7 @@ article has ``kilt_id`` (= ``wikipedia_id``), ``wikipedia_title``, ``text.paragr
 from __future__ import annotations
 
 from collections.abc import Iterator
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from mmrag.benchmarks.formats import DeflectionRecord, GoldContext
@@ -193,7 +194,7 @@ class ViQuAEBuilder(SourceBuilder):
         }
 
     def _load_kb(
-        self, ctx: BuildContext, ids: set[str], titles: set[str], qids: set[str] = frozenset()
+        self, ctx: BuildContext, ids: set[str], titles: set[str], qids: AbstractSet[str] = frozenset()
     ) -> dict[tuple[str, str], dict]:
         """The KB articles named by kilt id, title or (for questions without provenance) Wikidata id."""
         opts: ViQuAEOptions = self.options  # type: ignore[assignment]
@@ -201,7 +202,8 @@ class ViQuAEBuilder(SourceBuilder):
         for path, n, obj in iter_table(ctx.require_kb(), split=opts.kb_split):
             kid = str(obj.get("kilt_id") or obj.get("wikipedia_id") or "").strip()
             title = str(obj.get("wikipedia_title") or "").strip()
-            info = obj.get("wikidata_info") if isinstance(obj.get("wikidata_info"), dict) else {}
+            info = obj.get("wikidata_info")
+            info = info if isinstance(info, dict) else {}
             qid = str(info.get("wikidata_id") or "").strip()
             if kid not in ids and title not in titles and qid not in qids:
                 continue

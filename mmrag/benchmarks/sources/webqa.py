@@ -32,6 +32,7 @@ from mmrag.benchmarks.sources.base import SOURCES, BuildContext, SourceBuilder, 
 from mmrag.benchmarks.sources.fields import Fields, dedupe
 from mmrag.benchmarks.sources.images import BadImage, FolderImages, ingest_webqa_tsv
 from mmrag.errors import InputError
+from mmrag.schema import Modality
 
 
 class WebQAOptions(SourceOptions):
@@ -147,7 +148,7 @@ class WebQABuilder(SourceBuilder):
             )
         )
 
-    def _img(self, ctx: BuildContext, fact: dict[str, str], images: dict[str, str]) -> tuple[str, str]:
+    def _img(self, ctx: BuildContext, fact: dict[str, str], images: dict[str, str]) -> tuple[str, Modality]:
         modality = self.options.image_fact_modality  # type: ignore[attr-defined]
         if not fact["text"]:
             modality = "image"

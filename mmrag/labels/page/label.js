@@ -42,6 +42,24 @@
     document.body.dataset.labelled = String(labelled());
   }
 
+  // where the evidence's span sits in the reply: its offsets when they hold the span (Python
+  // counts code points, JavaScript UTF-16 units), else its first occurrence; null when absent
+  function spanAt(text, ev) {
+    if (!ev || !ev.span) return null;
+    if (typeof ev.start === "number" && typeof ev.end === "number" && text.slice(ev.start, ev.end) === ev.span) return [ev.start, ev.end];
+    var i = text.indexOf(ev.span);
+    return i < 0 ? null : [i, i + ev.span.length];
+  }
+  function reply(it) {
+    var pre = clear($("reply"));
+    if (it.response === "") { pre.textContent = "(empty reply)"; return; }
+    var at = S.showJudge && it.judge ? spanAt(it.response, it.judge.evidence) : null;
+    if (!at) { pre.textContent = it.response; return; }
+    pre.appendChild(document.createTextNode(it.response.slice(0, at[0])));
+    pre.appendChild(el("mark", "evidence", it.response.slice(at[0], at[1])));
+    pre.appendChild(document.createTextNode(it.response.slice(at[1])));
+  }
+
   function render(it) {
     var main = $("item");
     main.dataset.key = it.key; main.dataset.index = String(it.index);
@@ -63,7 +81,7 @@
       ref.appendChild(ua);
     }
     ref.appendChild(el("div", "muted", it.source + " · " + it.scenario));
-    $("reply").textContent = it.response === "" ? "(empty reply)" : it.response;
+    reply(it);
     var ctx = clear($("contexts"));
     if (!it.contexts.length) ctx.appendChild(el("p", "muted", "no retrieved contexts in this scenario"));
     it.contexts.forEach(function (c, k) {
@@ -75,7 +93,17 @@
       ctx.appendChild(d);
     });
     $("toggle-contexts").textContent = ($("contexts").hidden ? "show" : "hide") + " retrieved contexts (" + it.contexts.length + ") (t)";
-    if (S.showJudge && it.judge) { $("judge").hidden = false; $("judge-verdict").textContent = it.judge.outcome + " — " + (it.judge.reason || ""); }
+    if (S.showJudge && it.judge) {
+      $("judge").hidden = false;
+      $("judge-verdict").textContent = it.judge.outcome + " — " + (it.judge.reason || "");
+      var ev = it.judge.evidence, box = clear($("judge-evidence"));
+      box.hidden = !ev;
+      if (ev) {
+        box.appendChild(el("div", null, "evidence · step " + ev.step + (ev.rule ? " · " + ev.rule : "")));
+        if (ev.span) box.appendChild(el("div", null, "span: " + ev.span));
+        if (ev.reference !== null && ev.reference !== undefined) box.appendChild(el("div", "ref", "reference: " + ev.reference));
+      }
+    }
     $("current-label").textContent = S.labels.get(it.key) || "—";
     S.shownAt = performance.now();
     progress();
@@ -141,7 +169,7 @@
   S.chain = api("state").then(function (st) {
     S.keys = st.keys; S.showJudge = st.show_judge;
     st.labels.forEach(function (p) { S.labels.set(p[0], p[1]); S.order.push(p[0]); });
-    $("title").textContent = st.title + " · labeller " + st.labeller;
+    $("title").textContent = st.title + " · labeller " + st.labeller + (st.undecided ? " · " + st.undecided + " undecided replies first" : "");
     document.title = "mmrag label · " + st.labeller;
     var i = firstOpen(0);
     document.body.dataset.ready = "1";

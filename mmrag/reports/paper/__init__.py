@@ -7,9 +7,11 @@ each one whether it was made or why not.  An artifact names the sweep presets wh
 (``presets``); its rows are the run rows whose scenario id belongs to those presets, so a run that
 holds every preset at once (``mmrag reproduce``) still gives each table exactly its own cells.
 
-:func:`write_paper` writes ``table_N.md/.csv``, ``figure_N.png/.svg`` with the numbers each figure
-draws as ``figure_N.csv``, the published-vs-ours comparison when ``paper_model`` is given
-(``table_N_vs_paper.md/.csv``; see :mod:`mmrag.reports.paper.published`) and ``paper.md``.
+:func:`write_paper` writes ``table_N.md/.csv`` (our rows, then the paper's published rows in the
+same columns), ``figure_N.png/.svg`` with the numbers each figure draws as ``figure_N.csv``, the
+one-model comparison when ``paper_model`` is given (``table_N_vs_paper.md/.csv``; see
+:mod:`mmrag.reports.paper.published`) and ``paper.md``; every one of them says what data, model
+and judge made it (:mod:`mmrag.reports.paper.provenance`).
 Nothing dispatches on paper or artifact names: the papers register themselves below.
 """
 
@@ -69,6 +71,10 @@ class Artifact:
     needs: Callable[[Context], str | None] | None = None
     why_not: str = ""
     note: str = ""
+    #: a figure's numbers as a table a person reads (``figure_N.md``), when they are more than it draws
+    numbers: Callable[[Context], pd.DataFrame] | None = None
+    #: what its numbers are over, for its caption, when that is not its run rows (a curation's samples)
+    n_of: Callable[[Context], str] | None = None
 
     def missing(self, ctx: Context) -> str | None:
         """Why this artifact cannot be made from ``ctx`` (None when it can)."""
@@ -93,6 +99,8 @@ class Paper:
     data_file: str  # published numbers, in mmrag/reports/paper_data/
     demo_benchmark: str = "demo"  # the benchmark ``mmrag reproduce`` reads without --benchmark
     curates: bool = False  # its tables need a curation (``--gating-model``)
+    judge: str = ""  # how the paper judged its replies (said beside ours in every output)
+    triples: bool = False  # its tables give Acc / Defl / Hall triples (unparseable / undecided go beside)
 
     @property
     def presets(self) -> tuple[str, ...]:
@@ -139,13 +147,18 @@ def write_paper(
 ) -> dict[str, Any]:
     """Write every makeable artifact of paper ``name`` into ``out`` and the ``paper.md`` index;
     returns ``{artifact id: {"made": bool, "files": [...], "why": str}}``."""
+    from mmrag.reports.paper.cells import mark_undecided
     from mmrag.reports.paper.write import write_all
 
+    ctx = Context(
+        df=df, opts=opts, curation=Path(curation) if curation else None, run_dirs=tuple(Path(d) for d in run_dirs)
+    )
+    paper = get_paper(name)
+    if paper.triples and ctx.run_dirs and len(df):
+        ctx.df = mark_undecided(df, ctx.records())
     return write_all(
-        get_paper(name),
-        Context(
-            df=df, opts=opts, curation=Path(curation) if curation else None, run_dirs=tuple(Path(d) for d in run_dirs)
-        ),
+        paper,
+        ctx,
         Path(out),
         paper_model=paper_model,
         model=model,

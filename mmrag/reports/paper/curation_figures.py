@@ -40,6 +40,19 @@ def _rows(path: Path) -> list[dict]:
     return [obj for _, obj in iter_jsonl(path)]
 
 
+def curation_n(ctx) -> str:
+    """What a curation artifact's numbers are over: its gating models and samples (its caption's n)."""
+    rep = _json(ctx.curation / "report.json")
+    cfg_path = ctx.curation / "config.json"
+    gating = _json(cfg_path).get("gating_models", []) if cfg_path.is_file() else []
+    names = [":".join(x for x in (g.get("backend"), g.get("model")) if x) for g in gating if isinstance(g, dict)]
+    tot = rep.get("totals", {})
+    return (
+        f"curated by the gating models {', '.join(names) or '(see config.json)'}; "
+        f"n = {tot.get('input', 0)} input samples, {tot.get('stage3_oracle', 0)} kept"
+    )
+
+
 def retained_per_source(ctx) -> pd.DataFrame:
     rep = _json(ctx.curation / "report.json")
     rows = []
