@@ -85,6 +85,28 @@ def test_a_finished_run_whose_records_changed_is_summarised_again(finished, tmp_
     assert json.loads(path.read_text()) == json.loads((finished / "summary.json").read_text())
 
 
+def test_a_kept_summary_says_the_state_of_the_run_that_kept_it(finished, tmp_path):
+    """A summary marked running by an invocation that then wrote nothing is kept, but with the
+    state that invocation ended in: never a stale running notice, never a missing failure notice."""
+    from mmrag.runs.summary import mark_summary_running, results_state, reuse_summary
+
+    run = tmp_path / "kept"
+    shutil.copytree(finished, run)
+    manifest = json.loads((run / "manifest.json").read_text())
+    planned = manifest["counts"]["planned"]
+    mark_summary_running(run, planned - 1, planned)
+    assert "incomplete" in (run / "summary.md").read_text()
+    state = results_state(run, manifest["mmrag_version"], manifest["git_revision"])
+    kept = reuse_summary(run, manifest, state, {}, "complete")
+    assert kept is not None and kept["state"]["complete"] and kept["state"]["notice"] is None
+    assert json.loads((run / "summary.json").read_text()) == json.loads((finished / "summary.json").read_text())
+    assert "incomplete" not in (run / "summary.md").read_text()
+    failed = reuse_summary(run, manifest, state, {}, "failed")
+    assert failed is not None and failed["state"]["notice"].startswith(f"incomplete: {planned} of {planned} cells")
+    assert "an error stopped the run" in (run / "summary.md").read_text()
+    assert reuse_summary(run, {**manifest, "summary_state": "other"}, state, {}, "complete") is None
+
+
 @pytest.mark.skipif(
     not Path("/proc/cpuinfo").is_file(), reason="the probe is kept only where /proc/cpuinfo says the CPU"
 )
