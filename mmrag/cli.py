@@ -1,6 +1,10 @@
 """The ``mmrag`` command.  Thin on purpose: each sub-command lives in :mod:`mmrag.commands` and
 only parses flags and calls the library.  Every deliberate error (:class:`MmragError`) becomes one
-line on stderr and a non-zero exit; nothing else is caught, so real bugs keep their traceback."""
+line on stderr and a non-zero exit; nothing else is caught, so real bugs keep their traceback.
+
+``mmrag NAME ...`` imports only the module of the command it runs (the report, label and export
+commands bring pandas and matplotlib, which a run never needs); ``mmrag --help``, an unknown
+name and ``mmrag.cli.app`` mount every command."""
 
 from __future__ import annotations
 
@@ -11,12 +15,7 @@ import typer
 
 from mmrag.errors import MmragError
 
-app = typer.Typer(
-    add_completion=False,
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    help="mmrag: measure how VLMs answer, deflect or hallucinate with retrieved evidence.",
-)
+HELP = "mmrag: measure how VLMs answer, deflect or hallucinate with retrieved evidence."
 
 #: (module, attribute, command name) — plain commands
 COMMANDS = [
@@ -40,14 +39,40 @@ GROUPS: list[tuple[str, str, str]] = [
 ]
 
 
-def _mount() -> None:
+def build_app(only: str | None = None) -> typer.Typer:
+    """The command-line app with every command, or only the command named ``only``."""
+    app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, help=HELP)
+    if only is not None:
+
+        @app.callback()
+        def _group() -> None:
+            """Keeps ``mmrag NAME`` a group of one command (typer runs a lone command as the app)."""
+
     for mod, attr, name in COMMANDS:
-        app.command(name)(getattr(importlib.import_module(mod), attr))
+        if only in (None, name):
+            app.command(name)(getattr(importlib.import_module(mod), attr))
     for mod, attr, name in GROUPS:
-        app.add_typer(getattr(importlib.import_module(mod), attr), name=name)
+        if only in (None, name):
+            app.add_typer(getattr(importlib.import_module(mod), attr), name=name)
+    return app
 
 
-_mount()
+_APP: list[typer.Typer] = []
+
+
+def __getattr__(name: str) -> typer.Typer:
+    if name == "app":  # every command mounted, built once (tests and tools invoke it directly)
+        if not _APP:
+            _APP.append(build_app())
+        return _APP[0]
+    raise AttributeError(f"module 'mmrag.cli' has no attribute {name!r}")
+
+
+def _command_app(argv: list[str]) -> typer.Typer:
+    """The app for this command line: only the named command when the first argument names one."""
+    first = argv[0] if argv else None
+    names = {name for _, _, name in COMMANDS} | {name for _, _, name in GROUPS}
+    return build_app(first) if first in names else __getattr__("app")
 
 
 def _quiet_libraries() -> None:
@@ -63,7 +88,8 @@ def main(argv: list[str] | None = None) -> int:
     _quiet_libraries()
     try:
         # with standalone_mode=False click *returns* the code of a typer.Exit instead of raising it
-        rc = app(args=argv, standalone_mode=False)
+        args = list(sys.argv[1:] if argv is None else argv)
+        rc = _command_app(args)(args=args, standalone_mode=False)
     except MmragError as exc:
         print(f"mmrag: error: {exc}", file=sys.stderr)
         return exc.exit_code

@@ -1,14 +1,29 @@
 """Re-running a finished run: model calls and wall time, against the first run, in one script.
 
-A 1,000-cell run (`mmrag run`, demo world, parametric + oracle, 500 samples) against the loopback
-chat server (separate process, fixed latency, room for 64 in flight), with an isolated response
-cache.  Then, measured the same way (whole `mmrag` processes, start-up included):
+``--part server`` (default of ``--quick``): a 1,000-cell run (`mmrag run`, demo world, parametric
++ oracle, 500 samples) against the loopback chat server (separate process, fixed latency, room for
+64 in flight), with an isolated response cache.  Then, measured the same way (whole `mmrag`
+processes, start-up included):
 
 1. the same command again (the run directory is complete: nothing to do);
 2. the same command into a new run directory (every answer comes from the response cache).
 
-Prints requests seen by the server and wall-time ratios.  Usage:
-``.venv/bin/python perf/rerun_bench.py [--quick] [--latency 0.2] [--limit 500]``
+Prints requests seen by the server and wall-time ratios.
+
+``--part demo``: the harness against the judge it cannot skip.  After one cold ``mmrag demo``
+(its world, indices, mining-query vectors and all 6,480 replies cached), in fresh processes:
+
+- **cached rerun**: ``mmrag run`` of the demo's cells (810 samples x 4 scenarios x 2 baselines)
+  into a new directory: 0 model calls.  Timed as the command after its imports (cells/s) and as
+  the whole process;
+- **judge alone**: the rule judge over exactly those 6,480 (sample, prompt, reply) triples read
+  from that run, in one ``judge_many`` call (after a 50-item warm-up), the work no rerun can skip;
+- **resume of the finished run** (``mmrag run --resume``) and ``mmrag --help``, whole processes.
+
+The rerun's records are compared with the cold demo's (:mod:`run_content`: byte-identical rows
+but for timings and cache flags, objects and rates).  Best of ``--repeats``; CPU seconds (user +
+system) beside wall seconds, since this machine is shared.  Usage:
+``.venv/bin/python perf/rerun_bench.py [--part server|demo|all] [--quick] [--repeats 3] [--checkout DIR]``
 """
 
 from __future__ import annotations
@@ -41,8 +56,21 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=500, help="samples; cells = 2 x limit")
     ap.add_argument("--latency", type=float, default=0.2)
     ap.add_argument("--batch-size", type=int, default=64)
-    ap.add_argument("--quick", action="store_true", help="100 samples")
+    ap.add_argument("--quick", action="store_true", help="100 samples, the server part only")
+    ap.add_argument(
+        "--part", choices=("server", "demo", "all"), default=None, help="default: all (server with --quick)"
+    )
+    ap.add_argument("--repeats", type=int, default=3, help="demo part: repeats (best kept)")
+    ap.add_argument("--checkout", type=Path, default=ROOT, help="demo part: the mmrag checkout to time")
     args = ap.parse_args()
+    part = args.part or ("server" if args.quick else "all")
+    if part in ("demo", "all"):
+        sys.path.insert(0, str(ROOT / "perf"))
+        from demo_rerun import main as demo_part
+
+        demo_part(args.repeats, args.checkout)
+    if part == "demo":
+        return
     limit = 100 if args.quick else args.limit
     with (
         tempfile.TemporaryDirectory() as tmp,
@@ -103,7 +131,7 @@ def main() -> None:
         r2 = srv.stats()["requests"]
         new_dir = _run(base + ["--out", str(tmp / "b")], env)
         r3 = srv.stats()["requests"]
-        n = sum(1 for _ in open(tmp / "a" / "samples.jsonl"))
+        n = json.loads((tmp / "a" / "manifest.json").read_text())["counts"]["records"]
     out = {
         "cells": n,
         "latency_s": args.latency,

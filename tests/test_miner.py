@@ -178,7 +178,8 @@ def test_world_miner_reuses_indices_keyed_by_kb_and_encoders(world):
 
 def test_prefetch_batches_query_embedding_and_bridge_for_text_only_samples(world, tmp_path):
     docs, samples, _, root, _ = world
-    miner = build_world_miner(docs, root / "cache")
+    vectors = tmp_path / "queries.sqlite"  # a vector cache of this test's own
+    miner = build_world_miner(docs, root / "cache", vector_cache=vectors)
     calls = []
     enc = miner.retrievers["text"].encoder
     orig = enc.encode_text
@@ -188,9 +189,15 @@ def test_prefetch_batches_query_embedding_and_bridge_for_text_only_samples(world
         assert calls == [len(samples)]
         before = [miner.negatives(s, 2, "text").documents for s in samples]
         assert calls == [len(samples)]  # negatives reused the prefetched vectors
+        # another miner (another process) over the same indices reads the vectors from disk
+        again = build_world_miner(docs, root / "cache", vector_cache=vectors)
+        again.retrievers["text"].encoder.encode_text = enc.encode_text
+        assert again.prefetch(samples, ["text"]) == 0
+        assert [again.negatives(s, 2, "text").documents for s in samples] == before
+        assert calls == [len(samples)]
     finally:
         enc.encode_text = orig
-    fresh = build_world_miner(docs, root / "cache")
+    fresh = build_world_miner(docs, root / "cache", vector_cache=None)  # no vector cache: embeds again
     assert [fresh.negatives(s, 2, "text").documents for s in samples] == before
     # a text-only sample (no gold image, no query image) still gets image negatives via the bridge
     s = samples[3].model_copy(update={"gold_doc_ids": ["t3a"], "images": []})
@@ -198,3 +205,17 @@ def test_prefetch_batches_query_embedding_and_bridge_for_text_only_samples(world
     assert q is not None and q.images and "flag_3" not in q.images[0].path
     res = miner.negatives(s, 2, "image")
     assert res.shortfall == 0 and all(d.modality == "image" and d.entity_id != "E3" for d in res.documents)
+
+
+def test_an_unusable_vector_cache_only_means_embedding_again(world, tmp_path):
+    """The vector cache is an accelerator: a damaged file is left as it is and mining goes on."""
+    docs, samples, _, root, _ = world
+    bad = tmp_path / "queries.sqlite"
+    bad.write_bytes(b"not a database" * 100)
+    miner = build_world_miner(docs, root / "cache", vector_cache=bad)
+    clean = build_world_miner(docs, root / "cache", vector_cache=None)
+    assert miner.prefetch(samples, ["text"]) == len(samples)
+    assert [miner.negatives(s, 2, "text").documents for s in samples] == [
+        clean.negatives(s, 2, "text").documents for s in samples
+    ]
+    assert bad.read_bytes() == b"not a database" * 100

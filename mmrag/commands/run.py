@@ -352,10 +352,16 @@ def demo(
     seed: int = typer.Option(0, "--seed", help="seed of the demo world and of the scenario composer"),
 ) -> None:
     """The embedded default: the generated demo world, four DeflectionBench scenarios, two baselines."""
-    from mmrag.indices.encoders import preload_minilm
+    from mmrag.benchmarks.demo.world import MANIFEST, world_dir
     from mmrag.models import parse_model_arg
 
-    preload_minilm()  # its import and load overlap the demo world's generation
+    if not (world_dir(seed) / MANIFEST).is_file():
+        # a first demo: MiniLM's import and load overlap the world's generation.  Once the world
+        # exists, so do its indices, mining-query vectors and (usually) the replies: MiniLM is
+        # loaded only if something still needs it.
+        from mmrag.indices.encoders import preload_minilm
+
+        preload_minilm()
 
     specs = specs_from_flags(list(DEFLECTION.scenario_kinds), [distractors], ["text"], "any", ["none"], seed)
     cfg = RunConfig(

@@ -15,6 +15,8 @@ import functools
 import hashlib
 import json
 import os
+import platform
+import sys
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -67,6 +69,10 @@ def shared_sentence_transformer(folder: str | Path, device: str) -> Any:
         return _MODELS[key]
 
 
+#: device nodes without which torch cannot see a GPU on Linux (NVIDIA, ROCm, WSL's GPU bridge)
+_GPU_NODES = ("/dev/nvidiactl", "/dev/nvidia0", "/dev/kfd", "/dev/dxg")
+
+
 @contextlib.contextmanager
 def no_weight_bars() -> Iterator[None]:
     """transformers draws a 'Loading weights' bar for every model it loads; mmrag's own progress
@@ -87,9 +93,14 @@ def no_weight_bars() -> Iterator[None]:
 
 
 def resolve_device(device: str | None) -> str:
-    """``None``/"auto" -> cuda when torch sees a GPU, else mps, else cpu; anything else is kept."""
+    """``None``/"auto" -> cuda when torch sees a GPU, else mps, else cpu; anything else is kept.
+
+    On Linux without a GPU device node the answer is cpu without importing torch (seconds of a
+    re-run that loads cached indices and replies and never runs a model)."""
     if device not in (None, "auto"):
         return str(device)
+    if sys.platform.startswith("linux") and "torch" not in sys.modules and not any(map(os.path.exists, _GPU_NODES)):
+        return "cpu"
     import torch
 
     if torch.cuda.is_available():
@@ -103,13 +114,74 @@ def resolve_device(device: str | None) -> str:
 @functools.lru_cache(maxsize=1)
 def cpu_has_native_bf16() -> bool:
     """Whether oneDNN runs bf16 matmuls natively on this CPU (AVX512-BF16 / AMX, or the ARM
-    equivalents).  Elsewhere bf16 is emulated and many times slower than fp32."""
+    equivalents).  Elsewhere bf16 is emulated and many times slower than fp32.
+
+    Asking torch means importing it (1-2 s); the answer depends only on the torch build and the
+    CPU, so it is kept in ``MMRAG_HOME/cache/cpu-bf16.json`` under a key of the torch version, the
+    CPU's model and feature flags and oneDNN's ISA limits, and read from there next time."""
+    key = _cpu_probe_key()
+    known = _read_probe(key) if key is not None else None
+    if known is not None:
+        return known
     import torch
 
     try:
-        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+        value = bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
     except (AttributeError, RuntimeError):
-        return False
+        value = False
+    if key is not None:
+        _write_probe(key, value)
+    return value
+
+
+def _cpu_probe_key() -> str | None:
+    """What :func:`cpu_has_native_bf16` depends on, hashed; None where the CPU cannot be described
+    without torch (no ``/proc/cpuinfo``) or torch is not installed."""
+    from importlib import metadata
+
+    try:
+        version = metadata.version("torch")
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
+            info = fh.read(1 << 16)
+    except (OSError, metadata.PackageNotFoundError):
+        return None
+    lines = [
+        ln for ln in info.splitlines() if ln.split(":")[0].strip() in ("model name", "flags", "Features", "CPU part")
+    ]
+    if not lines:
+        return None
+    env = [os.environ.get(k, "") for k in ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA")]
+    text = json.dumps([version, platform.machine(), sorted(set(lines)), env])
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _probe_file() -> Path:
+    from mmrag.util import mmrag_home
+
+    return mmrag_home() / "cache" / "cpu-bf16.json"
+
+
+def _read_probe(key: str) -> bool | None:
+    try:
+        got = json.loads(_probe_file().read_text(encoding="utf-8")).get(key)
+    except (OSError, ValueError, AttributeError):
+        return None
+    return got if isinstance(got, bool) else None
+
+
+def _write_probe(key: str, value: bool) -> None:
+    """Best effort: a home that cannot be written only means torch is asked again next time."""
+    from mmrag.util import atomic_write_json
+
+    path = _probe_file()
+    try:
+        known = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+        known = known if isinstance(known, dict) else {}
+        known[key] = value
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(path, known)
+    except (OSError, ValueError):
+        pass
 
 
 def resolve_precision(precision: str, device: str, field: str = "precision") -> str:

@@ -59,6 +59,16 @@ class DenseRetriever:
             return []
         return self.retrieve_vectors(self.encode(queries), k)
 
+    def search_ids(self, vectors: np.ndarray, k: int) -> list[list[tuple[str, float]]]:
+        """(doc id, score) per hit, best first, one list per query row: what the negative miner
+        reads, without a validated :class:`Hit` per hit (it filters thousands of hits per sample)."""
+        scores, rows = self.index.search(vectors, k)
+        ids = self.index.doc_ids[np.where(rows < 0, 0, rows)].tolist()
+        return [
+            [(d, s) for d, s, r in zip(i_row, s_row, r_row) if r >= 0]
+            for i_row, s_row, r_row in zip(ids, scores.tolist(), rows.tolist())
+        ]
+
     def retrieve_vectors(self, vectors: np.ndarray, k: int) -> list[list[Hit]]:
         """Search with ready query vectors (one row per query)."""
         scores, rows = self.index.search(vectors, k)

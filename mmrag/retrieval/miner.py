@@ -31,24 +31,31 @@ sample id): at n = 2 one prompt holds two kinds, and across samples all three ap
 When fewer than ``n`` survive, ``shortfall`` says how many are missing.
 
 Query vectors are cached per (kind, query), so deeper searches and repeated calls (several
-scenarios, seeds or distractor counts for one sample) embed once; :meth:`IndexMiner.prefetch`
-embeds the mining queries of a whole benchmark in one batch per kind.
+scenarios, seeds or distractor counts for one sample) embed once, and, given ``vector_cache`` (a
+file; :func:`~mmrag.retrieval.world.build_world_miner` puts one beside its indices), across
+processes too (:mod:`mmrag.retrieval.vectors`); :meth:`IndexMiner.prefetch` embeds the mining
+queries of a whole benchmark in one batch per kind.  A mining result is kept per (sample, n,
+modality, seed): the realistic and adversarial scenarios of a sample, and every model of a run,
+ask for the same negatives, which are then searched and filtered once.
 """
 
 from __future__ import annotations
 
 import hashlib
+import heapq
 import math
 import random
 import re
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 from mmrag.errors import InputError
 from mmrag.indices.build import document_text
 from mmrag.indices.registry import encoder_modalities
-from mmrag.retrieval.base import DocStore, Hit, MiningResult, Query, Retriever
+from mmrag.retrieval.base import DocStore, MiningResult, Query, Retriever
+from mmrag.retrieval.vectors import QueryVectorCache, vector_key
 from mmrag.schema import Document, Sample, stable_id
 
 KIND_OF = {"text": "text", "image": "visual", "visual": "visual", "multimodal": "multimodal"}
@@ -120,6 +127,7 @@ class IndexMiner:
         strict_modality: bool = True,
         max_query_chars: int = 512,
         cache_size: int = 16384,
+        vector_cache: str | Path | QueryVectorCache | None = None,
     ) -> None:
         self.store = store
         self.retrievers = {KIND_OF.get(k, k): r for k, r in retrievers.items()}
@@ -134,9 +142,19 @@ class IndexMiner:
         self.strict_modality = strict_modality
         self.max_query_chars = int(max_query_chars)
         self._entity_docs: dict[str, list[str]] | None = None
-        self._hits: OrderedDict[tuple, list[Hit]] = OrderedDict()
+        self._hits: OrderedDict[tuple, list[tuple[str, float]]] = OrderedDict()
         self._vecs: OrderedDict[tuple, Any] = OrderedDict()
+        self._results: OrderedDict[tuple, MiningResult] = OrderedDict()
+        self._ties: dict[tuple[int, str], str] = {}
+        self._texts: dict[str, tuple[Document, str]] = {}
+        self._content_keys: dict[tuple, tuple[Document, tuple[str, str]]] = {}
         self._cache_size = cache_size
+        #: query vectors on disk (shared by processes and runs over the same indices), or None
+        self.vector_cache = (
+            vector_cache
+            if vector_cache is None or isinstance(vector_cache, QueryVectorCache)
+            else QueryVectorCache(vector_cache)
+        )
 
     @property
     def kinds(self) -> list[str]:
@@ -179,8 +197,8 @@ class IndexMiner:
         for kind in ("multimodal", "text"):
             if kind not in self.retrievers:
                 continue
-            for h in self._search(sample, kind, Query(text=text), 32):
-                doc = self.store.get(h.doc_id) if h.doc_id in self.store else None
+            for doc_id, _ in self._search(sample, kind, Query(text=text), 32):
+                doc = self.store.get(doc_id) if doc_id in self.store else None
                 if doc is not None and doc.image is not None and doc.id not in excluded:
                     return doc.image
         return None
@@ -208,19 +226,48 @@ class IndexMiner:
             cache.popitem(last=False)
         return value
 
-    def _search(self, sample: Sample, kind: str, query: Query, depth: int) -> list[Hit]:
-        """Search one kind; a dense retriever's query vector is cached (and deeper searches reuse it),
-        other retrievers' hit lists are cached per depth."""
+    def _embed(self, kind: str, queries: dict[str, Query]) -> int:
+        """Put the vectors of ``queries`` (query JSON -> query) that are not in memory there: read
+        from the vector cache, the rest embedded in one batch (and written to the cache).  Returns
+        how many were embedded."""
+        r = self.retrievers[kind]
+        todo = {key: q for key, q in queries.items() if (kind, key) not in self._vecs}
+        if not todo:
+            return 0
+        found: dict[str, Any] = {}
+        encoder = getattr(r, "encoder", None)
+        disk_keys: dict[str, str] = {}
+        if self.vector_cache is not None and encoder is not None:
+            fp = str(getattr(encoder, "fingerprint", r.fingerprint))
+            disk_keys = {key: vector_key(fp, kind, q) for key, q in todo.items()}
+            stored = self.vector_cache.get_many(list(disk_keys.values()), int(getattr(encoder, "dim", 0) or 0))
+            found = {key: stored[dk] for key, dk in disk_keys.items() if dk in stored}
+        missing = [key for key in todo if key not in found]
+        if missing:
+            vecs = r.encode([todo[key] for key in missing])  # type: ignore[attr-defined]
+            found.update(zip(missing, vecs))
+            if disk_keys and self.vector_cache is not None:
+                self.vector_cache.put_many([(disk_keys[key], found[key]) for key in missing])
+        for key in todo:
+            self._remember(self._vecs, (kind, key), found[key])
+        return len(missing)
+
+    def _search(self, sample: Sample, kind: str, query: Query, depth: int) -> list[tuple[str, float]]:
+        """Search one kind: (doc id, score) per hit, best first.  A dense retriever's query vector
+        is cached (and deeper searches reuse it), other retrievers' hit lists are cached per depth."""
         r = self.retrievers[kind]
         qkey = (kind, query.model_dump_json())
         if hasattr(r, "encode") and hasattr(r, "retrieve_vectors"):
             vec = self._vecs.get(qkey)
             if vec is None:
-                vec = self._remember(self._vecs, qkey, r.encode([query])[0])
-            return r.retrieve_vectors(vec[None, :], depth)[0]
+                self._embed(kind, {qkey[1]: query})
+                vec = self._vecs[qkey]
+            if hasattr(r, "search_ids"):
+                return r.search_ids(vec[None, :], depth)[0]
+            return [(h.doc_id, h.score) for h in r.retrieve_vectors(vec[None, :], depth)[0]]
         key = (*qkey, depth)
         if key not in self._hits:
-            self._remember(self._hits, key, r.retrieve([query], depth)[0])
+            self._remember(self._hits, key, [(h.doc_id, h.score) for h in r.retrieve([query], depth)[0]])
         return self._hits[key]
 
     def prefetch(self, samples: Iterable[Sample], modalities: Iterable[str] = ("text", "image", "multimodal")) -> int:
@@ -238,21 +285,15 @@ class IndexMiner:
             for s in samples:
                 q = self.mining_query(s, kind)
                 if q is not None:
-                    key = q.model_dump_json()
-                    if (kind, key) not in self._vecs:
-                        todo[key] = q
-            if todo:
-                vecs = r.encode(list(todo.values()))
-                for key, v in zip(todo, vecs):
-                    self._remember(self._vecs, (kind, key), v)
-                done += len(todo)
+                    todo[q.model_dump_json()] = q
+            done += self._embed(kind, todo)
         return done
 
     def candidates(
-        self, sample: Sample, kind: str, want: int, seed: int = 0
+        self, sample: Sample, kind: str, want: int, seed: int = 0, top: int | None = None
     ) -> tuple[list[tuple[Document, float]], set[str]]:
         """Filtered candidates of one kind in similarity order (at least ``want`` when the index has
-        them), and the ids dropped as answer leaks."""
+        them; only the first ``top`` when given), and the ids dropped as answer leaks."""
         query = self.mining_query(sample, kind)
         if query is None:
             return [], set()
@@ -260,33 +301,68 @@ class IndexMiner:
         pattern = leak_pattern(sample.answers, sample.question)
         seen_content = {content_key(self.store.get(g)) for g in sample.gold_doc_ids}
         depth = 4 * want + len(excluded) + 8
+        want_modality = DOC_MODALITY_OF_KIND[kind] if self.strict_modality else None
+        scanned: list[tuple[str, float]] = []
         while True:
             hits = self._search(sample, kind, query, depth)
-            leaks: set[str] = set()
-            kept: list[tuple[Document, float]] = []
-            seen_ids: set[str] = set()
-            contents = set(seen_content)
-            for h in hits:
-                if h.doc_id in excluded or h.doc_id in seen_ids or h.doc_id not in self.store:
+            if hits[: len(scanned)] != scanned:  # not an extension of the shallower search: start over
+                scanned = []
+            if not scanned:
+                leaks: set[str] = set()
+                kept: list[tuple[Document, float]] = []
+                seen_ids: set[str] = set()
+                contents = set(seen_content)
+            # a deeper search begins with the hits already filtered: only the new ones are looked at
+            for doc_id, score in hits[len(scanned) :]:
+                if doc_id in excluded or doc_id in seen_ids or doc_id not in self.store:
                     continue
-                seen_ids.add(h.doc_id)
-                doc = self.store.get(h.doc_id)
-                if self.strict_modality and doc.modality != DOC_MODALITY_OF_KIND[kind]:
+                seen_ids.add(doc_id)
+                doc = self.store.get(doc_id)
+                if want_modality is not None and doc.modality != want_modality:
                     continue
-                if pattern is not None and pattern.search(f"{doc.title}\n{doc.text}"):
+                if pattern is not None and pattern.search(self._haystack(doc)):
                     leaks.add(doc.id)
                     continue
-                ck = content_key(doc)
+                ck = self._content_key(doc)
                 if ck in contents:
                     continue
                 contents.add(ck)
-                kept.append((doc, float(h.score)))
+                kept.append((doc, float(score)))
+            scanned = hits
             if len(kept) >= want or len(hits) < depth or depth >= 65536:
                 break
             depth *= 4
-        tie = lambda d: hashlib.sha256(f"{seed}:{d.id}".encode()).hexdigest()  # noqa: E731
-        kept.sort(key=lambda ds: (-round(ds[1], 6), tie(ds[0])))
+        order = lambda ds: (-round(ds[1], 6), self._tie(seed, ds[0].id))  # noqa: E731
+        if top is not None and top < len(kept):  # the same head as a full sort: the key is a total order
+            return heapq.nsmallest(top, kept, key=order), leaks
+        kept.sort(key=order)
         return kept, leaks
+
+    def _haystack(self, doc: Document) -> str:
+        """What the answer-leak pattern searches in a document (kept per document: every sample
+        whose search reaches it looks at it again)."""
+        got = self._texts.get(doc.id)
+        if got is None or got[0] is not doc:
+            got = self._texts[doc.id] = (doc, f"{doc.title}\n{doc.text}")
+        return got[1]
+
+    def _content_key(self, doc: Document) -> tuple[str, str]:
+        """:func:`content_key` of a document, kept per document (and image hash, should it be set)."""
+        key = (doc.id, None if doc.image is None else doc.image.sha256)
+        got = self._content_keys.get(key)
+        if got is None or got[0] is not doc:
+            got = self._content_keys[key] = (doc, content_key(doc))
+        return got[1]
+
+    def _tie(self, seed: int, doc_id: str) -> str:
+        """The seeded tie-break of a document (the same for every sample: computed once)."""
+        key = (seed, doc_id)
+        got = self._ties.get(key)
+        if got is None:
+            if len(self._ties) > 1 << 20:
+                self._ties.clear()
+            got = self._ties[key] = hashlib.sha256(f"{seed}:{doc_id}".encode()).hexdigest()
+        return got
 
     def _select(self, cands: list[tuple[Document, float]], n: int, sample: Sample, seed: int, kind: str):
         pool = cands[: max(n, math.ceil(n * self.pool_factor))]
@@ -298,6 +374,25 @@ class IndexMiner:
 
     # -- the protocol ----------------------------------------------------------------------
     def negatives(self, sample: Sample, n: int, modality: str = "text", seed: int = 0) -> MiningResult:
+        """The ``n`` negatives of ``sample`` (see the module docstring); one search per (sample
+        content, n, modality, seed) and miner, however many scenarios and models ask."""
+        key = (
+            sample.id,
+            sample.question,
+            tuple(sample.gold_doc_ids),
+            tuple(sample.answers),
+            sample.entity_id,
+            tuple(im.path for im in sample.images),
+            n,
+            modality,
+            seed,
+        )
+        got = self._results.get(key)
+        if got is None:
+            got = self._remember(self._results, key, self._mine(sample, n, modality, seed))
+        return got
+
+    def _mine(self, sample: Sample, n: int, modality: str, seed: int) -> MiningResult:
         if n < 0:
             raise InputError("the number of negatives must be >= 0", field="n")
         if modality == "any":
@@ -316,7 +411,8 @@ class IndexMiner:
             return MiningResult(documents=[], requested=n, shortfall=n)
         per_kind, leaks = {}, set()
         for kind in kinds:
-            cands, dropped = self.candidates(sample, kind, math.ceil(n * self.pool_factor) + n, seed)
+            pool = max(n, math.ceil(n * self.pool_factor))  # what _select draws from
+            cands, dropped = self.candidates(sample, kind, math.ceil(n * self.pool_factor) + n, seed, top=pool)
             per_kind[kind] = self._select(cands, n, sample, seed, kind)
             leaks |= dropped
         picked: list[tuple[Document, float, str]] = []

@@ -5,7 +5,8 @@ folders.  The indices live under ``cache_dir/indices-<key>/{text,visual,multimod
 hashes the KB content hash, the encoders' fingerprints, the fusion rule and the factory; a second
 call with the same inputs loads them (size-verified) instead of rebuilding.  While building, each
 text and image is embedded once: the multimodal index reuses the text and visual embeddings
-through a small per-call memo.
+through a small per-call memo.  The miner's query vectors are kept beside the indices
+(``queries.sqlite``, :mod:`mmrag.retrieval.vectors`), so a second run mines without embedding.
 """
 
 from __future__ import annotations
@@ -66,6 +67,7 @@ def build_world_miner(
     fusion: str = "concat",
     factory: str = "Flat",
     progress: bool | None = None,
+    store: Any = None,
     **miner_kwargs: Any,
 ) -> IndexMiner:
     """Build (or reuse) the three indices over ``documents`` and return an :class:`IndexMiner`.
@@ -86,7 +88,7 @@ def build_world_miner(
     fused = FusionEncoder(te, ie, rule=fusion)  # type: ignore[arg-type]
     kb_hash = kb_content_hash(docs)
     root = Path(cache_dir) / ("indices-" + stable_id(kb_hash, te.fingerprint, ie.fingerprint, fusion, factory))
-    store = InMemoryDocStore(docs)
+    store = store if store is not None else InMemoryDocStore(docs)  # the caller's store of these docs
     retrievers = {}
     for kind, enc in (("text", te), ("visual", ie), ("multimodal", fused)):
         if not any(document_fits(d, kind) for d in docs):
@@ -99,4 +101,5 @@ def build_world_miner(
             build_index(docs, enc, kind, factory=factory, out=out, progress=progress)
             index = load_index(out, enc, kb_hash=kb_hash, verify="size")
         retrievers[kind] = DenseRetriever(index, enc)
+    miner_kwargs.setdefault("vector_cache", root / "queries.sqlite")
     return IndexMiner(store, retrievers, **miner_kwargs)

@@ -14,6 +14,10 @@ Why it looks like this:
   with a one-line reason.
 - Composition is pure and seeded, model responses are cached by content, judging is
   deterministic: a resumed run ends with exactly the records of an uninterrupted one.
+- What is not needed is not done: a new run is summarised from the records it just wrote (not
+  read back), a resumed run builds its miner only when its remaining cells show negatives, and a
+  run that wrote nothing keeps its summary when the records, verdicts and labels it summarised
+  are unchanged (:func:`~mmrag.runs.summary.results_state`).
 - The engine wires stages together; no stage imports it.
 """
 
@@ -38,7 +42,7 @@ from mmrag.runs.plan import BenchmarkPlan, prepare_benchmarks
 from mmrag.runs.preflight import check_config
 from mmrag.runs.state import planned_entry
 from mmrag.runs.store import RunLock, RunStore, stored_responses, write_format_marker
-from mmrag.runs.summary import mark_summary_running, write_summary
+from mmrag.runs.summary import mark_summary_running, results_state, reuse_summary, write_summary
 from mmrag.runs.wiring import make_judge, make_model
 from mmrag.scenarios.kinds import scenario_label
 from mmrag.util import mmrag_home
@@ -199,8 +203,10 @@ def execute(
 def _execute(
     config: RunConfig, run_dir: Path, held: list[RunLock], argv: list[str] | None, progress: Any, retry_failed: bool
 ) -> RunResult:
-    # Everything that can fail on bad input happens before a new run directory is created.
-    plans = prepare_benchmarks(config, progress=progress)
+    # Everything that can fail on bad input happens before a new run directory is created; in a
+    # directory that holds records, miners are built once the remaining cells are known (below).
+    previous = _previous_manifest(run_dir)
+    plans = prepare_benchmarks(config, progress=progress, lazy=(run_dir / "records").is_dir())
     models = [(mspec, make_model(mspec, config)) for mspec in config.models]
     check_distinct(models)  # one model under two spellings (sim-vlm, sim-vlm:text_prior=0.5)
     judges = {p.kind: make_judge(p.kind, config) for p in plans}
@@ -210,19 +216,24 @@ def _execute(
         held.append(RunLock(run_dir).acquire())
     store = RunStore(run_dir, lock=held[0])
     try:
+        fresh = not store.done and not store.failed
+        lanes = _lanes(models, config, config.settings or GenerationSettings())
+        planned: dict[tuple[str, str, str], int] = {}
+        cells, not_applicable, skipped, total = plan_cells(plans, lanes, store, retry_failed, planned)
+        for plan, todo in cells:  # a miner that cannot be built fails here, before the manifest is touched
+            if any(spec.uses_negatives for _, spec, _ in todo):
+                plan.ensure_miner()
         write_format_marker(run_dir)
         manifest = RunManifest.start(config.model_dump(mode="json"), argv)
         manifest.seeds = {"run": config.seed}
+        if previous is not None and not all(p.miner_built for p in plans):
+            manifest.indices.update(previous.get("indices") or {})  # the indices its records were mined from
         for p in plans:
             manifest.datasets[p.ref.name] = p.fingerprint
             manifest.indices.update(p.index_hashes)
         manifest.judge_id = ", ".join(sorted({j.judge_id for j in judges.values()}))
         for mspec, vlm in models:
             manifest.models[mspec.label] = vlm.fingerprint
-        manifest.write(run_dir)
-        lanes = _lanes(models, config, config.settings or GenerationSettings())
-        planned: dict[tuple[str, str, str], int] = {}
-        cells, not_applicable, skipped, total = plan_cells(plans, lanes, store, retry_failed, planned)
         # the plan's size goes on record before any cell runs: a reader of a killed run says what is missing
         manifest.counts = {"planned": total}
         named = {sp.id: scenario_label(sp.model_dump(mode="json")) for p in plans for sp in p.specs}
@@ -248,6 +259,7 @@ def _execute(
             task=task,
             judge_in_thread=config.judge.model is not None,
             rejudge=rejudge,
+            keep_records=fresh,
         )
         try:
             stats = run_sync(lambda: _serve(pipe, lanes))
@@ -266,7 +278,6 @@ def _execute(
             if "manifest" in locals():
                 manifest.mark_failed(run_dir)
             raise
-    records = read_records(run_dir)
     failure = stats.aborted
     if failure is None and failed_now > config.max_failures * max(total, 1):
         failure = (
@@ -274,17 +285,26 @@ def _execute(
             f"{100 * config.max_failures:g} %); `mmrag run --resume {run_dir}` retries them"
         )
     manifest.status = "failed" if failure else ("complete" if not failed_now else "complete_with_failures")
-    summary = write_summary(
-        run_dir,
-        records,
-        extra={"not_applicable": not_applicable, "windows": {l.label: l.window for l in lanes}},
-        status=manifest.status,
-    )
-    for r in records:
-        manifest.templates.update(_template_of(r.prompt))
+    extra = {"not_applicable": not_applicable, "windows": {l.label: l.window for l in lanes}}
+    state = results_state(run_dir, manifest.mmrag_version, manifest.git_revision)
+    wrote = stats.new + stats.failed
+    summary = None if wrote or previous is None else reuse_summary(run_dir, previous, state, extra, manifest.status)
+    if summary is not None:  # nothing changed since the last summary: keep it (and its templates)
+        manifest.templates.update(previous.get("templates") or {})  # type: ignore[union-attr]
+        n_records = int(summary.get("n_records", 0))
+    else:
+        # a new run's records are the ones it just stored (in plan order): no need to read them back
+        records = [r for _, r in sorted(pipe.stored, key=lambda x: x[0])] if pipe.stored is not None else None
+        if records is None:
+            records = read_records(run_dir)
+        summary = write_summary(run_dir, records, extra=extra, status=manifest.status)
+        for r in records:
+            manifest.templates.update(_template_of(r.prompt))
+        n_records = len(records)
+    manifest.summary_state = state
     manifest.counts = {
         "planned": total,
-        "records": len(records),
+        "records": n_records,
         "new": stats.new,
         "model_calls": stats.model_calls,
         "failed": failed_now,
@@ -303,6 +323,17 @@ def _execute(
         errors={**summary.get("errors", {}), **{f"judge_{k}": v for k, v in summary.get("judge_errors", {}).items()}},
         failure=failure,
     )
+
+
+def _previous_manifest(run_dir: Path) -> dict[str, Any] | None:
+    """The manifest a previous invocation left (its indices, templates and summary state), or None."""
+    import json
+
+    try:
+        data = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def _template_of(prompt) -> list[tuple[str, str]]:

@@ -26,9 +26,7 @@ import logging
 import warnings
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from mmrag.errors import InputError
 from mmrag.metrics.knowhal import graded_accuracy
@@ -36,6 +34,9 @@ from mmrag.runs.records import RunRecord
 from mmrag.scenarios.kinds import STRESS_JOINER, scenario_label
 from mmrag.schema import OUTCOMES, Verdict, is_nota_text
 from mmrag.util import iter_jsonl, parse_record
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 log = logging.getLogger(__name__)
 
@@ -259,6 +260,8 @@ def record_row(rec: RunRecord, run: str = "") -> dict[str, Any]:
 def frame_from_records(records: Iterable[RunRecord], run: str = "") -> pd.DataFrame:
     """A DataFrame with :data:`COLUMNS` (also when there are no records)."""
     rows = [record_row(r, run) for r in records]
+    import pandas as pd  # imported here: writing and resuming a run never needs pandas
+
     df = pd.DataFrame(rows, columns=list(COLUMNS))
     for col in (*OUTCOMES, "label_is_nota", "chose_nota", "cached"):
         df[col] = df[col].astype(bool)
@@ -313,4 +316,6 @@ def load(run_dir: str | Path | Sequence[str | Path], *, contexts: bool = False) 
             f["contexts"] = f["key"].map(context_lists(d))
     if len(frames) == 1:
         return frames[0]
+    import pandas as pd
+
     return pd.concat(frames, ignore_index=True)

@@ -79,6 +79,9 @@ class RunManifest(BaseModel):
     planned: list[dict[str, Any]] = Field(default_factory=list)
     #: where the last invocation's time went (engine stage totals, seconds; mean in flight per model)
     stages: dict[str, float] = Field(default_factory=dict)
+    #: what summary.json was computed from (:func:`mmrag.runs.summary.results_state`): a later
+    #: invocation that writes nothing and finds the same state keeps the summary
+    summary_state: str = ""
 
     @classmethod
     def start(cls, config: dict[str, Any], argv: list[str] | None = None) -> RunManifest:

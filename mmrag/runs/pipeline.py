@@ -13,15 +13,20 @@ that could hold 32 requests saw about 2 on average.  Here every stage runs at on
   server: a finished reply frees its slot at once), more for backends that compute a batch in one
   pass (local models declare it; otherwise the run's ``batch_size``).  Models are called only
   through the VLM protocol (``agenerate``, or ``generate`` in a thread when there is none);
-- **judge workers** judge whatever replies are waiting (up to 256 at once: the rule judge's MiniLM
-  deflection detector is far cheaper per reply in large batches, and a backlog makes batches grow)
-  in a worker thread, so neither an LLM judge's blocking calls nor MiniLM stall the lanes; one
-  worker for rule judging (two would only contend for the same cores), four when the judge calls
-  a model (their time is waiting).  A failed request or an incomplete reply (``finish_reason`` length or
-  content_filter) is not shown to the judge: it gets an ``unparseable`` verdict that says why;
+- **judge workers** take whatever replies are waiting (up to 256 at once) and judge them through
+  the judge's batch entry point (:func:`mmrag.judging.judge_many`), grouped by benchmark kind.
+  A batch runs in a worker thread, so neither an LLM judge's blocking calls nor a backlog of
+  rule judging stall the lanes (four workers when the judge calls a model, their time is waiting;
+  one for rule judging, two would only contend for the same cores); a batch of at most
+  ``INLINE_JUDGE`` replies to the rule judge (a millisecond or two: what a server's replies
+  trickling in make) is judged on the event loop itself, without a thread hop.  A failed request
+  or an incomplete reply (``finish_reason`` length or content_filter) is not shown to the judge:
+  it gets an ``unparseable`` verdict that says why;
 - one **writer** adds records to the :class:`~mmrag.runs.store.RunStore` and commits a segment
-  every ``flush_every`` records or ``flush_seconds`` seconds, whichever comes first; progress is
-  advanced only for committed records.
+  every ``flush_every`` records or ``flush_seconds`` seconds, whichever comes first (the Parquet
+  write and fsync in a worker thread: they release the GIL); progress is advanced only for
+  committed records.  With ``keep_records`` it also keeps the records it stored (up to
+  ``KEEP_LIMIT``), so the engine summarises a fresh run from them instead of reading it back.
 
 Failures are counted as they are stored — a failed request and a failed judge call alike (an LLM
 judge that cannot be reached grades nothing: the cell is ``judge_failed``); once more than the
@@ -47,6 +52,11 @@ from mmrag.schema import Response, Verdict
 #: a transformers VLM) then gets batches of up to this many prompts instead of a handful, and
 #: embeds them in one pass (MiniLM costs several times more CPU per text in batches of five)
 YIELD_EVERY = 32
+#: rule-judged batches this small are judged on the event loop (a millisecond or two; a thread hop
+#: would cost as much); larger ones in a worker thread, so a backlog never stalls the lanes
+INLINE_JUDGE = 4
+#: records the writer keeps for the summary at most (beyond, the engine reads the run back)
+KEEP_LIMIT = 250_000
 
 
 @dataclass
@@ -115,13 +125,17 @@ class Pipeline:
         task: Any = None,
         judge_in_thread: bool = False,
         rejudge: dict[str, Response] | None = None,
+        keep_records: bool = False,
     ) -> None:
         self.cells, self.lanes, self.judges, self.store = cells, lanes, judges, store
         #: cells whose stored reply is judged again (their judge call failed): no model call
         self.rejudge = rejudge or {}
         self.flush_every, self.flush_seconds, self.max_failed = flush_every, flush_seconds, max_failed
         self.progress, self.task = progress, task
+        self.judge_in_thread = judge_in_thread
         self.n_judges = 4 if judge_in_thread else 1
+        #: (ordinal, record) of every record stored, when kept (None: not kept, or over KEEP_LIMIT)
+        self.stored: list[tuple[int, RunRecord]] | None = [] if keep_records else None
         self.stats = Stats()
         self.abort = asyncio.Event()
         self.fatal: BaseException | None = None
@@ -280,6 +294,17 @@ class Pipeline:
             for rec in recs:
                 await self.store_q.put(rec)
 
+    async def _verdicts(self, judge: Any, items: list) -> list[Verdict]:
+        """One verdict per item, through the judge's batch entry point (a small batch of rule
+        judging on the event loop, anything else in a worker thread: see the module docstring)."""
+        if self.judge_in_thread or len(items) > INLINE_JUDGE:
+            out = list(await asyncio.to_thread(judge_many, judge, items))
+        else:
+            out = list(judge_many(judge, items))
+        if len(out) != len(items):  # a verdict matched to the wrong reply would be silently wrong
+            raise RuntimeError(f"the judge returned {len(out)} verdicts for {len(items)} replies")
+        return out
+
     async def _judge(self, batch: list) -> list[tuple[RunRecord, int]]:
         verdicts: list[Verdict | None] = [engine_verdict(r) for _, _, r, _ in batch]
         by_kind: dict[str, list[int]] = {}
@@ -288,8 +313,8 @@ class Pipeline:
                 by_kind.setdefault(it.plan.kind, []).append(i)
         for kind, idx in by_kind.items():
             items = [(batch[i][1].sample, batch[i][1].prompt, batch[i][2]) for i in idx]
-            for i, got in zip(idx, await asyncio.to_thread(judge_many, self.judges[kind], items)):
-                verdicts[i] = got
+            for i, v in zip(idx, await self._verdicts(self.judges[kind], items)):
+                verdicts[i] = v
         out = []
         dumps: dict[int, dict] = {}
         for (lane, it, r, gen_s), v in zip(batch, cast("list[Verdict]", verdicts)):  # every None was judged above
@@ -298,7 +323,7 @@ class Pipeline:
                 dumps[id(sp)] = sp.model_dump(mode="json")
             out.append(
                 (
-                    RunRecord(
+                    RunRecord.model_construct(  # trusted parts, each validated where it was made
                         key=it.key,
                         benchmark=it.plan.ref.name,
                         benchmark_kind=it.plan.kind,
@@ -336,6 +361,10 @@ class Pipeline:
             elif got:
                 rec, ord_ = got
                 self.store.add(rec, ord=ord_)
+                if self.stored is not None:
+                    self.stored.append((ord_, rec))
+                    if len(self.stored) > KEEP_LIMIT:
+                        self.stored = None
                 if not rec.response.cached and rec.key not in self.rejudge:
                     self.stats.model_calls += 1
                 err = cell_error(rec.response, rec.verdict)

@@ -107,13 +107,20 @@ def _read_segment(path: Path, columns: list[str] | None, schema: pa.Schema | Non
     """One segment; a column added to ``schema`` after the segment was written reads as nulls
     (columns are only ever added, so a run written by an older version still opens)."""
     if columns is None or schema is None:
-        return pq.read_table(path, columns=columns)
+        return read_file(path, columns)
     have = set(pq.read_schema(path).names)
-    t = pq.read_table(path, columns=[c for c in columns if c in have])
+    t = read_file(path, [c for c in columns if c in have])
     for c in columns:
         if c not in have:
             t = t.append_column(schema.field(c), pa.nulls(t.num_rows, schema.field(c).type))
     return t.select(columns)
+
+
+def read_file(path: Path, columns: list[str] | None = None) -> pa.Table:
+    """One Parquet file, read through ``ParquetFile``: the same table as ``pq.read_table``, without
+    importing ``pyarrow.dataset`` (a fifth of a second of every run's start-up)."""
+    with pq.ParquetFile(path) as fh:
+        return fh.read(columns=columns)
 
 
 def compact(folder: Path, min_files: int = 2) -> bool:
@@ -131,7 +138,7 @@ def compact(folder: Path, min_files: int = 2) -> bool:
         pending: list[pa.Table] = []
         rows = 0
         for f in files:
-            t = pq.read_table(f)
+            t = read_file(f)
             if writer is None:
                 schema = t.schema
                 writer = pq.ParquetWriter(fh, schema, compression=COMPRESSION)

@@ -172,10 +172,12 @@ def nothing_to_do(run_dir: str | Path) -> str | None:
     manifest alone (no benchmark, index, model or record is loaded, so it answers in about a
     second).  None when anything could be left: a status other than ``complete``, failed cells or
     judge calls, no recorded plan, a run written by another mmrag version or revision (whose
-    plan may differ from this one's), or a config naming code by dotted path or missing a redacted
-    secret (both refused on the full path) -- then the engine checks every cell as before."""
+    plan may differ from this one's), records, verdicts or labels changed since its summary, or a
+    config naming code by dotted path or missing a redacted secret (both refused on the full path)
+    -- then the engine checks every cell as before."""
     from mmrag.redact import find_redacted
     from mmrag.runs.manifest import git_revision, package_versions
+    from mmrag.runs.summary import results_state
 
     run_dir = Path(run_dir)
     man = read_manifest_quietly(run_dir)
@@ -187,6 +189,10 @@ def nothing_to_do(run_dir: str | Path) -> str | None:
         return None
     if man.get("mmrag_version") != package_versions().get("mmrag", "0") or man.get("git_revision") != git_revision():
         return None
+    if man.get("summary_state") and man["summary_state"] != results_state(
+        run_dir, str(man.get("mmrag_version") or ""), man.get("git_revision")
+    ):
+        return None  # its records, verdicts or labels changed since it was summarised: summarised again
     if _names_code(man.get("config")) or find_redacted(man.get("config")):
         return None  # the full path refuses these: code a manifest names, a secret it lost
     return (

@@ -176,6 +176,77 @@ def write_summary(
     return summary
 
 
+def results_state(run_dir: str | Path, mmrag_version: str = "", git_revision: str | None = None) -> str:
+    """A hash of what a summary is computed from: the name, size and modification time of every
+    file under ``records/``, ``verdicts/`` and ``labels/``, and the mmrag version and revision
+    that compute it.  Segments are written once and never rewritten (new results are new files,
+    compaction renames), so an unchanged state means an unchanged summary."""
+    from mmrag.schema import stable_id
+
+    run_dir = Path(run_dir)
+    files = []
+    for sub in ("records", "verdicts", "labels"):
+        folder = run_dir / sub
+        if folder.is_dir():
+            for p in sorted(folder.rglob("*")):
+                if p.is_file():
+                    st = p.stat()
+                    files.append([str(p.relative_to(run_dir)), st.st_size, st.st_mtime_ns])
+    return stable_id(files, mmrag_version, git_revision or "", length=32)
+
+
+def reuse_summary(
+    run_dir: str | Path, previous: dict[str, Any], state: str, extra: dict[str, Any], status: str | None = None
+) -> dict[str, Any] | None:
+    """The summary a previous invocation wrote, with ``extra`` (this invocation's not-applicable
+    counts and windows) and the run's current state (``status``: this invocation's final one) put
+    in, when it was computed from exactly ``state``; else None (the caller computes it again).
+    Rewritten only when that changed it; lines a layer above added to summary.md are kept."""
+    import json
+
+    if not state or previous.get("summary_state") != state:
+        return None
+    path = Path(run_dir) / "summary.json"
+    try:
+        summary = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(summary, dict) or not isinstance(summary.get("groups"), list):
+        return None
+    cells = _stored_cells(Path(run_dir))
+    if cells is None:
+        return None
+    from mmrag.runs.state import run_state
+    from mmrag.scenarios.kinds import scenario_label
+
+    labels = {g["scenario_id"]: scenario_label(g["scenario"]) for g in summary["groups"]}
+    updated = {**summary, **extra, "state": state_summary(run_state(run_dir, cells, status=status), labels)}
+    if json.loads(json.dumps(updated)) != summary:
+        lines = _extra_lines(Path(run_dir) / "summary.md", summary)
+        atomic_write_json(path, updated)
+        atomic_write_text(Path(run_dir) / "summary.md", summary_markdown(updated, lines))
+    return updated
+
+
+def _stored_cells(run_dir: Path) -> list[tuple[str, str, str, bool]] | None:
+    """(benchmark, scenario id, model, request failed) of every stored cell, read from four columns
+    of the records table (no record is built); None for a run not stored in columns."""
+    import pyarrow.compute as pc
+
+    from mmrag.runs.columnar import last_per_key
+    from mmrag.runs.segments import read_table
+    from mmrag.runs.store import RECORD_SCHEMA, RECORDS, is_columnar
+
+    if not is_columnar(run_dir):
+        return None
+    cols = ["key", "attempt", "benchmark", "scenario_id", "model", "error"]
+    table = read_table(run_dir / RECORDS, cols, RECORD_SCHEMA)
+    if table.num_rows and pc.max(table.column("attempt")).as_py() > 1:  # some cell was retried
+        table = last_per_key(table)
+    columns = [table.column(c).to_pylist() for c in cols[2:]]
+    return [(b, s, m, e is not None) for b, s, m, e in zip(*columns)]
+
+
 def mark_summary_running(run_dir: str | Path, done: int, planned: int) -> None:
     """A summary left by an earlier invocation would describe a run that is now changing (and might
     be killed): it is marked incomplete until the run ends and writes it anew.  Cheap: the earlier

@@ -29,6 +29,7 @@ and KnowHal builders live in their own modules.
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from mmrag.errors import InputError
@@ -107,6 +108,15 @@ def _gold_documents(sample: Sample, spec: ScenarioSpec, store: DocStore | None) 
     return matching, len(docs)
 
 
+def own_copy(doc: Document) -> Document:
+    """A copy of a store document that shares nothing mutable with it, as ``model_copy(deep=True)``
+    gives, for a fraction of its cost (the strings need no copy): a prompt's documents are its own,
+    so hashing an image of the prompt (:meth:`ImageRef.content_hash` fills ``sha256``) never
+    changes the knowledge base the miner keys on."""
+    image = doc.image.model_copy() if doc.image is not None else None
+    return doc.model_copy(update={"image": image, "metadata": copy.deepcopy(doc.metadata)})
+
+
 def _arrange(
     spec: ScenarioSpec, sample: Sample, gold: list[Context], negs: list[Context], meta: dict[str, Any]
 ) -> list[Context]:
@@ -139,8 +149,8 @@ def build_retrieval_prompt(
         meta["positive"] = {"modality": spec.positive_modality, "gold_total": n_all, "gold_matching": len(gold_docs)}
     neg_docs, meta["mining"] = choose_negatives(sample, spec, miner, store)
 
-    candidates = [Context(document=d.model_copy(deep=True), role="gold") for d in gold_docs] + [
-        Context(document=d.model_copy(deep=True), role="negative") for d in neg_docs
+    candidates = [Context(document=own_copy(d), role="gold") for d in gold_docs] + [
+        Context(document=own_copy(d), role="negative") for d in neg_docs
     ]
     budget = apply_budget(
         candidates, max_tokens=spec.max_context_tokens, max_images=spec.max_images, query_images=len(sample.images)

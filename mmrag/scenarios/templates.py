@@ -43,6 +43,10 @@ _ALLOWED: dict[str, set[str]] = {
 }
 
 
+#: template -> its sha256 (templates are frozen, hashable by their fields)
+_SHA256: dict[Any, str] = {}
+
+
 class PromptTemplate(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -81,7 +85,15 @@ class PromptTemplate(BaseModel):
 
     @property
     def sha256(self) -> str:
-        return hashlib.sha256(canonical_json(self.canonical()).encode()).hexdigest()
+        """The hash of :meth:`canonical`; kept per template (a frozen model: equal templates, equal
+        hashes), because every prompt stamps its template's hash."""
+        got = _SHA256.get(self)
+        if got is None:
+            got = hashlib.sha256(canonical_json(self.canonical()).encode()).hexdigest()
+            if len(_SHA256) > 4096:
+                _SHA256.clear()
+            _SHA256[self] = got
+        return got
 
     def fill(self, field: str, **values: str) -> str:
         raw = getattr(self, field) or ""
@@ -135,7 +147,13 @@ def _bundled_dir():
 
 
 def bundled_template_ids() -> list[str]:
-    return sorted(p.name[:-5] for p in _bundled_dir().iterdir() if p.name.endswith(".yaml"))
+    return list(_bundled_ids())
+
+
+@functools.cache
+def _bundled_ids() -> tuple[str, ...]:
+    """The package's template files, listed once per process (every prompt looks its template up)."""
+    return tuple(sorted(p.name[:-5] for p in _bundled_dir().iterdir() if p.name.endswith(".yaml")))
 
 
 @functools.cache
@@ -152,7 +170,7 @@ def get_template(name: str) -> PromptTemplate:
     containing a path separator)."""
     if name.endswith((".yaml", ".yml")) or "/" in name or "\\" in name:
         return load_template(name)
-    if name not in bundled_template_ids():
+    if name not in _bundled_ids():
         raise InputError(f"unknown template '{name}'; bundled: {', '.join(bundled_template_ids())}", field="template")
     return _bundled(name)
 
