@@ -157,8 +157,11 @@ def test_01_modality_matrix(notebook_env):
         reader[("image", "image")]["deflection"]
         > max(reader[("text", n)]["deflection"] for n in ("text", "image", "multimodal")) + 10
     )
-    # image evidence + text negatives: it reads the wrong entity's passage
-    assert reader[("image", "text")]["hallucination"] >= 50
+    # image evidence + text negatives: it reads the wrong entity's passage, an answer the rule judge
+    # can show wrong only where the rival is of a checkable kind; the rest is undecided, never correct
+    wrong_entity = reader[("image", "text")]
+    assert wrong_entity["hallucination"] + wrong_entity["unparseable"] >= 50
+    assert wrong_entity["correct"] < 25
     assert res["summary"]["context-reader"]["text_over_image_gap"] > 20
     run_dir = Path(res["run_dir"])
     assert run_dir.is_relative_to(Path(notebook_env["env"]["MMRAG_HOME"]))
@@ -224,7 +227,7 @@ def test_03_custom_retriever(notebook_env):
     }
     for r in rows:
         assert r["n"] == res["n_samples"]
-        assert math.isclose(r["correct"] + r["deflection"] + r["hallucination"], 100.0, abs_tol=1e-6)
+        assert math.isclose(r["correct"] + r["deflection"] + r["hallucination"] + r["undecided"], 100.0, abs_tol=1e-6)
         if r["scenario"] == "adversarial":  # no gold shown: a correct answer would be a leak
             assert r["correct"] <= 10.0
         else:
