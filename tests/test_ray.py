@@ -215,13 +215,17 @@ def test_index_build_through_the_cluster_equals_the_local_build(cluster, kb, tmp
     from mmrag.distributed import build_index_ray
     from mmrag.indices import create_encoder, encode_queries, load_index
 
+    # fp32: byte-equal vectors need it; bf16 sums (AMX, AVX512-BF16) move with a batch's padding,
+    # and the cluster batches blocks of 10 lines where the local build batches the whole file
+    fp32 = '{"precision": "fp32"}'
     common = ["index", "build", "--kb", str(kb), "--kind", "text", "--factory", "Flat", "--batch-size", "8"]
+    common += ["--encoder-kwargs", fp32]
     assert main([*common, "--out", str(tmp_path / "local")]) == 0
     # two encoder actors (half a CPU each) so both nodes encode; blocks of 10 lines
     stats: dict = {}
     build_index_ray(
         kb,
-        {"name": "minilm", "kwargs": {}},
+        {"name": "minilm", "kwargs": {"precision": "fp32"}},
         "text",
         "Flat",
         tmp_path / "ray",
