@@ -32,10 +32,6 @@ SEVERITY = {"none": "None", "soft": "Soft", "moderate": "Moderate", "severe": "S
 MODALITY = {"text": "Textual", "image": "Visual", "multimodal": "MM"}
 
 
-def _by_model(df: pd.DataFrame) -> list[str]:
-    return sorted(df["model"].unique())
-
-
 def table_3(ctx: Context) -> pd.DataFrame:
     """Dataset statistics of the samples the run covered, per source and overall (Table 3's rows)."""
     samples = {r.sample.id: r.sample for r in ctx.records() if r.benchmark_kind == DEFLECTION.id}
