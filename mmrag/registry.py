@@ -139,6 +139,16 @@ class Registry(Generic[T]):
         # the protocol check above is what makes the class a factory of T (duck-typed, as for entry points)
         return cast("Callable[..., T]", obj)
 
+    def put(self, name: str, obj: T) -> T:
+        """Register the object ``obj`` itself under ``name`` (an instance registry, such as the judge's
+        answer rules): typed for what it holds, where ``register`` is typed for factories."""
+        self._items[name] = cast("Callable[..., T]", obj)
+        return obj
+
+    def instance(self, name: str) -> T:
+        """The object registered with :meth:`put` (or loaded from an entry point) under ``name``."""
+        return cast(T, self.get(name))
+
     def create(self, name: str, *args: Any, **kwargs: Any) -> T:
         return self.get(name)(*args, **kwargs)
 

@@ -53,8 +53,8 @@ def direction(reference: str, reply: str, question: str) -> Conflict | None:
             m = _NEGATED_FORM.match(w.replace("-", "") if w.startswith("non-") else w)
             if m and m.group(1) in a:
                 return Conflict("direction", f"{w!r} against {m.group(1)!r}")
-    ref = {polarity(t) for t in words(reference) if t not in q} - {None}
-    said = {polarity(t) for t in words(reply) if t not in q} - {None}
+    ref = {p for t in words(reference) if t not in q and (p := polarity(t)) is not None}
+    said = {p for t in words(reply) if t not in q and (p := polarity(t)) is not None}
     for pair, side in sorted(said):
         if (pair, 1 - side) in ref and (pair, 1 - side) not in said and (pair, side) not in ref:
             return Conflict("direction", f"the other side of an opposite pair ({pair})")
@@ -66,7 +66,7 @@ def closed_member(reference: str, reply: str, question: str) -> Conflict | None:
     ref = {canonical(t) for t in words(reference)} - q
     toks = words(reply)
     said = [canonical(t) for i, t in enumerate(toks) if not any(n in NEGATORS for n in toks[max(0, i - 2) : i])]
-    for cls in sorted({closed_class(t) for t in ref} - {None}):
+    for cls in sorted({c for t in ref if (c := closed_class(t)) is not None}):
         gold = {t for t in ref if closed_class(t) == cls}
         other = {t for t in said if closed_class(t) == cls and t not in q} - gold
         if other and not gold & set(said):

@@ -146,6 +146,6 @@ class VQASoftRule(GenericRule):
         return super().match(ctx, reply)
 
 
-ANSWER_RULES.register("evqa", EVQARule())
-ANSWER_RULES.register("vqa", VQASoftRule())
-ANSWER_RULES.register("knowhal", VQASoftRule())
+ANSWER_RULES.put("evqa", EVQARule())
+ANSWER_RULES.put("vqa", VQASoftRule())
+ANSWER_RULES.put("knowhal", VQASoftRule())

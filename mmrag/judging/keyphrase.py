@@ -37,7 +37,8 @@ def key_phrase_match(question: str, refs: list[str], reply: str) -> Match | None
     """The reply against the sentence reference whose key phrase it carries best; None when no
     reference is a sentence."""
     reply_toks = stems(reply)
-    best, best_ref, best_key = -1.0, "", ()
+    best, best_ref = -1.0, ""
+    best_key: tuple[str, ...] = ()
     for ref in (r for r in refs if is_sentence(r)):
         key = key_phrase(question, ref)
         if key:

@@ -58,7 +58,7 @@ class KnowHalJudge:
     def judge_many(self, items: Sequence[tuple[Sample, Prompt, Response]]) -> list[Verdict]:
         out: list[Verdict] = [self._rules(*it) for it in items]
         to_llm = [i for i, v in enumerate(out) if self.llm is not None and v.details.get("llm_eligible")]
-        if to_llm:
+        if to_llm and self.llm is not None:
             llm_verdicts = self.llm.judge_many([items[i] for i in to_llm])
             for i, lv in zip(to_llm, llm_verdicts):
                 rule = out[i]

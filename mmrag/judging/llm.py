@@ -35,7 +35,7 @@ import yaml
 from mmrag.errors import JudgeError, MmragError
 from mmrag.judging.failed import unjudged
 from mmrag.judging.mcq import effective_choices, parse_inline_options
-from mmrag.schema import ContentPart, Message, Prompt, Response, Sample, Verdict
+from mmrag.schema import ContentPart, Message, Outcome, Prompt, Response, Sample, Verdict
 from mmrag.util import valid_text
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -67,7 +67,7 @@ C (NEITHER): the answer declines or says it cannot tell, without accepting or re
 
 Reply with a single letter: A, B or C."""
 
-GRADE_TO_OUTCOME = {"A": "correct", "B": "hallucination", "C": "deflection"}
+GRADE_TO_OUTCOME: dict[str, Outcome] = {"A": "correct", "B": "hallucination", "C": "deflection"}
 _WORDS = {
     "correct": "A",
     "incorrect": "B",

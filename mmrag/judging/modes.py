@@ -13,6 +13,7 @@ which pick the source's answer rule from :data:`mmrag.judging.rules.ANSWER_RULES
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from mmrag.judging.llm import LLMJudge
 from mmrag.judging.mcq import MCQJudge, effective_choices
@@ -96,12 +97,15 @@ class RuleThenLLMJudge:
             llm_verdicts = self.llm.judge_many([items[i] for i in undecided_at])
             for i, lv in zip(undecided_at, llm_verdicts):
                 rule = verdicts[i]
+                official: dict[str, Any] = {
+                    k: rule.details[k] for k in ("official_correct", "official_extracted") if k in rule.details
+                }
                 lv.details.update(
                     {
                         "rule_outcome": rule.outcome,
                         "rule_reason": rule.reason,
                         "judged_by": "llm",
-                        **{k: rule.details[k] for k in ("official_correct", "official_extracted") if k in rule.details},
+                        **official,
                     }
                 )
                 lv.extracted = lv.extracted if lv.extracted is not None else rule.extracted

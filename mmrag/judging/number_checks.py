@@ -48,7 +48,8 @@ def _new(qs: list[Quantity], question: str, text: str = "") -> list[Quantity]:
 
 def _bound(text: str) -> dict[float, set[str]]:
     """Each number's nouns: the content stems within three words after it (before the next number)."""
-    toks, out = words(text), {}
+    toks = words(text)
+    out: dict[float, set[str]] = {}
     for i, t in enumerate(toks):
         if t[:1].isdigit():
             try:

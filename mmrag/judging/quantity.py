@@ -256,7 +256,7 @@ def unit_alternatives(text: str) -> list[float]:
                     got, factor = (str(qq.dimensionality), float(qq.magnitude)), float(qq.magnitude)
                 except Exception:  # an odd unit name in this pint version
                     continue
-            if got[0] == q.dim:
+            if got[0] == q.dim and factor is not None:
                 out.append(q.value / factor)
     return out
 

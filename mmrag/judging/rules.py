@@ -48,7 +48,7 @@ ANSWER_RULES: Registry[AnswerRule] = Registry("answer rule", group="mmrag.answer
 
 def rule_for(source: str | None) -> AnswerRule:
     """The rule registered for a source tag, else the default rule."""
-    return ANSWER_RULES.get(source) if source and source in ANSWER_RULES else ANSWER_RULES.get("default")
+    return ANSWER_RULES.instance(source if source and source in ANSWER_RULES else "default")
 
 
 #: characters of scripts written without spaces (CJK, kana, hangul): each is its own token, so
@@ -215,4 +215,4 @@ class GenericRule:
 
 
 for _source in ("default", "infoseek", "viquae", "mmdocrag", "mragbench"):
-    ANSWER_RULES.register(_source, GenericRule())
+    ANSWER_RULES.put(_source, GenericRule())

@@ -77,7 +77,7 @@ def _vaguer(r: Reading) -> Verdict | None:
     """Pass (undecided) when the asserted value is vaguer than the reference."""
     m = VAGUER.search(r.answer)
     if m:
-        return r.passes("vaguer value", f"a vaguer value than the reference ({m.group(0)!r})")
+        r.passes("vaguer value", f"a vaguer value than the reference ({m.group(0)!r})")
     return None
 
 
@@ -231,7 +231,8 @@ class ReferenceScorer:
                 f"the figure or key words of a sentence reference, with {n} words it does not state",
             )
         if why is not None:
-            return r.passes(*why)
+            r.passes(*why)
+            return None
         ref = m.extracted if m.extracted and m.kind != "list" else (r.refs[0] if r.refs else m.extracted)
         return r.verdict(
             "correct",
@@ -292,7 +293,7 @@ def _unfinished(r: Reading) -> Verdict | None:
     """Pass when the reply stops mid-clause: it never reached the answer a conflict would be held
     against (whether it was cut off is the engine's to say, from ``finish_reason``)."""
     if _OPEN_END.search(r.final.answer) and len(r.final.answer.split()) >= 3:
-        return r.passes("unfinished", "stops mid-clause before an answer")
+        r.passes("unfinished", "stops mid-clause before an answer")
     return None
 
 
@@ -315,15 +316,13 @@ class OfficialConflictScorer:
         if number and any(compare_quantities(x, r.answer) is None and with_units(r.answer) for x in r.refs):
             number = False  # an amount in other units than the sentence's: the key phrase cannot compare it
         if not (m.certain and (m.kind in CHECKABLE_MATCHES or number)):
-            return r.passes(
-                "weak contradiction", f"does not give the reference ({m.kind or 'answer rule'}: {m.reason})"
-            )
+            r.passes("weak contradiction", f"does not give the reference ({m.kind or 'answer rule'}: {m.reason})")
+            return None
         if m.kind in ("range", "quantity", "key phrase", "category") and VAGUER.search(r.answer):
             return _vaguer(r)
         if r.foreign and m.kind != "yes/no":
-            return r.passes(
-                "other language", f"a reply in {r.foreign}: its numbers and lists are read in English forms"
-            )
+            r.passes("other language", f"a reply in {r.foreign}: its numbers and lists are read in English forms")
+            return None
         ref = ", ".join(r.refs[:3]) if r.refs else None
         span = m.extracted if m.extracted and len(m.extracted) < len(r.answer) else r.answer
         return r.verdict(
@@ -350,15 +349,14 @@ class SlotConflictScorer:
         if not found:
             if r.conflicts:
                 c = r.conflicts[0]
-                return r.passes("unchecked conflict", f"may conflict with the reference ({c.kind}: {c.detail})")
+                r.passes("unchecked conflict", f"may conflict with the reference ({c.kind}: {c.detail})")
             return None
         c = found[0]
         if _OPEN_END.search(r.final.answer) and len(r.final.answer.split()) >= 3:
             return _unfinished(r)
         if r.foreign:
-            return r.passes(
-                "other language", f"a reply in {r.foreign}: its numbers and words are read in English forms"
-            )
+            r.passes("other language", f"a reply in {r.foreign}: its numbers and words are read in English forms")
+            return None
         if c.kind in ("count", "amount") and VAGUER.search(r.answer):
             return _vaguer(r)
         ref = r.refs[0] if len(r.refs) == 1 else ", ".join(r.refs[:3])

@@ -205,8 +205,8 @@ def pick(alts: list[tuple[str, ...]], text: str) -> int | None:
         for k, alt in enumerate(alts):
             if t in alt and k not in first:
                 first[k] = i
-    return min(first, key=first.get) if first else None
+    return min(first, key=first.__getitem__) if first else None
 
 
-ANSWER_RULES.register("webqa", WebQARule())
+ANSWER_RULES.put("webqa", WebQARule())
 __all__ = ["WebQARule", "alternatives", "pick", "key_phrase"]

@@ -235,8 +235,3 @@ def records(run_dir: str | Path) -> list[RunRecord]:
             )
         )
     return out
-
-
-def failed_keys(run_dir: str | Path) -> set[str]:
-    t = _cells(read_table(Path(run_dir) / RECORDS, ["key", "status", "attempt"], RECORD_SCHEMA))
-    return {k for k, s in zip(t.column("key").to_pylist(), t.column("status").to_pylist()) if s != "ok"}

@@ -26,14 +26,12 @@ from mmrag.reports.paper.curation_figures import (
     draw_incremental_gating,
     retained_per_source,
 )
+from mmrag.scenarios.kinds import ADVERSARIAL, ORACLE, PARAMETRIC, REALISTIC
 
-SCENARIOS = ("parametric", "oracle", "realistic", "adversarial")
+#: the paper's four scenarios, in its column order, from the scenario-kind registry
+SCENARIOS = tuple(k.id for k in (PARAMETRIC, ORACLE, REALISTIC, ADVERSARIAL))
 SEVERITY = {"none": "None", "soft": "Soft", "moderate": "Moderate", "severe": "Severe"}
 MODALITY = {"text": "Textual", "image": "Visual", "multimodal": "MM"}
-
-
-def _by_model(df: pd.DataFrame) -> list[str]:
-    return sorted(df["model"].unique())
 
 
 def table_3(ctx: Context) -> pd.DataFrame:
@@ -104,7 +102,7 @@ def _severity_table(ctx: Context, preset: str, kinds: tuple[str, ...]) -> pd.Dat
 
 
 def table_6(ctx: Context) -> pd.DataFrame:
-    return _severity_table(ctx, "strictness", ("realistic", "adversarial"))
+    return _severity_table(ctx, "strictness", (REALISTIC.id, ADVERSARIAL.id))
 
 
 #: Tables 6 and 9: realistic + adversarial, and parametric + oracle, at every strictness level
@@ -132,7 +130,7 @@ def table_8(ctx: Context) -> pd.DataFrame:
 
 
 def table_9(ctx: Context) -> pd.DataFrame:
-    return _severity_table(ctx, "strictness-parametric-oracle", ("parametric", "oracle"))
+    return _severity_table(ctx, "strictness-parametric-oracle", (PARAMETRIC.id, ORACLE.id))
 
 
 def figure_3(ctx: Context):
