@@ -395,3 +395,15 @@ def open_sqlite_wal(path: str | Path, schema: str, *, synchronous: str = "FULL",
                 conn.close()
                 raise
             time.sleep(0.05)
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this pid exists (one owned by another user counts): the check behind
+    every stale-lock and stale-writer test, so that they agree on what "gone" means."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    return True

@@ -19,18 +19,9 @@ from pathlib import Path
 import numpy as np
 
 from mmrag.errors import InputError
+from mmrag.util import pid_alive
 
 log = logging.getLogger("mmrag.indices")
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # exists, owned by someone else
-        return True
-    return True
 
 
 def _size(folder: Path) -> int:
@@ -54,7 +45,7 @@ def clean_stale_spools(out: str | Path) -> tuple[int, int]:
         return 0, 0
     for cand in out.parent.glob(f".{out.name}.tmp-*"):
         pid = cand.name[len(f".{out.name}.tmp-") :].split("-", 1)[0]
-        if not cand.is_dir() or (pid.isdigit() and _alive(int(pid))):
+        if not cand.is_dir() or (pid.isdigit() and pid_alive(int(pid))):
             continue
         freed += _size(cand)
         shutil.rmtree(cand, ignore_errors=True)

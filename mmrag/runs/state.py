@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mmrag.util import pid_alive
+
 #: manifest statuses of a run whose plan was worked through to the end
 FINISHED = frozenset({"complete", "complete_with_failures"})
 
@@ -48,12 +50,8 @@ def _writer_alive(run_dir: Path) -> bool:
         return False
     if pid == os.getpid():  # this process reads (e.g. ``mmrag score`` holding the lock): no other writer
         return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+    if not pid_alive(pid):
         return False
-    except PermissionError:  # exists, owned by someone else
-        return True
     try:  # a zombie (killed, not yet reaped by its parent) writes nothing any more
         with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
             return fh.read().rsplit(")", 1)[-1].split()[0] != "Z"
